@@ -3,8 +3,17 @@
 //! The same code builds natively (unit tests, benchmarks, the CLI's native floor) and for
 //! `wasm32-unknown-unknown`, where `abi` exposes it through the OPA wasm ABI 1.3.
 
-pub mod violation;
+pub mod catalogue;
+pub mod duration;
+mod evaluate;
+pub mod input;
+pub mod mesh;
+pub mod params;
+pub mod proxy_config;
+mod rules;
 pub mod value_text;
+pub mod violation;
+pub mod workload;
 
 #[cfg(target_arch = "wasm32")]
 mod abi;
@@ -18,6 +27,7 @@ pub const ENTRYPOINT: &str = "meshlife/violation";
 /// JSON bytes) and returns its violations, sorted and without duplicates (a Rego set).
 /// Never panics: malformed input is a single `ML000` violation.
 pub fn evaluate(input: &[u8]) -> Vec<Violation> {
-    let _ = input;
-    Vec::new()
+    evaluate::evaluate(input)
 }
+
+pub use evaluate::{EXEMPT_ANNOTATION, EXEMPT_REASON_ANNOTATION};

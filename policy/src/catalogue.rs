@@ -1,0 +1,161 @@
+//! The rule table: docs, the CLI and the selection parameters all read this one list.
+
+use crate::violation::Severity;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rule {
+    pub id: &'static str,
+    pub name: &'static str,
+    /// The usual severity; some rules lower or raise it case by case (documented per rule).
+    pub severity: Severity,
+    pub summary: &'static str,
+}
+
+macro_rules! rule {
+    ($id:literal, $name:literal, $severity:ident, $summary:literal) => {
+        Rule { id: $id, name: $name, severity: Severity::$severity, summary: $summary }
+    };
+}
+
+pub const INVALID_INPUT: Rule =
+    rule!("ML000", "invalid-input", Error, "The input cannot be evaluated.");
+pub const STARTUP_NO_HOLD: Rule = rule!(
+    "ML101",
+    "startup-no-hold",
+    Warning,
+    "Classic proxy without hold: the app can start before the proxy is ready."
+);
+pub const STARTUP_HOLD_NOT_FIRST: Rule = rule!(
+    "ML102",
+    "startup-hold-not-first",
+    Warning,
+    "Hold hook present but the proxy is not the first container."
+);
+pub const NATIVE_SIDECAR_NO_STARTUP_GATE: Rule = rule!(
+    "ML103",
+    "native-sidecar-no-startup-gate",
+    Warning,
+    "Native proxy with neither startupProbe nor postStart."
+);
+pub const NATIVE_SIDECAR_UNSUPPORTED: Rule = rule!(
+    "ML104",
+    "native-sidecar-unsupported",
+    Error,
+    "Native sidecar on a cluster that cannot run it, or a proxy init container without restartPolicy Always."
+);
+pub const INIT_CONTAINER_NO_NETWORK: Rule = rule!(
+    "ML201",
+    "init-container-no-network",
+    Warning,
+    "With CNI capture and a classic proxy, user init containers have no working network."
+);
+pub const INIT_CONTAINER_AFTER_REDIRECT: Rule = rule!(
+    "ML202",
+    "init-container-after-redirect",
+    Warning,
+    "A user init container runs after the traffic redirect, before any proxy."
+);
+pub const JOB_SIDECAR_NEVER_EXITS: Rule = rule!(
+    "ML301",
+    "job-sidecar-never-exits",
+    Error,
+    "Batch pod with a classic proxy and nothing that stops it: the Job never completes."
+);
+pub const JOB_SHUTDOWN_ENDPOINT_DISABLED: Rule = rule!(
+    "ML302",
+    "job-shutdown-endpoint-disabled",
+    Error,
+    "A Linkerd batch pod calls the proxy's shutdown endpoint, which is disabled."
+);
+pub const JOB_NO_DEADLINE: Rule = rule!(
+    "ML303",
+    "job-no-deadline",
+    Info,
+    "Batch pod with a classic proxy and no activeDeadlineSeconds."
+);
+pub const DRAIN_EXCEEDS_GRACE: Rule = rule!(
+    "ML401",
+    "drain-exceeds-grace",
+    Error,
+    "Istio's drain is not shorter than the grace period: the pod is killed mid-drain."
+);
+pub const PROXY_EXITS_BEFORE_APP: Rule = rule!(
+    "ML402",
+    "proxy-exits-before-app",
+    Warning,
+    "The app's preStop outlasts Istio's drain: the proxy exits while the app still works."
+);
+pub const LINKERD_APP_SHUTDOWN_UNPROTECTED: Rule = rule!(
+    "ML403",
+    "linkerd-app-shutdown-unprotected",
+    Warning,
+    "Linkerd's classic proxy refuses new requests at SIGTERM while the app still shuts down."
+);
+pub const LONG_LIVED_STREAMS: Rule = rule!(
+    "ML404",
+    "long-lived-streams",
+    Info,
+    "gRPC, HTTP/2 or WebSocket streams are cut at every pod exit."
+);
+pub const PRESTOP_EXCEEDS_GRACE: Rule = rule!(
+    "ML405",
+    "prestop-exceeds-grace",
+    Error,
+    "An app preStop delay is not shorter than the grace period."
+);
+pub const ROLLOUT_CAPACITY: Rule = rule!(
+    "ML501",
+    "rollout-capacity",
+    Warning,
+    "A rollout can take the workload below minAvailable ready replicas."
+);
+pub const MISSING_READINESS: Rule = rule!(
+    "ML502",
+    "missing-readiness",
+    Warning,
+    "A container serves ports but has no readinessProbe."
+);
+pub const INVALID_MESH_ANNOTATION: Rule = rule!(
+    "ML601",
+    "invalid-mesh-annotation",
+    Warning,
+    "A lifecycle annotation the mesh would ignore or reject."
+);
+
+pub const RULES: &[Rule] = &[
+    INVALID_INPUT,
+    STARTUP_NO_HOLD,
+    STARTUP_HOLD_NOT_FIRST,
+    NATIVE_SIDECAR_NO_STARTUP_GATE,
+    NATIVE_SIDECAR_UNSUPPORTED,
+    INIT_CONTAINER_NO_NETWORK,
+    INIT_CONTAINER_AFTER_REDIRECT,
+    JOB_SIDECAR_NEVER_EXITS,
+    JOB_SHUTDOWN_ENDPOINT_DISABLED,
+    JOB_NO_DEADLINE,
+    DRAIN_EXCEEDS_GRACE,
+    PROXY_EXITS_BEFORE_APP,
+    LINKERD_APP_SHUTDOWN_UNPROTECTED,
+    LONG_LIVED_STREAMS,
+    PRESTOP_EXCEEDS_GRACE,
+    ROLLOUT_CAPACITY,
+    MISSING_READINESS,
+    INVALID_MESH_ANNOTATION,
+];
+
+/// Looks a rule up by id (`ML101`, any case) or name (`startup-no-hold`).
+pub fn find(id_or_name: &str) -> Option<&'static Rule> {
+    let wanted = id_or_name.trim();
+    RULES
+        .iter()
+        .find(|rule| rule.id.eq_ignore_ascii_case(wanted) || rule.name == wanted)
+}
+
+impl Rule {
+    /// True when `entry` (an id or a name, as in `rules`, `excludeRules` or the exempt
+    /// annotation) designates this rule.
+    pub fn is_named_by(&self, entry: &str) -> bool {
+        let entry = entry.trim();
+        self.id.eq_ignore_ascii_case(entry) || self.name == entry
+    }
+}

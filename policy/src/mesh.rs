@@ -1,0 +1,461 @@
+//! Deciding, once per pod spec, which mesh proxies it and how: from the injected pod's shape
+//! when the proxy is already there, predicted from annotations, namespace and parameters when
+//! it is a template. Rules read this decision; they never re-derive it.
+
+use crate::input::Container;
+use crate::params::Settings;
+use crate::proxy_config::{parse_proxy_config, ProxyConfig};
+use crate::duration::parse_go_duration;
+use crate::workload::Workload;
+
+pub const ISTIO_PROXY: &str = "istio-proxy";
+pub const LINKERD_PROXY: &str = "linkerd-proxy";
+const ISTIO_INIT: &str = "istio-init";
+const ISTIO_VALIDATION: &str = "istio-validation";
+const LINKERD_INIT: &str = "linkerd-init";
+const LINKERD_VALIDATOR: &str = "linkerd-network-validator";
+
+pub const ISTIO_INJECT: &str = "sidecar.istio.io/inject";
+pub const ISTIO_NATIVE: &str = "sidecar.istio.io/nativeSidecar";
+pub const ISTIO_PROXY_CONFIG: &str = "proxy.istio.io/config";
+pub const ISTIO_INTERCEPTION_MODE: &str = "sidecar.istio.io/interceptionMode";
+pub const LINKERD_INJECT: &str = "linkerd.io/inject";
+pub const LINKERD_AWAIT: &str = "config.linkerd.io/proxy-await";
+pub const LINKERD_ADMIN_SHUTDOWN: &str = "config.linkerd.io/proxy-admin-shutdown";
+pub const LINKERD_WAIT_BEFORE_EXIT: &str = "config.alpha.linkerd.io/proxy-wait-before-exit-seconds";
+pub const LINKERD_SHUTDOWN_GRACE: &str = "config.linkerd.io/shutdown-grace-period";
+/// Current spelling first, then the beta (2.19) and alpha (2.15) ones.
+pub const LINKERD_NATIVE: [&str; 3] = [
+    "config.linkerd.io/proxy-enable-native-sidecar",
+    "config.beta.linkerd.io/proxy-enable-native-sidecar",
+    "config.alpha.linkerd.io/proxy-enable-native-sidecar",
+];
+
+/// Kubernetes minor version from which native sidecars run (beta, on by default).
+pub const NATIVE_SIDECAR_MIN_MINOR: u32 = 29;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mesh {
+    Istio,
+    Linkerd,
+}
+
+impl Mesh {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mesh::Istio => "istio",
+            Mesh::Linkerd => "linkerd",
+        }
+    }
+
+    pub fn proxy_name(self) -> &'static str {
+        match self {
+            Mesh::Istio => ISTIO_PROXY,
+            Mesh::Linkerd => LINKERD_PROXY,
+        }
+    }
+
+    pub fn proxy_uid(self, settings: &Settings) -> i64 {
+        match self {
+            Mesh::Istio => settings.raw.istio.proxy_uid,
+            Mesh::Linkerd => settings.raw.linkerd.proxy_uid,
+        }
+    }
+
+    /// Init containers the mesh itself adds.
+    pub fn owns_init_container(name: &str) -> bool {
+        matches!(
+            name,
+            ISTIO_INIT | ISTIO_VALIDATION | ISTIO_PROXY | LINKERD_INIT | LINKERD_VALIDATOR | LINKERD_PROXY
+        )
+    }
+}
+
+/// Where the proxy sits, or will sit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// An init container with `restartPolicy: Always`.
+    Native,
+    /// A regular container; `hold` when the app waits for it.
+    Classic { hold: bool },
+    /// In `initContainers` without `restartPolicy: Always`: the pod never starts.
+    BrokenInit,
+}
+
+/// A mesh annotation (or label) whose value the mesh would ignore or reject.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnnotationProblem {
+    pub key: &'static str,
+    pub is_label: bool,
+    pub problem: String,
+    pub fix: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct MeshDecision {
+    pub mesh: Mesh,
+    /// True when the proxy is already in the pod spec; false for a prediction.
+    pub injected: bool,
+    pub placement: Placement,
+    /// Native sidecars were asked for but the cluster cannot run them (ML104); the pod is
+    /// then judged as classic.
+    pub native_unsupported: Option<String>,
+    /// Injected: index of the proxy in `containers` (classic) or `initContainers` (native).
+    pub proxy_index: Option<usize>,
+    /// Injected classic: the proxy carries the hold hook but is not `containers[0]`.
+    pub hold_hook_misplaced: bool,
+    /// Traffic capture is done by CNI, so it is active before any init container runs.
+    pub cni: bool,
+    /// Injected: index of `istio-init` / `linkerd-init` among the init containers.
+    pub redirect_init_index: Option<usize>,
+    /// Istio: effective `terminationDrainDuration`, in ms.
+    pub drain_ms: u64,
+    /// Istio: `EXIT_ON_ZERO_ACTIVE_CONNECTIONS` and `MINIMUM_DRAIN_DURATION` (default 5 s).
+    pub exit_on_zero_active_connections: bool,
+    pub minimum_drain_ms: u64,
+    /// Istio: where the drain value came from, for messages.
+    pub drain_from_annotation: bool,
+    pub annotation_problems: Vec<AnnotationProblem>,
+}
+
+impl MeshDecision {
+    pub fn is_classic(&self) -> bool {
+        matches!(self.placement, Placement::Classic { .. })
+    }
+
+    pub fn is_native(&self) -> bool {
+        self.placement == Placement::Native
+    }
+
+    /// The injected proxy container, if any.
+    pub fn proxy<'w>(&self, workload: &'w Workload) -> Option<&'w Container> {
+        let index = self.proxy_index?;
+        match self.placement {
+            Placement::Classic { .. } => workload.spec.containers().get(index),
+            Placement::Native | Placement::BrokenInit => workload.spec.init_containers().get(index),
+        }
+    }
+
+    pub fn proxy_path(&self, workload: &Workload) -> Option<String> {
+        let index = self.proxy_index?;
+        Some(match self.placement {
+            Placement::Classic { .. } => workload.container_path(index),
+            Placement::Native | Placement::BrokenInit => workload.init_container_path(index),
+        })
+    }
+}
+
+pub enum Decision {
+    /// No proxy now, none predicted (or ambient, or hostNetwork, or a system namespace).
+    NotMeshed,
+    /// An Istio gateway: the proxy is the workload itself.
+    Gateway,
+    Meshed(Box<MeshDecision>),
+}
+
+pub fn decide(workload: &Workload, settings: &Settings) -> Decision {
+    let containers = workload.spec.containers();
+    let inits = workload.spec.init_containers();
+    let find = |list: &[Container], name: &str| list.iter().position(|c| c.name() == name);
+
+    for mesh in [Mesh::Istio, Mesh::Linkerd] {
+        let proxy = mesh.proxy_name();
+        if let Some(index) = find(containers, proxy) {
+            if mesh == Mesh::Istio && is_istio_gateway(containers, index) {
+                return Decision::Gateway;
+            }
+            return Decision::Meshed(Box::new(injected(workload, settings, mesh, false, index)));
+        }
+        if let Some(index) = find(inits, proxy) {
+            return Decision::Meshed(Box::new(injected(workload, settings, mesh, true, index)));
+        }
+    }
+    if workload.annotation("inject.istio.io/templates").is_some_and(|t| t.contains("gateway")) {
+        return Decision::Gateway;
+    }
+    if workload.spec.host_network == Some(true) {
+        return Decision::NotMeshed;
+    }
+    if istio_predicted(workload, settings) {
+        return Decision::Meshed(Box::new(predicted(workload, settings, Mesh::Istio)));
+    }
+    if linkerd_predicted(workload, settings) {
+        return Decision::Meshed(Box::new(predicted(workload, settings, Mesh::Linkerd)));
+    }
+    Decision::NotMeshed
+}
+
+/// A gateway runs the proxy as its only container, or with the `router` mode argument.
+fn is_istio_gateway(containers: &[Container], proxy_index: usize) -> bool {
+    containers.len() == 1 || containers[proxy_index].args().iter().any(|arg| arg == "router")
+}
+
+fn injected(
+    workload: &Workload,
+    settings: &Settings,
+    mesh: Mesh,
+    in_init_containers: bool,
+    index: usize,
+) -> MeshDecision {
+    let spec = &workload.spec;
+    let inits = spec.init_containers();
+    let has_init = |name: &str| inits.iter().position(|c| c.name() == name);
+    let mut decision = base_decision(workload, settings, mesh, true);
+    decision.proxy_index = Some(index);
+    if in_init_containers {
+        let proxy = &inits[index];
+        decision.placement =
+            if proxy.is_restartable_init() { Placement::Native } else { Placement::BrokenInit };
+        if decision.is_native() && settings.raw.kubernetes_minor_version < NATIVE_SIDECAR_MIN_MINOR {
+            decision.native_unsupported = Some(format!(
+                "the proxy is a native sidecar (restartPolicy: Always) but kubernetesMinorVersion is {}",
+                settings.raw.kubernetes_minor_version
+            ));
+        }
+    } else {
+        let proxy = &spec.containers()[index];
+        let has_hook = has_hold_hook(mesh, proxy);
+        decision.placement = Placement::Classic { hold: has_hook && index == 0 };
+        decision.hold_hook_misplaced = has_hook && index != 0;
+        if mesh == Mesh::Istio {
+            if let Some(flag) = proxy.env_value("EXIT_ON_ZERO_ACTIVE_CONNECTIONS") {
+                decision.exit_on_zero_active_connections = flag.eq_ignore_ascii_case("true");
+            }
+            if let Some(ms) = proxy.env_value("MINIMUM_DRAIN_DURATION").and_then(|d| parse_go_duration(d).ok()) {
+                decision.minimum_drain_ms = ms;
+            }
+        }
+    }
+    let (redirect, validator, mesh_cni) = match mesh {
+        Mesh::Istio => (ISTIO_INIT, ISTIO_VALIDATION, settings.raw.istio.cni),
+        Mesh::Linkerd => (LINKERD_INIT, LINKERD_VALIDATOR, settings.raw.linkerd.cni),
+    };
+    decision.redirect_init_index = has_init(redirect);
+    decision.cni = has_init(validator).is_some()
+        || (mesh_cni && decision.redirect_init_index.is_none() && captures_traffic(workload, mesh));
+    decision
+}
+
+/// True when the proxy's postStart hook is the mesh's "wait until ready" command.
+fn has_hold_hook(mesh: Mesh, proxy: &Container) -> bool {
+    let Some(hook) = proxy.post_start() else { return false };
+    let command = hook.exec_command().join(" ");
+    match mesh {
+        Mesh::Istio => command.contains("pilot-agent") && command.contains("wait"),
+        Mesh::Linkerd => command.contains("linkerd-await"),
+    }
+}
+
+/// `interceptionMode: NONE` turns capture off, and with it the init-container hazards.
+fn captures_traffic(workload: &Workload, mesh: Mesh) -> bool {
+    mesh != Mesh::Istio
+        || !workload
+            .annotation(ISTIO_INTERCEPTION_MODE)
+            .is_some_and(|mode| mode.eq_ignore_ascii_case("NONE"))
+}
+
+fn predicted(workload: &Workload, settings: &Settings, mesh: Mesh) -> MeshDecision {
+    let mut decision = base_decision(workload, settings, mesh, false);
+    let (native_requested, hold) = match mesh {
+        Mesh::Istio => {
+            let native = match workload.annotation(ISTIO_NATIVE) {
+                Some("true") => true,
+                Some("false") => false,
+                _ => settings.raw.istio.native_sidecars,
+            };
+            let (config, _) = workload
+                .annotation(ISTIO_PROXY_CONFIG)
+                .map(parse_proxy_config)
+                .unwrap_or_default();
+            let istio = &settings.raw.istio;
+            let hold = istio.hold_forced
+                || config
+                    .hold_application_until_proxy_starts
+                    .unwrap_or(istio.hold_application_until_proxy_starts);
+            (native, hold)
+        }
+        Mesh::Linkerd => {
+            let native = LINKERD_NATIVE
+                .iter()
+                .find_map(|key| workload.annotation(key).and_then(parse_go_bool))
+                .or_else(|| {
+                    LINKERD_NATIVE
+                        .iter()
+                        .find_map(|key| workload.namespace_annotation(key).and_then(parse_go_bool))
+                })
+                .unwrap_or(settings.raw.linkerd.native_sidecars);
+            let await_setting = |value: Option<&str>| match value {
+                Some("enabled") => Some(true),
+                Some("disabled") => Some(false),
+                _ => None,
+            };
+            let hold = await_setting(workload.annotation(LINKERD_AWAIT))
+                .or_else(|| await_setting(workload.namespace_annotation(LINKERD_AWAIT)))
+                .unwrap_or(settings.raw.linkerd.proxy_await);
+            (native, hold)
+        }
+    };
+    let minor = settings.raw.kubernetes_minor_version;
+    decision.placement = if native_requested && minor >= NATIVE_SIDECAR_MIN_MINOR {
+        Placement::Native
+    } else {
+        Placement::Classic { hold }
+    };
+    if native_requested && minor < NATIVE_SIDECAR_MIN_MINOR {
+        decision.native_unsupported = Some(format!(
+            "native sidecars are requested but kubernetesMinorVersion is {minor}"
+        ));
+    }
+    let cni = match mesh {
+        Mesh::Istio => settings.raw.istio.cni,
+        Mesh::Linkerd => settings.raw.linkerd.cni,
+    };
+    decision.cni = cni && captures_traffic(workload, mesh);
+    decision
+}
+
+/// The fields shared by both ways of deciding: drain settings and annotation problems.
+fn base_decision(workload: &Workload, settings: &Settings, mesh: Mesh, injected: bool) -> MeshDecision {
+    let mut decision = MeshDecision {
+        mesh,
+        injected,
+        placement: Placement::Classic { hold: false },
+        native_unsupported: None,
+        proxy_index: None,
+        hold_hook_misplaced: false,
+        cni: false,
+        redirect_init_index: None,
+        drain_ms: settings.istio_drain_ms,
+        exit_on_zero_active_connections: false,
+        minimum_drain_ms: 5000,
+        drain_from_annotation: false,
+        annotation_problems: annotation_problems(workload, mesh),
+    };
+    if mesh == Mesh::Istio {
+        if let Some(text) = workload.annotation(ISTIO_PROXY_CONFIG) {
+            let (config, _): (ProxyConfig, _) = parse_proxy_config(text);
+            if let Some(ms) = config.termination_drain_ms {
+                decision.drain_ms = ms;
+                decision.drain_from_annotation = true;
+            }
+            if let Some(flag) = config.exit_on_zero_active_connections {
+                decision.exit_on_zero_active_connections = flag;
+            }
+            if let Some(ms) = config.minimum_drain_ms {
+                decision.minimum_drain_ms = ms;
+            }
+        }
+    }
+    decision
+}
+
+fn istio_predicted(workload: &Workload, settings: &Settings) -> bool {
+    let namespace = workload.namespace.as_deref().unwrap_or("");
+    if matches!(namespace, "kube-system" | "kube-public") {
+        return false;
+    }
+    // The label is what the webhook's objectSelector sees, so it wins over the annotation.
+    let pod_request = workload
+        .pod_meta
+        .label(ISTIO_INJECT)
+        .or_else(|| workload.annotation(ISTIO_INJECT));
+    if pod_request == Some("false") {
+        return false;
+    }
+    let istio = &settings.raw.istio;
+    let namespace_injection = match &workload.namespace_meta {
+        Some(_) => match workload.namespace_label("istio-injection") {
+            Some("enabled") => Some(true),
+            Some("disabled") => Some(false),
+            _ => workload.namespace_label("istio.io/rev").map(|_| true),
+        },
+        None => in_list(&istio.injected_namespaces, namespace).then_some(true),
+    };
+    if namespace_injection == Some(false) {
+        return false;
+    }
+    let sidecar_requested =
+        pod_request == Some("true") || workload.pod_meta.label("istio.io/rev").is_some();
+    let pod_mode = workload.pod_meta.label("istio.io/dataplane-mode");
+    let namespace_ambient = match &workload.namespace_meta {
+        Some(_) => workload.namespace_label("istio.io/dataplane-mode") == Some("ambient"),
+        None => in_list(&istio.ambient_namespaces, namespace),
+    };
+    let ambient = pod_mode == Some("ambient") || (namespace_ambient && pod_mode != Some("none"));
+    if ambient && !sidecar_requested {
+        return false;
+    }
+    sidecar_requested || namespace_injection == Some(true)
+}
+
+fn linkerd_predicted(workload: &Workload, settings: &Settings) -> bool {
+    let enabled = |value: Option<&str>| matches!(value, Some("enabled" | "ingress"));
+    match workload.annotation(LINKERD_INJECT) {
+        Some("disabled") => false,
+        value if enabled(value) => true,
+        _ => {
+            let namespace = workload.namespace.as_deref().unwrap_or("");
+            enabled(workload.namespace_annotation(LINKERD_INJECT))
+                || (workload.namespace_meta.is_none()
+                    && in_list(&settings.raw.linkerd.injected_namespaces, namespace))
+        }
+    }
+}
+
+fn in_list(list: &[String], namespace: &str) -> bool {
+    list.iter().any(|entry| entry == "*" || entry == namespace)
+}
+
+/// Go's `strconv.ParseBool`, which Linkerd uses for its boolean annotations.
+pub fn parse_go_bool(text: &str) -> Option<bool> {
+    match text {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
+/// The mesh's lifecycle annotations whose values it would ignore or reject.
+fn annotation_problems(workload: &Workload, mesh: Mesh) -> Vec<AnnotationProblem> {
+    let mut problems = Vec::new();
+    let mut check = |key: &'static str, is_label: bool, value: Option<&str>, valid: &dyn Fn(&str) -> bool, expected: &str| {
+        if let Some(value) = value {
+            if !valid(value) {
+                problems.push(AnnotationProblem {
+                    key,
+                    is_label,
+                    problem: format!("is \"{value}\", not {expected}"),
+                    fix: format!("set {key} to {expected}"),
+                });
+            }
+        }
+    };
+    let true_or_false = |v: &str| v == "true" || v == "false";
+    let unsigned = |v: &str| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit());
+    match mesh {
+        Mesh::Istio => {
+            check(ISTIO_INJECT, true, workload.pod_meta.label(ISTIO_INJECT), &true_or_false, "\"true\" or \"false\"");
+            check(ISTIO_INJECT, false, workload.annotation(ISTIO_INJECT), &true_or_false, "\"true\" or \"false\"");
+            check(ISTIO_NATIVE, false, workload.annotation(ISTIO_NATIVE), &true_or_false, "\"true\" or \"false\"");
+            if let Some(text) = workload.annotation(ISTIO_PROXY_CONFIG) {
+                for problem in parse_proxy_config(text).1 {
+                    problems.push(AnnotationProblem {
+                        key: ISTIO_PROXY_CONFIG,
+                        is_label: false,
+                        problem,
+                        fix: "write proxy.istio.io/config as a YAML or JSON map such as '{\"holdApplicationUntilProxyStarts\": true, \"terminationDrainDuration\": \"5s\"}'".into(),
+                    });
+                }
+            }
+        }
+        Mesh::Linkerd => {
+            check(LINKERD_AWAIT, false, workload.annotation(LINKERD_AWAIT), &|v| v == "enabled" || v == "disabled", "\"enabled\" or \"disabled\"");
+            check(LINKERD_WAIT_BEFORE_EXIT, false, workload.annotation(LINKERD_WAIT_BEFORE_EXIT), &unsigned, "an unsigned integer number of seconds such as \"10\"");
+            for key in LINKERD_NATIVE {
+                check(key, false, workload.annotation(key), &|v| parse_go_bool(v).is_some(), "\"true\" or \"false\"");
+            }
+            check(LINKERD_SHUTDOWN_GRACE, false, workload.annotation(LINKERD_SHUTDOWN_GRACE), &|v| parse_go_duration(v).is_ok(), "a Go duration such as \"30s\"");
+        }
+    }
+    problems
+}

@@ -1,0 +1,205 @@
+//! Reading the `proxy.istio.io/config` annotation: a ProxyConfig in YAML or JSON (JSON is tried
+//! first, being both the common spelling and the cheap one).
+
+use serde_json::Value;
+use yaml_rust2::{Yaml, YamlLoader};
+
+use crate::duration::parse_go_duration;
+
+/// The lifecycle fields of a ProxyConfig, each `None` when absent or unreadable.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProxyConfig {
+    pub hold_application_until_proxy_starts: Option<bool>,
+    pub termination_drain_ms: Option<u64>,
+    pub exit_on_zero_active_connections: Option<bool>,
+    pub minimum_drain_ms: Option<u64>,
+}
+
+/// Flow nesting and indentation beyond these are not a ProxyConfig; refusing them keeps the
+/// parse (and the drop of its tree) within the module's small stack.
+const MAX_FLOW_DEPTH: usize = 32;
+const MAX_INDENT: usize = 64;
+
+/// Parses the annotation value. Problems (each a sentence for ML601) are returned beside the
+/// fields that could be read.
+pub fn parse_proxy_config(text: &str) -> (ProxyConfig, Vec<String>) {
+    let mut problems = Vec::new();
+    if text.trim().is_empty() {
+        return (ProxyConfig::default(), problems);
+    }
+    if let Err(problem) = check_nesting(text) {
+        problems.push(problem);
+        return (ProxyConfig::default(), problems);
+    }
+    let value = match serde_json::from_str::<Value>(text) {
+        Ok(value) => value,
+        Err(_) => match YamlLoader::load_from_str(text) {
+            Ok(documents) => match documents.into_iter().next() {
+                Some(document) => yaml_to_json(document),
+                None => Value::Null,
+            },
+            Err(error) => {
+                problems.push(format!("is neither JSON nor YAML ({error})"));
+                return (ProxyConfig::default(), problems);
+            }
+        },
+    };
+    let Value::Object(map) = value else {
+        problems.push("is not a YAML or JSON map of ProxyConfig fields".to_string());
+        return (ProxyConfig::default(), problems);
+    };
+    let mut config = ProxyConfig::default();
+    match map.get("holdApplicationUntilProxyStarts") {
+        None | Some(Value::Null) => {}
+        Some(Value::Bool(hold)) => config.hold_application_until_proxy_starts = Some(*hold),
+        Some(other) => problems.push(format!(
+            "holds holdApplicationUntilProxyStarts: {other}, which is not a boolean (true or false)"
+        )),
+    }
+    config.termination_drain_ms =
+        duration_field(map.get("terminationDrainDuration"), "terminationDrainDuration", &mut problems);
+    duration_field(map.get("drainDuration"), "drainDuration", &mut problems);
+    match map.get("proxyMetadata") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(metadata)) => {
+            match metadata.get("EXIT_ON_ZERO_ACTIVE_CONNECTIONS") {
+                None => {}
+                Some(Value::String(flag)) => {
+                    config.exit_on_zero_active_connections = Some(flag.eq_ignore_ascii_case("true"))
+                }
+                Some(Value::Bool(flag)) => config.exit_on_zero_active_connections = Some(*flag),
+                Some(other) => problems.push(format!(
+                    "holds proxyMetadata.EXIT_ON_ZERO_ACTIVE_CONNECTIONS: {other}, which is not \"true\" or \"false\""
+                )),
+            }
+            config.minimum_drain_ms = duration_field(
+                metadata.get("MINIMUM_DRAIN_DURATION"),
+                "proxyMetadata.MINIMUM_DRAIN_DURATION",
+                &mut problems,
+            );
+        }
+        Some(other) => {
+            problems.push(format!("holds proxyMetadata: {other}, which is not a map of strings"))
+        }
+    }
+    (config, problems)
+}
+
+fn duration_field(value: Option<&Value>, key: &str, problems: &mut Vec<String>) -> Option<u64> {
+    match value {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => match parse_go_duration(text) {
+            Ok(ms) => Some(ms),
+            Err(problem) => {
+                problems.push(format!("holds {key}: \"{text}\", a malformed duration ({problem})"));
+                None
+            }
+        },
+        Some(other) => {
+            problems.push(format!(
+                "holds {key}: {other}, which is not a duration string such as \"30s\""
+            ));
+            None
+        }
+    }
+}
+
+fn check_nesting(text: &str) -> Result<(), String> {
+    let mut depth = 0usize;
+    for byte in text.bytes() {
+        match byte {
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > MAX_FLOW_DEPTH {
+                    return Err(format!("nests deeper than {MAX_FLOW_DEPTH} levels"));
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    for line in text.lines() {
+        if line.len() - line.trim_start().len() > MAX_INDENT {
+            return Err(format!("is indented deeper than {MAX_INDENT} columns"));
+        }
+    }
+    Ok(())
+}
+
+/// The YAML tree as JSON, so both spellings are read by one piece of code. Depth is bounded
+/// by `check_nesting`.
+fn yaml_to_json(yaml: Yaml) -> Value {
+    match yaml {
+        Yaml::Real(text) => text
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(Value::Number)
+            .unwrap_or(Value::String(text)),
+        Yaml::Integer(number) => Value::from(number),
+        Yaml::String(text) => Value::String(text),
+        Yaml::Boolean(flag) => Value::Bool(flag),
+        Yaml::Array(items) => Value::Array(items.into_iter().map(yaml_to_json).collect()),
+        Yaml::Hash(entries) => Value::Object(
+            entries
+                .into_iter()
+                .map(|(key, value)| (yaml_key(key), yaml_to_json(value)))
+                .collect(),
+        ),
+        Yaml::Alias(_) | Yaml::Null | Yaml::BadValue => Value::Null,
+    }
+}
+
+fn yaml_key(key: Yaml) -> String {
+    match key {
+        Yaml::String(text) | Yaml::Real(text) => text,
+        Yaml::Integer(number) => number.to_string(),
+        Yaml::Boolean(flag) => flag.to_string(),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_json_and_yaml_spellings() {
+        let (json, problems) = parse_proxy_config(r#"{"holdApplicationUntilProxyStarts": true}"#);
+        assert!(problems.is_empty());
+        assert_eq!(json.hold_application_until_proxy_starts, Some(true));
+
+        let yaml = "holdApplicationUntilProxyStarts: false\nterminationDrainDuration: 45s\nproxyMetadata:\n  EXIT_ON_ZERO_ACTIVE_CONNECTIONS: \"true\"\n  MINIMUM_DRAIN_DURATION: 10s\n";
+        let (config, problems) = parse_proxy_config(yaml);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(config.hold_application_until_proxy_starts, Some(false));
+        assert_eq!(config.termination_drain_ms, Some(45_000));
+        assert_eq!(config.exit_on_zero_active_connections, Some(true));
+        assert_eq!(config.minimum_drain_ms, Some(10_000));
+    }
+
+    #[test]
+    fn reports_what_the_mesh_would_reject() {
+        let (_, problems) = parse_proxy_config("just a string");
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let (_, problems) = parse_proxy_config(r#"{"holdApplicationUntilProxyStarts": "yes"}"#);
+        assert!(problems[0].contains("not a boolean"), "{problems:?}");
+        let (config, problems) = parse_proxy_config("terminationDrainDuration: 5 seconds");
+        assert!(problems[0].contains("malformed duration"), "{problems:?}");
+        assert_eq!(config.termination_drain_ms, None);
+        let (_, problems) = parse_proxy_config("{a: [unclosed");
+        assert_eq!(problems.len(), 1);
+    }
+
+    #[test]
+    fn refuses_deep_nesting_without_parsing_it() {
+        let deep = "[".repeat(10_000);
+        let (_, problems) = parse_proxy_config(&deep);
+        assert!(problems[0].contains("nests deeper"), "{problems:?}");
+    }
+
+    #[test]
+    fn empty_value_is_no_config() {
+        assert_eq!(parse_proxy_config("  "), (ProxyConfig::default(), vec![]));
+    }
+}

@@ -1,0 +1,124 @@
+//! Batch pods (ML301 to ML303): a classic proxy never exits on its own, so a Job whose app
+//! finished still has a running container and never completes.
+
+use super::{capitalised, Context, Finding};
+use crate::catalogue::{JOB_NO_DEADLINE, JOB_SHUTDOWN_ENDPOINT_DISABLED, JOB_SIDECAR_NEVER_EXITS};
+use crate::input::Container;
+use crate::mesh::{Mesh, LINKERD_ADMIN_SHUTDOWN};
+use crate::workload::WorkloadKind;
+
+pub fn check(context: &Context, findings: &mut Vec<Finding>) {
+    if !context.workload.is_batch() || !context.decision.is_classic() {
+        return;
+    }
+    let exits = exit_mechanism(context);
+    if exits.is_none() {
+        job_sidecar_never_exits(context, findings);
+    }
+    if let Some(ExitMechanism::LinkerdShutdown { container }) = &exits {
+        job_shutdown_endpoint_disabled(context, container, findings);
+    }
+    job_no_deadline(context, findings);
+}
+
+enum ExitMechanism {
+    IstioQuit,
+    /// The app calls the proxy's `/shutdown` (directly or through `linkerd-await --shutdown`).
+    LinkerdShutdown { container: String },
+    Marker,
+}
+
+/// How the app stops its proxy, read from its command, args and hooks.
+fn exit_mechanism(context: &Context) -> Option<ExitMechanism> {
+    let markers = &context.settings.raw.exit_markers;
+    for (_, container) in context.app_containers() {
+        if context.mesh() == Mesh::Istio && container.script_strings().any(|s| s.contains("quitquitquit")) {
+            return Some(ExitMechanism::IstioQuit);
+        }
+        if context.mesh() == Mesh::Linkerd && calls_linkerd_shutdown(container) {
+            return Some(ExitMechanism::LinkerdShutdown { container: container.name().to_string() });
+        }
+        if container.script_strings().any(|s| markers.iter().any(|marker| !marker.is_empty() && s.contains(marker.as_str()))) {
+            return Some(ExitMechanism::Marker);
+        }
+    }
+    None
+}
+
+fn calls_linkerd_shutdown(container: &Container) -> bool {
+    let strings: Vec<&str> = container.script_strings().collect();
+    let posts_shutdown = strings.iter().any(|s| s.contains("4191/shutdown"));
+    let awaits_with_shutdown = strings.iter().any(|s| s.contains("linkerd-await"))
+        && strings.iter().any(|s| {
+            s.split_whitespace().any(|word| word == "--shutdown" || word == "-S" || word.starts_with("--shutdown="))
+        });
+    posts_shutdown || awaits_with_shutdown
+}
+
+fn kind_phrase(context: &Context) -> &'static str {
+    match context.workload.kind {
+        WorkloadKind::Job => "the Job",
+        WorkloadKind::CronJob => "each Job of the CronJob",
+        _ => "the batch pod",
+    }
+}
+
+/// ML301.
+fn job_sidecar_never_exits(context: &Context, findings: &mut Vec<Finding>) {
+    let message = format!(
+        "{} keeps running after containers {} finish, so the pod never completes and {} never succeeds; EXIT_ON_ZERO_ACTIVE_CONNECTIONS does not help, since it only acts after SIGTERM.",
+        capitalised(&context.proxy_phrase()),
+        context.app_container_names(),
+        kind_phrase(context)
+    );
+    let fix = match context.mesh() {
+        Mesh::Istio => "End the app's command with curl -fsS -X POST http://localhost:15020/quitquitquit, or use native sidecars (sidecar.istio.io/nativeSidecar: \"true\"), or opt the pod out with the label sidecar.istio.io/inject: \"false\".",
+        Mesh::Linkerd => "Wrap the app's command in linkerd-await --shutdown -- <command> (or POST http://localhost:4191/shutdown) with config.linkerd.io/proxy-admin-shutdown: enabled, or use native sidecars (config.linkerd.io/proxy-enable-native-sidecar: \"true\").",
+    };
+    findings.push(context.finding(&JOB_SIDECAR_NEVER_EXITS, context.proxy_or_spec_path(), message, fix.to_string()));
+}
+
+/// ML302: the app calls `/shutdown`, but the proxy was not told to serve it.
+fn job_shutdown_endpoint_disabled(context: &Context, container: &str, findings: &mut Vec<Finding>) {
+    let enabled = match context.decision.proxy(context.workload) {
+        Some(proxy) => proxy.env_value("LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED") == Some("true"),
+        None => {
+            context.workload.annotation(LINKERD_ADMIN_SHUTDOWN) == Some("enabled")
+                || context.settings.raw.linkerd.shutdown_endpoint
+        }
+    };
+    if enabled {
+        return;
+    }
+    let message = format!(
+        "container \"{container}\" calls the linkerd-proxy shutdown endpoint, but the endpoint is disabled, so the call fails and the proxy keeps {} running forever.",
+        kind_phrase(context).trim_start_matches("each ")
+    );
+    let fix = format!(
+        "Add the annotation {LINKERD_ADMIN_SHUTDOWN}: enabled to the pod template (or install Linkerd with proxy.enableShutdownEndpoint=true and set the linkerd.shutdownEndpoint parameter)."
+    );
+    let path = context.workload.annotation_path(LINKERD_ADMIN_SHUTDOWN);
+    findings.push(context.finding(&JOB_SHUTDOWN_ENDPOINT_DISABLED, path, message, fix).about_container(container));
+}
+
+/// ML303: nothing bounds a batch pod whose sidecar hangs.
+fn job_no_deadline(context: &Context, findings: &mut Vec<Finding>) {
+    if context.workload.batch_deadline_seconds().is_some() {
+        return;
+    }
+    let (path, field) = match context.workload.kind {
+        WorkloadKind::Job => ("spec.activeDeadlineSeconds", "spec.activeDeadlineSeconds on the Job"),
+        WorkloadKind::CronJob => (
+            "spec.jobTemplate.spec.activeDeadlineSeconds",
+            "spec.jobTemplate.spec.activeDeadlineSeconds on the CronJob",
+        ),
+        _ => ("spec.activeDeadlineSeconds", "spec.activeDeadlineSeconds on the pod"),
+    };
+    let message = format!(
+        "{} with {} has no activeDeadlineSeconds, so if the sidecar never exits the pod runs and holds its resources forever.",
+        capitalised(kind_phrase(context)),
+        context.proxy_phrase()
+    );
+    let fix = format!("Set {field} to bound a stuck run.");
+    findings.push(context.finding(&JOB_NO_DEADLINE, path.to_string(), message, fix));
+}

@@ -1,0 +1,240 @@
+//! The rule families, one file each. Every rule is a pure function of the reviewed workload,
+//! the mesh decision and the settings, returning findings.
+
+mod annotations;
+mod batch;
+mod init;
+mod rollout;
+mod shutdown;
+mod startup;
+
+use crate::catalogue::Rule;
+use crate::input::{Container, Handler};
+use crate::mesh::{Mesh, MeshDecision, Placement};
+use crate::params::Settings;
+use crate::violation::{Details, Severity, Violation};
+use crate::workload::{glob_matches, Workload};
+
+/// What every rule reads.
+pub struct Context<'a> {
+    pub workload: &'a Workload,
+    pub decision: &'a MeshDecision,
+    pub settings: &'a Settings,
+}
+
+impl Context<'_> {
+    pub fn mesh(&self) -> Mesh {
+        self.decision.mesh
+    }
+
+    pub fn proxy_name(&self) -> &'static str {
+        self.decision.mesh.proxy_name()
+    }
+
+    fn image_is_exempt(&self, container: &Container) -> bool {
+        let image = container.image.as_deref().unwrap_or("");
+        self.settings.raw.exempt_images.iter().any(|pattern| glob_matches(pattern, image))
+    }
+
+    /// The pod's containers minus the proxy and the containers of exempt images.
+    pub fn app_containers(&self) -> impl Iterator<Item = (usize, &Container)> {
+        let proxy = self.proxy_name();
+        self.workload
+            .spec
+            .containers()
+            .iter()
+            .enumerate()
+            .filter(move |(_, container)| container.name() != proxy && !self.image_is_exempt(container))
+    }
+
+    /// Init containers the user added: not the mesh's, not native sidecars, not exempt.
+    pub fn user_init_containers(&self) -> impl Iterator<Item = (usize, &Container)> {
+        self.workload.spec.init_containers().iter().enumerate().filter(move |(_, container)| {
+            !Mesh::owns_init_container(container.name())
+                && !container.is_restartable_init()
+                && !self.image_is_exempt(container)
+        })
+    }
+
+    /// `"a", "b"`: the app containers, for messages.
+    pub fn app_container_names(&self) -> String {
+        quoted_list(self.app_containers().map(|(_, container)| container.name()))
+    }
+
+    pub fn finding(&self, rule: &'static Rule, path: String, message: String, fix: String) -> Finding {
+        Finding {
+            rule,
+            severity: rule.severity,
+            path,
+            message,
+            fix,
+            mesh: Some(self.mesh()),
+            container: None,
+        }
+    }
+
+    /// Path of the proxy when injected, else of the pod spec the prediction is about.
+    pub fn proxy_or_spec_path(&self) -> String {
+        self.decision.proxy_path(self.workload).unwrap_or_else(|| self.workload.spec_path().to_string())
+    }
+
+    /// "the classic istio-proxy sidecar" / "the istio-proxy sidecar the injector will add".
+    pub fn proxy_phrase(&self) -> String {
+        let style = match self.decision.placement {
+            Placement::Native => "native ",
+            Placement::Classic { .. } => "classic ",
+            Placement::BrokenInit => "",
+        };
+        if self.decision.injected {
+            format!("the {style}{} sidecar", self.proxy_name())
+        } else {
+            format!("the {style}{} sidecar the injector will add", self.proxy_name())
+        }
+    }
+}
+
+/// A rule's finding before it becomes a violation.
+pub struct Finding {
+    pub rule: &'static Rule,
+    pub severity: Severity,
+    pub path: String,
+    /// The sentence after the `[ML101 startup-no-hold]` prefix.
+    pub message: String,
+    pub fix: String,
+    pub mesh: Option<Mesh>,
+    pub container: Option<String>,
+}
+
+impl Finding {
+    pub fn with_severity(mut self, severity: Severity) -> Finding {
+        self.severity = severity;
+        self
+    }
+
+    pub fn about_container(mut self, name: &str) -> Finding {
+        self.container = Some(name.to_string());
+        self
+    }
+
+    pub fn into_violation(self) -> Violation {
+        Violation {
+            msg: format!("[{} {}] {}", self.rule.id, self.rule.name, self.message),
+            details: Details {
+                rule: self.rule.id.to_string(),
+                name: self.rule.name.to_string(),
+                severity: self.severity,
+                path: self.path,
+                fix: self.fix,
+                mesh: self.mesh.map(|mesh| mesh.as_str().to_string()),
+                container: self.container,
+            },
+        }
+    }
+}
+
+/// Every family over one meshed workload.
+pub fn run_all(context: &Context) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    annotations::check(context, &mut findings);
+    startup::check(context, &mut findings);
+    if context.decision.placement == Placement::BrokenInit {
+        // The pod cannot start at all; every other lifecycle finding would be noise.
+        return findings;
+    }
+    init::check(context, &mut findings);
+    batch::check(context, &mut findings);
+    shutdown::check(context, &mut findings);
+    rollout::check(context, &mut findings);
+    findings
+}
+
+pub fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+pub fn quoted_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names.map(|name| format!("\"{name}\"")).collect::<Vec<_>>().join(", ")
+}
+
+/// The delay a preStop hook is known to take, in seconds: a `sleep` action, an exec of
+/// `sleep N`, or a shell script whose every `sleep` has a literal duration. `None` when the
+/// delay cannot be known; it is never guessed.
+pub fn prestop_delay_seconds(handler: &Handler) -> Option<i64> {
+    if let Some(seconds) = handler.sleep.as_ref().and_then(|sleep| sleep.seconds) {
+        return Some(seconds);
+    }
+    let command = handler.exec_command();
+    let program = command.first()?;
+    let program_name = program.rsplit('/').next().unwrap_or(program);
+    if program_name == "sleep" {
+        return command.get(1).and_then(|arg| parse_sleep_seconds(arg));
+    }
+    if matches!(program_name, "sh" | "bash" | "ash" | "dash" | "zsh") {
+        let script = command.iter().skip(1).skip_while(|arg| arg.starts_with('-')).next()?;
+        return script_sleep_seconds(script);
+    }
+    None
+}
+
+fn script_sleep_seconds(script: &str) -> Option<i64> {
+    let words: Vec<&str> = script
+        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
+        .filter(|word| !word.is_empty())
+        .collect();
+    let mut total = None;
+    for (index, word) in words.iter().enumerate() {
+        if word.rsplit('/').next() == Some("sleep") {
+            let seconds = parse_sleep_seconds(words.get(index + 1)?)?;
+            total = Some(total.unwrap_or(0) + seconds);
+        }
+    }
+    total
+}
+
+/// `sleep`'s argument: `15`, `15s`, `2m`, `1.5` (rounded down).
+fn parse_sleep_seconds(arg: &str) -> Option<i64> {
+    let arg = arg.trim_matches(|c| c == '"' || c == '\'');
+    let (number, multiplier) = match arg.char_indices().last()? {
+        (at, 's') => (&arg[..at], 1.0),
+        (at, 'm') => (&arg[..at], 60.0),
+        (at, 'h') => (&arg[..at], 3600.0),
+        _ => (arg, 1.0),
+    };
+    let value: f64 = number.parse().ok()?;
+    (value.is_finite() && value >= 0.0).then(|| (value * multiplier) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::input::{ExecAction, SleepAction};
+
+    fn exec(command: &[&str]) -> Handler {
+        Handler {
+            exec: Some(ExecAction { command: Some(command.iter().map(|s| s.to_string()).collect()) }),
+            ..Handler::default()
+        }
+    }
+
+    #[test]
+    fn reads_known_prestop_delays() {
+        let sleep = Handler { sleep: Some(SleepAction { seconds: Some(12) }), ..Handler::default() };
+        assert_eq!(prestop_delay_seconds(&sleep), Some(12));
+        assert_eq!(prestop_delay_seconds(&exec(&["sleep", "15"])), Some(15));
+        assert_eq!(prestop_delay_seconds(&exec(&["/bin/sleep", "2m"])), Some(120));
+        assert_eq!(prestop_delay_seconds(&exec(&["/bin/sh", "-c", "sleep 10 && nginx -s quit"])), Some(10));
+        assert_eq!(prestop_delay_seconds(&exec(&["sh", "-c", "sleep 5; kill 1; sleep 5"])), Some(10));
+    }
+
+    #[test]
+    fn does_not_guess_unknown_delays() {
+        assert_eq!(prestop_delay_seconds(&exec(&["sh", "-c", "sleep $DELAY"])), None);
+        assert_eq!(prestop_delay_seconds(&exec(&["/app/shutdown.sh"])), None);
+        assert_eq!(prestop_delay_seconds(&exec(&["sh", "-c", "nginx -s quit"])), None);
+        assert_eq!(prestop_delay_seconds(&Handler::default()), None);
+    }
+}

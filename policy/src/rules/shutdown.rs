@@ -1,0 +1,223 @@
+//! Shutdown order (ML401 to ML405): the proxy must outlive the app's last request, and the
+//! whole sequence must fit in the grace period.
+
+use super::{prestop_delay_seconds, Context, Finding};
+use crate::catalogue::{
+    DRAIN_EXCEEDS_GRACE, LINKERD_APP_SHUTDOWN_UNPROTECTED, LONG_LIVED_STREAMS, PRESTOP_EXCEEDS_GRACE,
+    PROXY_EXITS_BEFORE_APP,
+};
+use crate::duration::format_ms;
+use crate::input::Container;
+use crate::mesh::{Mesh, LINKERD_WAIT_BEFORE_EXIT};
+use crate::violation::Severity;
+
+pub fn check(context: &Context, findings: &mut Vec<Finding>) {
+    let classic = context.decision.is_classic();
+    match context.mesh() {
+        Mesh::Istio if classic => {
+            drain_exceeds_grace(context, findings);
+            proxy_exits_before_app(context, findings);
+        }
+        Mesh::Linkerd if classic => linkerd_app_shutdown_unprotected(context, findings),
+        _ => {}
+    }
+    if !context.workload.is_batch() {
+        long_lived_streams(context, findings);
+    }
+    prestop_exceeds_grace(context, findings);
+}
+
+fn grace_seconds(context: &Context) -> i64 {
+    context.workload.spec.grace_period_seconds()
+}
+
+fn grace_path(context: &Context) -> String {
+    context.workload.field_path("terminationGracePeriodSeconds")
+}
+
+/// ML401.
+fn drain_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
+    let decision = context.decision;
+    let grace = grace_seconds(context);
+    let grace_ms = grace.max(0) as u64 * 1000;
+    let proxy = context.proxy_phrase();
+    if decision.drain_ms >= grace_ms {
+        let drain = format_ms(decision.drain_ms);
+        let source = if decision.drain_from_annotation { "proxy.istio.io/config" } else { "the mesh default" };
+        let message = format!(
+            "{proxy} drains for terminationDrainDuration {drain} (from {source}), which is not shorter than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod before the drain ends and in-flight requests are cut."
+        );
+        let fix = format!(
+            "Raise spec terminationGracePeriodSeconds above {} seconds, or lower terminationDrainDuration in the proxy.istio.io/config annotation below {grace}s.",
+            decision.drain_ms.div_ceil(1000)
+        );
+        findings.push(context.finding(&DRAIN_EXCEEDS_GRACE, grace_path(context), message, fix));
+    }
+    if decision.exit_on_zero_active_connections && decision.minimum_drain_ms >= grace_ms {
+        let minimum = format_ms(decision.minimum_drain_ms);
+        let message = format!(
+            "{proxy} waits MINIMUM_DRAIN_DURATION {minimum} (EXIT_ON_ZERO_ACTIVE_CONNECTIONS is on), which is not shorter than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod before the proxy can drain."
+        );
+        let fix = format!(
+            "Lower proxyMetadata.MINIMUM_DRAIN_DURATION in proxy.istio.io/config below {grace}s, or raise terminationGracePeriodSeconds above it."
+        );
+        findings.push(context.finding(&DRAIN_EXCEEDS_GRACE, grace_path(context), message, fix));
+    }
+}
+
+/// The app containers whose preStop delay is known, with that delay in seconds.
+fn known_prestop_delays<'c>(context: &'c Context) -> impl Iterator<Item = (usize, &'c Container, i64)> {
+    context.app_containers().filter_map(|(index, container)| {
+        let delay = prestop_delay_seconds(container.pre_stop()?)?;
+        Some((index, container, delay))
+    })
+}
+
+fn prestop_path(context: &Context, index: usize) -> String {
+    format!("{}.lifecycle.preStop", context.workload.container_path(index))
+}
+
+/// ML402.
+fn proxy_exits_before_app(context: &Context, findings: &mut Vec<Finding>) {
+    let decision = context.decision;
+    if decision.exit_on_zero_active_connections {
+        return;
+    }
+    // A custom preStop on the proxy itself already keeps it alive longer.
+    if decision.proxy(context.workload).is_some_and(|proxy| proxy.pre_stop().is_some()) {
+        return;
+    }
+    let drain = format_ms(decision.drain_ms);
+    for (index, container, delay) in known_prestop_delays(context) {
+        if (delay.max(0) as u64) * 1000 < decision.drain_ms {
+            continue;
+        }
+        let name = container.name();
+        let message = format!(
+            "container \"{name}\" waits {delay}s in preStop but {} drains for only {drain} and then exits, so requests the app still makes or serves after that fail.",
+            context.proxy_phrase()
+        );
+        let fix = format!(
+            "Set terminationDrainDuration in proxy.istio.io/config above {delay}s (and below terminationGracePeriodSeconds), or set proxyMetadata.EXIT_ON_ZERO_ACTIVE_CONNECTIONS: \"true\" so the proxy stays until connections close."
+        );
+        findings.push(
+            context.finding(&PROXY_EXITS_BEFORE_APP, prestop_path(context, index), message, fix).about_container(name),
+        );
+    }
+}
+
+/// ML403.
+fn linkerd_app_shutdown_unprotected(context: &Context, findings: &mut Vec<Finding>) {
+    let grace = grace_seconds(context);
+    // An unreadable value is reported by ML601; the proxy then ignores it, as if unset.
+    let wait = context
+        .workload
+        .annotation(LINKERD_WAIT_BEFORE_EXIT)
+        .and_then(|value| value.parse::<i64>().ok())
+        .unwrap_or(0);
+    let path = context.workload.annotation_path(LINKERD_WAIT_BEFORE_EXIT);
+    if wait > 0 && wait >= grace {
+        let message = format!(
+            "annotation {LINKERD_WAIT_BEFORE_EXIT} is {wait}, not shorter than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod before the proxy's preStop wait ends and the app's shutdown is cut."
+        );
+        let fix = format!(
+            "Lower {LINKERD_WAIT_BEFORE_EXIT} below {grace}, or raise terminationGracePeriodSeconds above {wait}."
+        );
+        findings.push(
+            context.finding(&LINKERD_APP_SHUTDOWN_UNPROTECTED, path, message, fix).with_severity(Severity::Error),
+        );
+        return;
+    }
+    if wait > 0 {
+        return;
+    }
+    for (index, container) in context.app_containers().filter(|(_, c)| c.pre_stop().is_some()) {
+        let name = container.name();
+        let message = format!(
+            "container \"{name}\" has a preStop hook, but on SIGTERM {} refuses new connections at once, so requests the app makes while shutting down fail.",
+            context.proxy_phrase()
+        );
+        let fix = format!(
+            "Set the pod annotation {LINKERD_WAIT_BEFORE_EXIT} to the app's shutdown time in seconds (below terminationGracePeriodSeconds {grace}), or use native sidecars (config.linkerd.io/proxy-enable-native-sidecar: \"true\")."
+        );
+        findings.push(
+            context
+                .finding(&LINKERD_APP_SHUTDOWN_UNPROTECTED, prestop_path(context, index), message, fix)
+                .about_container(name),
+        );
+    }
+}
+
+/// A port that carries long-lived streams, by Istio's port naming or appProtocol.
+fn stream_protocol(name: &str, app_protocol: &str) -> Option<&'static str> {
+    let name = name.to_ascii_lowercase();
+    let app_protocol = app_protocol.to_ascii_lowercase();
+    let app_protocol = app_protocol.trim_start_matches("kubernetes.io/");
+    for (prefix, protocol) in [
+        ("grpc", "gRPC"),
+        ("http2", "HTTP/2"),
+        ("h2c", "HTTP/2"),
+        ("websocket", "WebSocket"),
+        ("ws", "WebSocket"),
+    ] {
+        if name.starts_with(prefix) || app_protocol.starts_with(prefix) {
+            return Some(protocol);
+        }
+    }
+    None
+}
+
+/// ML404.
+fn long_lived_streams(context: &Context, findings: &mut Vec<Finding>) {
+    let grace = grace_seconds(context);
+    for (index, container) in context.app_containers() {
+        let Some((port_name, protocol)) = container.ports().iter().find_map(|port| {
+            let name = port.name.as_deref().unwrap_or("");
+            let protocol = stream_protocol(name, port.app_protocol.as_deref().unwrap_or(""))?;
+            Some((name, protocol))
+        }) else {
+            continue;
+        };
+        let has_prestop = container.pre_stop().is_some();
+        if grace >= 30 && has_prestop {
+            continue;
+        }
+        let name = container.name();
+        let why = match (grace < 30, has_prestop) {
+            (true, false) => format!("the grace period is only {grace}s and the container has no preStop"),
+            (true, true) => format!("the grace period is only {grace}s"),
+            _ => "the container has no preStop".to_string(),
+        };
+        let message = format!(
+            "container \"{name}\" serves {protocol} streams (port \"{port_name}\") and {why}, so open streams are cut at every rollout and clients see resets unless they reconnect."
+        );
+        let fix = format!(
+            "Give \"{name}\" a preStop delay and terminationGracePeriodSeconds of at least 30 so the server can send GOAWAY and drain, and make sure clients retry and reconnect."
+        );
+        findings.push(
+            context
+                .finding(&LONG_LIVED_STREAMS, context.workload.container_path(index), message, fix)
+                .about_container(name),
+        );
+    }
+}
+
+/// ML405.
+fn prestop_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
+    let grace = grace_seconds(context);
+    for (index, container, delay) in known_prestop_delays(context) {
+        if delay < grace {
+            continue;
+        }
+        let name = container.name();
+        let message = format!(
+            "container \"{name}\" waits {delay}s in preStop, not less than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod mid-hook and the app never shuts down cleanly."
+        );
+        let fix = format!(
+            "Raise terminationGracePeriodSeconds above {delay} (leaving time for the app and the proxy to stop), or shorten the preStop delay of \"{name}\" below {grace}s."
+        );
+        findings.push(
+            context.finding(&PRESTOP_EXCEEDS_GRACE, prestop_path(context, index), message, fix).about_container(name),
+        );
+    }
+}
