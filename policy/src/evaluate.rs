@@ -43,7 +43,11 @@ fn invalid_input(error: InputError) -> Violation {
             name: rule.name.into(),
             severity: rule.severity,
             path: error.path,
-            fix: format!("Correct {location} so that it is valid JSON of the Kubernetes type the field expects."),
+            fix: if error.path.starts_with("parameters") {
+                format!("Correct {location} in the constraint's spec.parameters to a key and type of the meshlife parameter schema.")
+            } else {
+                format!("Correct {location} so that it is valid JSON of the Kubernetes type the field expects.")
+            },
             mesh: None,
             container: None,
         },
