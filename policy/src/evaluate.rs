@@ -36,6 +36,7 @@ pub fn evaluate(input: &[u8]) -> Vec<Violation> {
 fn invalid_input(error: InputError) -> Violation {
     let rule = &INVALID_INPUT;
     let location = if error.path.is_empty() { "input".to_string() } else { error.path.clone() };
+    let in_parameters = error.path.starts_with("parameters");
     Violation {
         msg: format!("[{} {}] {location}: {}; the policy cannot evaluate this object.", rule.id, rule.name, error.problem),
         details: Details {
@@ -43,7 +44,7 @@ fn invalid_input(error: InputError) -> Violation {
             name: rule.name.into(),
             severity: rule.severity,
             path: error.path,
-            fix: if error.path.starts_with("parameters") {
+            fix: if in_parameters {
                 format!("Correct {location} in the constraint's spec.parameters to a key and type of the meshlife parameter schema.")
             } else {
                 format!("Correct {location} so that it is valid JSON of the Kubernetes type the field expects.")
