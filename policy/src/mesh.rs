@@ -158,6 +158,9 @@ pub fn decide(workload: &Workload, settings: &Settings) -> Decision {
     let inits = workload.spec.init_containers();
     let find = |list: &[Container], name: &str| list.iter().position(|c| c.name() == name);
 
+    if workload.annotation("inject.istio.io/templates").is_some_and(|t| t.contains("gateway")) {
+        return Decision::Gateway;
+    }
     for mesh in [Mesh::Istio, Mesh::Linkerd] {
         let proxy = mesh.proxy_name();
         if let Some(index) = find(containers, proxy) {
@@ -169,9 +172,6 @@ pub fn decide(workload: &Workload, settings: &Settings) -> Decision {
         if let Some(index) = find(inits, proxy) {
             return Decision::Meshed(Box::new(injected(workload, settings, mesh, true, index)));
         }
-    }
-    if workload.annotation("inject.istio.io/templates").is_some_and(|t| t.contains("gateway")) {
-        return Decision::Gateway;
     }
     if workload.spec.host_network == Some(true) {
         return Decision::NotMeshed;
