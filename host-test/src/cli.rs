@@ -1,0 +1,298 @@
+//! Command-line parsing and wiring. Each subcommand is a variant of [`Command`] with its own
+//! argument struct and `run_*` function, so adding one (`verify`) touches only this file.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use meshlife_policy::Severity;
+use rayon::prelude::*;
+
+use crate::constraint::{self, Constraint};
+use crate::engine::Engine;
+use crate::manifests::{self, InputError};
+use crate::report::{self, Exemption, Finding, Format, ObjectIdentity, ObjectReport, Report};
+
+/// No finding fails the run.
+pub const EXIT_OK: u8 = 0;
+/// A deny finding at or above `--fail-on`.
+pub const EXIT_FINDINGS: u8 = 1;
+/// An input, a constraint or the module could not be read (or evaluated).
+pub const EXIT_INPUT_ERROR: u8 = 2;
+
+/// Above this many files a progress bar is worth its flicker (and only on a terminal).
+const PROGRESS_MIN_FILES: usize = 300;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "meshlife",
+    version,
+    about = "Checks Kubernetes manifests for service-mesh lifecycle bugs (Istio, Linkerd)",
+    long_about = None
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Check manifests (files, folders, `-` for stdin) against the mesh lifecycle rules.
+    Check(CheckArgs),
+    /// Build the wasm module and the release artefacts (run inside the meshlife workspace).
+    Build(BuildArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Files, folders (searched recursively for .yaml, .yml and .json) or `-` for stdin.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<String>,
+
+    /// A Gatekeeper MeshLifecycle constraint: its parameters, match and enforcementAction
+    /// apply. May be repeated; each object is checked under every constraint that matches it.
+    #[arg(long = "constraint", value_name = "FILE")]
+    pub constraints: Vec<PathBuf>,
+
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+    pub format: Format,
+
+    /// Lowest severity of a deny finding that makes the run fail (exit 1).
+    #[arg(long, value_enum, default_value = "warning")]
+    pub fail_on: FailOn,
+
+    /// Evaluate this OPA wasm module instead of the embedded one.
+    #[arg(long, value_name = "FILE")]
+    pub module: Option<PathBuf>,
+
+    /// Print objects, files, elapsed time and throughput to stderr.
+    #[arg(long)]
+    pub stats: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    /// The workspace root; default: the nearest folder upwards holding a workspace Cargo.toml.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FailOn {
+    Error,
+    Warning,
+    Info,
+}
+
+impl FailOn {
+    pub fn severity(self) -> Severity {
+        match self {
+            FailOn::Error => Severity::Error,
+            FailOn::Warning => Severity::Warning,
+            FailOn::Info => Severity::Info,
+        }
+    }
+}
+
+/// Runs the parsed command line and returns the process exit code.
+pub fn run(cli: Cli) -> u8 {
+    match cli.command {
+        Command::Check(args) => run_check(&args),
+        Command::Build(args) => run_build(&args),
+    }
+}
+
+fn print_error(message: impl std::fmt::Display) {
+    eprintln!("meshlife: error: {message}");
+}
+
+pub fn run_check(args: &CheckArgs) -> u8 {
+    let started = Instant::now();
+    let engine = match &args.module {
+        Some(path) => Engine::from_file(path),
+        None => Engine::embedded(),
+    };
+    let engine = match engine {
+        Ok(engine) => engine,
+        Err(error) => {
+            print_error(format_args!("{error:#}"));
+            return EXIT_INPUT_ERROR;
+        }
+    };
+    let constraints = match load_constraints(args, &engine) {
+        Ok(constraints) => constraints,
+        Err(error) => {
+            // A run with the defaults instead would look like a pass under the wrong rules.
+            print_error(error);
+            return EXIT_INPUT_ERROR;
+        }
+    };
+
+    let progress: OnceLock<ProgressBar> = OnceLock::new();
+    let show_progress = |length: usize| {
+        if length > PROGRESS_MIN_FILES && std::io::stderr().is_terminal() {
+            let bar = ProgressBar::new(length as u64);
+            if let Ok(style) = ProgressStyle::with_template("{msg:10} [{bar:40}] {pos}/{len}") {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.set_message("reading");
+            let _ = progress.set(bar);
+        }
+    };
+    let tick = || {
+        if let Some(bar) = progress.get() {
+            bar.inc(1);
+        }
+    };
+    let loaded = manifests::load_with_progress(&args.paths, &show_progress, &tick);
+    for folder in &loaded.empty_folders {
+        eprintln!("meshlife: warning: {folder}: no .yaml, .yml or .json files found");
+    }
+
+    let namespaces = loaded.namespaces();
+    let namespace_object_of = |object: &manifests::ManifestObject| {
+        if object.is_namespace() || object.namespace.is_empty() { None } else { namespaces.get(&object.namespace) }
+    };
+    let mut errors = loaded.errors.clone();
+    // One evaluation per (object, matching constraint).
+    let mut jobs: Vec<(usize, usize)> = Vec::new();
+    for (object_index, object) in loaded.objects.iter().enumerate() {
+        for (constraint_index, constraint) in constraints.iter().enumerate() {
+            match constraint.matches(object, namespace_object_of(object)) {
+                Ok(true) => jobs.push((object_index, constraint_index)),
+                Ok(false) => {}
+                Err(message) => errors.push(object_error(object, Some("metadata.namespace"), message)),
+            }
+        }
+    }
+    let inputs: Vec<Vec<u8>> = jobs
+        .par_iter()
+        .map(|&(object_index, constraint_index)| {
+            let object = &loaded.objects[object_index];
+            constraints[constraint_index].input_for(object, namespace_object_of(object))
+        })
+        .collect();
+    if let Some(bar) = progress.get() {
+        bar.set_position(0);
+        bar.set_length(inputs.len() as u64);
+        bar.set_message("checking");
+    }
+    let outcomes = engine.evaluate_many_with_progress(&inputs, &tick);
+    if let Some(bar) = progress.get() {
+        bar.finish_and_clear();
+    }
+
+    let fail_on = args.fail_on.severity();
+    let mut objects: Vec<ObjectReport> = loaded
+        .objects
+        .iter()
+        .map(|object| ObjectReport { identity: ObjectIdentity::of(object), findings: Vec::new() })
+        .collect();
+    for (&(object_index, constraint_index), outcome) in jobs.iter().zip(outcomes) {
+        let constraint = &constraints[constraint_index];
+        match outcome {
+            Ok(violations) => objects[object_index]
+                .findings
+                .extend(violations.into_iter().map(|violation| Finding::new(violation, constraint, fail_on))),
+            Err(error) => errors.push(object_error(
+                &loaded.objects[object_index],
+                None,
+                format!("the policy could not evaluate this object: {error:#}"),
+            )),
+        }
+    }
+    let exemptions = loaded.objects.iter().filter_map(Exemption::of).collect();
+    let report = Report { files: loaded.files.clone(), objects, errors, exemptions, fail_on };
+
+    for error in &report.errors {
+        print_error(error);
+    }
+    let colour = args.format == Format::Text && std::io::stdout().is_terminal() && !no_colour_requested();
+    let rendered = report::render(&report, args.format, colour);
+    let mut stdout = std::io::stdout().lock();
+    // A closed pipe (`meshlife check . | head`) is the reader's choice, not an error.
+    let _ = stdout.write_all(rendered.as_bytes()).and_then(|()| stdout.flush());
+
+    if args.stats {
+        let elapsed = started.elapsed().as_secs_f64();
+        let objects = report.objects.len();
+        eprintln!(
+            "meshlife: {objects} objects, {} files, {} evaluations in {elapsed:.3} s ({:.0} objects/s)",
+            report.files.len(),
+            inputs.len(),
+            objects as f64 / elapsed.max(1e-9)
+        );
+    }
+
+    if !report.errors.is_empty() {
+        EXIT_INPUT_ERROR
+    } else if report.fails() {
+        EXIT_FINDINGS
+    } else {
+        EXIT_OK
+    }
+}
+
+fn load_constraints(args: &CheckArgs, engine: &Engine) -> Result<Vec<Constraint>, constraint::ConstraintError> {
+    if args.constraints.is_empty() {
+        return Ok(vec![Constraint::default_constraint()]);
+    }
+    let mut constraints = Vec::new();
+    for path in &args.constraints {
+        for constraint in constraint::load_constraints(path)? {
+            constraint.validate_parameters(engine)?;
+            constraints.push(constraint);
+        }
+    }
+    Ok(constraints)
+}
+
+fn object_error(object: &manifests::ManifestObject, field: Option<&str>, message: String) -> InputError {
+    InputError {
+        file: object.file.clone(),
+        document: Some(object.document),
+        item: object.item,
+        line: Some(object.line),
+        field: field.map(str::to_string),
+        message: format!("{}: {message}", object.display_name()),
+    }
+}
+
+/// <https://no-color.org>: a non-empty `NO_COLOR` turns colour off.
+fn no_colour_requested() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty())
+}
+
+fn run_build(args: &BuildArgs) -> u8 {
+    let workspace = match args.workspace.clone().or_else(find_workspace_root) {
+        Some(workspace) => workspace,
+        None => {
+            print_error("no workspace Cargo.toml found upwards from the current folder; pass --workspace DIR");
+            return EXIT_INPUT_ERROR;
+        }
+    };
+    // TODO(module_build): call `crate::module_build::build_dist(&workspace)` once
+    // host-test/src/module_build.rs lands; it owns compiling the module and the artefacts.
+    print_error(format_args!(
+        "`meshlife build` is not wired up yet (workspace {}): the module build pipeline has not landed",
+        workspace.display()
+    ));
+    EXIT_INPUT_ERROR
+}
+
+fn find_workspace_root() -> Option<PathBuf> {
+    let mut folder = std::env::current_dir().ok()?;
+    loop {
+        let manifest = folder.join("Cargo.toml");
+        if std::fs::read_to_string(&manifest).is_ok_and(|text| text.contains("[workspace]")) {
+            return Some(folder);
+        }
+        if !folder.pop() {
+            return None;
+        }
+    }
+}

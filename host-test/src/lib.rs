@@ -1,0 +1,9 @@
+//! The `meshlife` CLI as a library: the wasm host, manifest reading, Gatekeeper constraints,
+//! report formats and the command line. `main.rs` only calls [`cli::run`].
+
+pub mod cli;
+pub mod constraint;
+pub mod engine;
+pub mod manifests;
+pub mod module_build;
+pub mod report;

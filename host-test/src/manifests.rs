@@ -1,0 +1,819 @@
+//! Reading Kubernetes manifests: files, folders, stdin; multi-document YAML, JSON, Lists and
+//! AdmissionReviews, into objects that each know where they came from.
+//!
+//! Nothing is lost: a document that cannot be read becomes an [`InputError`] naming the file,
+//! the document and (where the parser knows it) the line or field, and every other document and
+//! file is still read.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use rayon::prelude::*;
+use regex::Regex;
+use serde_json::{Map, Value};
+
+/// What `-` on the command line reads, and how it is named in reports.
+pub const STDIN_NAME: &str = "<stdin>";
+
+/// One Kubernetes object from the input, with its origin.
+#[derive(Clone, Debug)]
+pub struct ManifestObject {
+    /// The file as named on the command line (or found under a named folder), or `<stdin>`.
+    pub file: String,
+    /// 0-based document index within the file.
+    pub document: usize,
+    /// 0-based index in the `items` of a List, when the object came from one.
+    pub item: Option<usize>,
+    /// 1-based line where the object's document starts, for annotations that point at lines.
+    pub line: usize,
+    pub api_version: String,
+    pub kind: String,
+    /// `metadata.namespace`, empty when the object does not name one.
+    pub namespace: String,
+    /// `metadata.name` (or `generateName` when there is no name), empty when neither is set.
+    pub name: String,
+    pub object: Value,
+    /// The `request` of an AdmissionReview, used as the review instead of a synthesised one.
+    pub admission_request: Option<Value>,
+}
+
+impl ManifestObject {
+    /// The API group: `apps` for `apps/v1`, empty for the core group (`v1`).
+    pub fn group(&self) -> &str {
+        split_api_version(&self.api_version).0
+    }
+
+    pub fn version(&self) -> &str {
+        split_api_version(&self.api_version).1
+    }
+
+    pub fn is_namespace(&self) -> bool {
+        self.kind == "Namespace" && self.group().is_empty()
+    }
+
+    /// `metadata.labels`, ignoring values that are not strings (the policy reports those).
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        string_map(self.object.pointer("/metadata/labels"))
+    }
+
+    /// `Kind namespace/name`, or `Kind name` for objects without a namespace.
+    pub fn display_name(&self) -> String {
+        let name = if self.name.is_empty() { "<unnamed>" } else { &self.name };
+        if self.namespace.is_empty() {
+            format!("{} {name}", self.kind)
+        } else {
+            format!("{} {}/{name}", self.kind, self.namespace)
+        }
+    }
+
+    /// `document 2` or `document 2, item 5`.
+    pub fn location(&self) -> String {
+        match self.item {
+            Some(item) => format!("document {}, item {item}", self.document),
+            None => format!("document {}", self.document),
+        }
+    }
+
+    /// The Gatekeeper-shaped review for this object (`input.review`), with `namespaceObject`
+    /// when the input holds the object's Namespace.
+    pub fn review(&self, namespace_object: Option<&Value>) -> Value {
+        if let Some(request) = &self.admission_request {
+            let mut review = request.clone();
+            if let (Some(fields), Some(namespace)) = (review.as_object_mut(), namespace_object) {
+                fields.entry("namespaceObject").or_insert_with(|| namespace.clone());
+            }
+            return review;
+        }
+        let mut review = Map::new();
+        review.insert(
+            "kind".into(),
+            serde_json::json!({"group": self.group(), "version": self.version(), "kind": self.kind}),
+        );
+        review.insert("name".into(), Value::String(self.name.clone()));
+        if !self.namespace.is_empty() {
+            review.insert("namespace".into(), Value::String(self.namespace.clone()));
+        }
+        review.insert("operation".into(), Value::String("CREATE".into()));
+        review.insert("object".into(), self.object.clone());
+        if let Some(namespace) = namespace_object {
+            review.insert("namespaceObject".into(), namespace.clone());
+        }
+        Value::Object(review)
+    }
+}
+
+/// A document or file that could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputError {
+    pub file: String,
+    pub document: Option<usize>,
+    pub item: Option<usize>,
+    /// 1-based line in the file, when known.
+    pub line: Option<usize>,
+    /// The offending field (`kind`, `items`, `request`, ...), when the problem is one field.
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl InputError {
+    fn file(file: &str, message: impl Into<String>) -> InputError {
+        InputError { file: file.into(), document: None, item: None, line: None, field: None, message: message.into() }
+    }
+
+    fn document(file: &str, document: usize, line: usize, message: impl Into<String>) -> InputError {
+        InputError {
+            file: file.into(),
+            document: Some(document),
+            item: None,
+            line: Some(line),
+            field: None,
+            message: message.into(),
+        }
+    }
+
+    fn with_field(mut self, field: impl Into<String>) -> InputError {
+        self.field = Some(field.into());
+        self
+    }
+
+    fn with_item(mut self, item: Option<usize>) -> InputError {
+        self.item = item;
+        self
+    }
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{}", self.file)?;
+        if let Some(document) = self.document {
+            write!(formatter, ": document {document}")?;
+        }
+        if let Some(item) = self.item {
+            write!(formatter, ", item {item}")?;
+        }
+        if let Some(line) = self.line {
+            write!(formatter, " (line {line})")?;
+        }
+        if let Some(field) = &self.field {
+            write!(formatter, ": field `{field}`")?;
+        }
+        write!(formatter, ": {}", self.message)
+    }
+}
+
+/// Everything read from the command line's paths.
+#[derive(Debug, Default)]
+pub struct LoadedInputs {
+    pub objects: Vec<ManifestObject>,
+    pub errors: Vec<InputError>,
+    /// Files read, in order (stdin counts as one).
+    pub files: Vec<String>,
+    /// Folders that held no manifest file at all, so the caller can say so.
+    pub empty_folders: Vec<String>,
+}
+
+impl LoadedInputs {
+    /// Namespace objects of the input by name: the `namespaceObject` of objects in them.
+    pub fn namespaces(&self) -> BTreeMap<String, Value> {
+        self.objects
+            .iter()
+            .filter(|object| object.is_namespace() && !object.name.is_empty())
+            .map(|object| (object.name.clone(), object.object.clone()))
+            .collect()
+    }
+}
+
+/// One file's worth of results, so files can be parsed in parallel and merged in order.
+#[derive(Default)]
+struct FileContents {
+    objects: Vec<ManifestObject>,
+    errors: Vec<InputError>,
+}
+
+/// A file to read; `Stdin` for `-`.
+enum InputFile {
+    Path(PathBuf),
+    Stdin,
+}
+
+/// Reads every path: `-` is stdin, folders are walked recursively for `.yaml`, `.yml` and
+/// `.json` files (hidden folders such as `.git` and `.github` are skipped), files named
+/// explicitly are read whatever their extension. Files are parsed in parallel.
+pub fn load(paths: &[String]) -> LoadedInputs {
+    load_with_progress(paths, &|_| {}, &|| {})
+}
+
+/// [`load`] with progress hooks: `on_files` gets the number of files once they are known,
+/// `on_file_done` runs after each file is parsed.
+pub fn load_with_progress(
+    paths: &[String],
+    on_files: &dyn Fn(usize),
+    on_file_done: &(dyn Fn() + Sync),
+) -> LoadedInputs {
+    let mut loaded = LoadedInputs::default();
+    let mut files = Vec::new();
+    let mut stdin_seen = false;
+    for path in paths {
+        if path == "-" {
+            if !stdin_seen {
+                files.push(InputFile::Stdin);
+                stdin_seen = true;
+            }
+            continue;
+        }
+        let path_buf = PathBuf::from(path);
+        match std::fs::metadata(&path_buf) {
+            Ok(metadata) if metadata.is_dir() => {
+                let before = files.len();
+                let mut visited = HashSet::new();
+                walk_folder(&path_buf, &mut files, &mut loaded.errors, &mut visited);
+                if files.len() == before {
+                    loaded.empty_folders.push(path.clone());
+                }
+            }
+            Ok(_) => files.push(InputFile::Path(path_buf)),
+            Err(error) => loaded.errors.push(InputError::file(path, format!("cannot read: {error}"))),
+        }
+    }
+    on_files(files.len());
+
+    let contents: Vec<(String, FileContents)> = files
+        .par_iter()
+        .map(|file| {
+            let parsed = match file {
+                InputFile::Stdin => {
+                    let mut text = String::new();
+                    match std::io::stdin().read_to_string(&mut text) {
+                        Ok(_) => (STDIN_NAME.to_string(), parse_text(STDIN_NAME, &text, false)),
+                        Err(error) => (
+                            STDIN_NAME.to_string(),
+                            FileContents {
+                                errors: vec![InputError::file(STDIN_NAME, format!("cannot read: {error}"))],
+                                ..FileContents::default()
+                            },
+                        ),
+                    }
+                }
+                InputFile::Path(path) => {
+                    let name = path.display().to_string();
+                    let contents = read_file(path, &name);
+                    (name, contents)
+                }
+            };
+            on_file_done();
+            parsed
+        })
+        .collect();
+    for (name, contents) in contents {
+        loaded.files.push(name);
+        loaded.objects.extend(contents.objects);
+        loaded.errors.extend(contents.errors);
+    }
+    loaded
+}
+
+fn walk_folder(
+    folder: &Path,
+    files: &mut Vec<InputFile>,
+    errors: &mut Vec<InputError>,
+    visited: &mut HashSet<PathBuf>,
+) {
+    // Symlinked folders are followed, but each real folder only once, so loops end.
+    if let Ok(real) = folder.canonicalize() {
+        if !visited.insert(real) {
+            return;
+        }
+    }
+    let entries = match std::fs::read_dir(folder) {
+        Ok(entries) => entries,
+        Err(error) => {
+            errors.push(InputError::file(&folder.display().to_string(), format!("cannot read folder: {error}")));
+            return;
+        }
+    };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|entry| entry.ok().map(|entry| entry.path())).collect();
+    // Sorted, so reports are the same on every machine.
+    paths.sort();
+    for path in paths {
+        let file_name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        let Ok(metadata) = std::fs::metadata(&path) else {
+            continue; // a dangling symlink is not a manifest
+        };
+        if metadata.is_dir() {
+            if !file_name.starts_with('.') {
+                walk_folder(&path, files, errors, visited);
+            }
+        } else if has_manifest_extension(&path) {
+            files.push(InputFile::Path(path));
+        }
+    }
+}
+
+fn has_manifest_extension(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|extension| extension.to_str()).map(str::to_ascii_lowercase).as_deref(),
+        Some("yaml" | "yml" | "json")
+    )
+}
+
+fn read_file(path: &Path, name: &str) -> FileContents {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            return FileContents { errors: vec![InputError::file(name, format!("cannot read: {error}"))], ..Default::default() };
+        }
+    };
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(error) => {
+            return FileContents {
+                errors: vec![InputError::file(name, format!("not UTF-8 text ({error})"))],
+                ..Default::default()
+            };
+        }
+    };
+    let is_json = path.extension().is_some_and(|extension| extension.eq_ignore_ascii_case("json"));
+    parse_text(name, &text, is_json)
+}
+
+/// Parses a whole file (or stdin). JSON files may hold several concatenated values.
+fn parse_text(file: &str, text: &str, is_json: bool) -> FileContents {
+    let mut contents = FileContents::default();
+    // A UTF-8 byte order mark is legal in both formats but neither parser skips it.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    if is_json {
+        parse_json_stream(file, text, &mut contents);
+    } else {
+        for document in split_yaml_documents(text) {
+            match parse_yaml_document(&document) {
+                Ok(Some(value)) => add_document(file, document.index, document.first_line, value, &mut contents),
+                Ok(None) => {}
+                Err(error) => contents.errors.push(yaml_error(file, &document, &error)),
+            }
+        }
+    }
+    contents
+}
+
+fn parse_json_stream(file: &str, text: &str, contents: &mut FileContents) {
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let mut index = 0;
+    loop {
+        let start = stream.byte_offset();
+        let first_line = line_of_offset(text, skip_whitespace(text, start));
+        match stream.next() {
+            None => break,
+            Some(Ok(value)) => add_document(file, index, first_line, value, contents),
+            Some(Err(error)) => {
+                // After a syntax error the rest of the stream cannot be resynchronised.
+                contents.errors.push(InputError {
+                    line: Some(error.line()),
+                    ..InputError::document(file, index, first_line, format!("invalid JSON: {error}"))
+                });
+                break;
+            }
+        }
+        index += 1;
+    }
+}
+
+fn skip_whitespace(text: &str, offset: usize) -> usize {
+    text[offset..].find(|character: char| !character.is_whitespace()).map_or(text.len(), |skip| offset + skip)
+}
+
+fn line_of_offset(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())].iter().filter(|&&byte| byte == b'\n').count() + 1
+}
+
+/// One YAML document's text and where it sits in the file.
+struct YamlDocument<'a> {
+    index: usize,
+    /// 1-based line where the document starts (its `---` marker, if it has one).
+    first_line: usize,
+    /// 1-based file line of `text`'s first line, to translate parser line numbers.
+    text_first_line: usize,
+    text: std::borrow::Cow<'a, str>,
+}
+
+/// Splits a YAML stream at its document markers, so that one broken document does not hide
+/// the others (a YAML parser gives up on the rest of the stream after a syntax error).
+/// `---` and `...` at column 0 are always markers: the YAML spec forbids them inside scalars.
+/// Document numbering matches a YAML parser's: explicit documents count even when empty, the
+/// implicit document before the first `---` counts only when it holds content.
+fn split_yaml_documents<'a>(text: &'a str) -> Vec<YamlDocument<'a>> {
+    struct Pending {
+        start_line: usize,
+        start_offset: usize,
+        end_offset: usize,
+        /// Text after `--- ` on the marker line, which belongs to the document.
+        inline_head: Option<String>,
+        explicit: bool,
+    }
+    let mut documents = Vec::new();
+    let finish = |pending: Pending, documents: &mut Vec<YamlDocument<'a>>| {
+        let body = &text[pending.start_offset..pending.end_offset];
+        let (text, text_first_line): (std::borrow::Cow<'a, str>, usize) = match pending.inline_head {
+            Some(head) => (format!("{head}\n{body}").into(), pending.start_line),
+            None if pending.explicit => (body.into(), pending.start_line + 1),
+            None => (body.into(), pending.start_line),
+        };
+        if pending.explicit || has_yaml_content(&text) {
+            let index = documents.len();
+            documents.push(YamlDocument { index, first_line: pending.start_line, text_first_line, text });
+        }
+    };
+
+    let mut pending = Pending { start_line: 1, start_offset: 0, end_offset: 0, inline_head: None, explicit: false };
+    // Directives (`%YAML`) and comments before `---` belong to the next document, not a new one.
+    let mut offset = 0;
+    for (line_index, line) in text.split_inclusive('\n').enumerate() {
+        let line_number = line_index + 1;
+        let content = line.trim_end_matches(['\n', '\r']);
+        let is_start_marker =
+            content == "---" || content.starts_with("--- ") || content.starts_with("---\t");
+        let is_end_marker = content == "..." || content.starts_with("... ") || content.starts_with("...\t");
+        if is_start_marker {
+            pending.end_offset = offset;
+            let previous = std::mem::replace(
+                &mut pending,
+                Pending {
+                    start_line: line_number,
+                    start_offset: offset + line.len(),
+                    end_offset: offset + line.len(),
+                    inline_head: None,
+                    explicit: true,
+                },
+            );
+            let previous_is_only_directives = !previous.explicit
+                && text[previous.start_offset..previous.end_offset]
+                    .lines()
+                    .all(|line| line.trim().is_empty() || line.trim_start().starts_with('#') || line.starts_with('%'));
+            if !previous_is_only_directives {
+                finish(previous, &mut documents);
+            }
+            let head = content[3..].trim();
+            if !head.is_empty() && !head.starts_with('#') {
+                pending.inline_head = Some(head.to_string());
+            }
+        } else if is_end_marker {
+            pending.end_offset = offset;
+            let previous = std::mem::replace(
+                &mut pending,
+                Pending {
+                    start_line: line_number + 1,
+                    start_offset: offset + line.len(),
+                    end_offset: offset + line.len(),
+                    inline_head: None,
+                    explicit: false,
+                },
+            );
+            finish(previous, &mut documents);
+        }
+        offset += line.len();
+    }
+    pending.end_offset = text.len();
+    finish(pending, &mut documents);
+    documents
+}
+
+/// Whether a document holds anything but blank lines, comments and directives.
+fn has_yaml_content(text: &str) -> bool {
+    text.lines().any(|line| {
+        let trimmed = line.trim();
+        !trimmed.is_empty() && !trimmed.starts_with('#') && !line.starts_with('%')
+    })
+}
+
+/// `Ok(None)` for an empty document (only comments, or `null`).
+fn parse_yaml_document(document: &YamlDocument<'_>) -> Result<Option<Value>, serde_yaml_ng::Error> {
+    if !has_yaml_content(&document.text) {
+        return Ok(None);
+    }
+    // Merge keys (`<<: *defaults`) are resolved by `apply_merge` on the YAML value model only;
+    // the direct route is faster and enough for every document without one.
+    let value: Value = if document.text.contains("<<") {
+        let mut yaml: serde_yaml_ng::Value = serde_yaml_ng::from_str(&document.text)?;
+        yaml.apply_merge()?;
+        serde_json::to_value(yaml).map_err(<serde_yaml_ng::Error as serde::de::Error>::custom)?
+    } else {
+        serde_yaml_ng::from_str(&document.text)?
+    };
+    Ok(if value.is_null() { None } else { Some(value) })
+}
+
+/// A YAML error with its line moved from the document's numbering to the file's.
+fn yaml_error(file: &str, document: &YamlDocument<'_>, error: &serde_yaml_ng::Error) -> InputError {
+    static LOCATION: OnceLock<Regex> = OnceLock::new();
+    let location = LOCATION.get_or_init(|| Regex::new(r" at line \d+ column (\d+)").expect("valid regex"));
+    let lines_before = document.text_first_line - 1;
+    let file_line = error.location().map(|location| location.line() + lines_before);
+    let message = error.to_string();
+    let message = match file_line {
+        Some(line) => location.replace(&message, format!(" at line {line} column $1")).into_owned(),
+        None => message,
+    };
+    InputError {
+        line: file_line.or(Some(document.first_line)),
+        ..InputError::document(file, document.index, document.first_line, format!("invalid YAML: {message}"))
+    }
+}
+
+/// Turns one parsed document into objects: a List is expanded, an AdmissionReview contributes
+/// its request, anything that is not a Kubernetes object is an error naming the field.
+fn add_document(file: &str, document: usize, first_line: usize, value: Value, contents: &mut FileContents) {
+    if value.is_null() {
+        return;
+    }
+    match object_identity(&value) {
+        Err(error) => contents.errors.push(error.at(file, document, first_line, None)),
+        Ok((_, kind)) if is_list(&kind, &value) => {
+            let Value::Object(mut fields) = value else { return };
+            let Some(Value::Array(items)) = fields.remove("items") else {
+                contents.errors.push(
+                    InputError::document(file, document, first_line, format!("a {kind} needs `items` to be a list"))
+                        .with_field("items"),
+                );
+                return;
+            };
+            for (item_index, item) in items.into_iter().enumerate() {
+                if item.is_null() {
+                    continue;
+                }
+                match object_identity(&item) {
+                    Err(error) => contents.errors.push(error.at(file, document, first_line, Some(item_index))),
+                    Ok((item_api_version, item_kind)) => match build_object(
+                        file,
+                        document,
+                        Some(item_index),
+                        first_line,
+                        item_api_version,
+                        item_kind,
+                        item,
+                    ) {
+                        Ok(object) => contents.objects.push(object),
+                        Err(error) => contents.errors.push(error),
+                    },
+                }
+            }
+        }
+        Ok((api_version, kind)) => {
+            match build_object(file, document, None, first_line, api_version, kind, value) {
+                Ok(object) => contents.objects.push(object),
+                Err(error) => contents.errors.push(error),
+            }
+        }
+    }
+}
+
+/// `kind: List`, or another `*List` kind, carrying `items` (a CRD kind that merely ends in
+/// "List", such as `AllowList`, has no `items` and is an ordinary object).
+fn is_list(kind: &str, value: &Value) -> bool {
+    kind == "List" || (kind.ends_with("List") && value.get("items").is_some())
+}
+
+/// A problem with one field, before the file and document are attached.
+struct FieldProblem {
+    field: &'static str,
+    message: String,
+}
+
+impl FieldProblem {
+    fn at(self, file: &str, document: usize, first_line: usize, item: Option<usize>) -> InputError {
+        InputError::document(file, document, first_line, self.message).with_field(self.field).with_item(item)
+    }
+}
+
+fn object_identity(value: &Value) -> Result<(String, String), FieldProblem> {
+    let Some(fields) = value.as_object() else {
+        return Err(FieldProblem {
+            field: "(document)",
+            message: format!("expected a Kubernetes object (a mapping), got {}", json_type_name(value)),
+        });
+    };
+    let string_field = |field: &'static str| match fields.get(field) {
+        Some(Value::String(text)) if !text.is_empty() => Ok(text.clone()),
+        Some(Value::String(_)) => Err(FieldProblem { field, message: "is empty".into() }),
+        Some(other) => Err(FieldProblem { field, message: format!("must be a string, got {}", json_type_name(other)) }),
+        None => Err(FieldProblem { field, message: "is missing: not a Kubernetes object".into() }),
+    };
+    let api_version = string_field("apiVersion")?;
+    let kind = string_field("kind")?;
+    Ok((api_version, kind))
+}
+
+fn build_object(
+    file: &str,
+    document: usize,
+    item: Option<usize>,
+    first_line: usize,
+    api_version: String,
+    kind: String,
+    value: Value,
+) -> Result<ManifestObject, InputError> {
+    if kind == "AdmissionReview" && api_version.starts_with("admission.k8s.io/") {
+        return admission_review_object(file, document, item, first_line, value);
+    }
+    let (namespace, name) = namespace_and_name(&value);
+    Ok(ManifestObject {
+        file: file.into(),
+        document,
+        item,
+        line: first_line,
+        api_version,
+        kind,
+        namespace,
+        name,
+        object: value,
+        admission_request: None,
+    })
+}
+
+/// An AdmissionReview is checked as its `request`, exactly as the webhook would see it.
+fn admission_review_object(
+    file: &str,
+    document: usize,
+    item: Option<usize>,
+    first_line: usize,
+    mut value: Value,
+) -> Result<ManifestObject, InputError> {
+    let error = |field: &str, message: String| {
+        InputError::document(file, document, first_line, message).with_field(field).with_item(item)
+    };
+    let request = match value.get_mut("request").map(Value::take) {
+        Some(Value::Object(request)) => request,
+        Some(other) => {
+            return Err(error("request", format!("must be an object, got {}", json_type_name(&other))));
+        }
+        None => return Err(error("request", "is missing: an AdmissionReview to check needs its request".into())),
+    };
+    let mut request = Value::Object(request);
+    // Gatekeeper reviews the old object on DELETE; it copies it into `object` likewise.
+    let object_is_missing = request.get("object").is_none_or(Value::is_null);
+    if object_is_missing {
+        if let Some(old_object) = request.get("oldObject").cloned() {
+            request["object"] = old_object;
+        }
+    }
+    let object = request.get("object").cloned().unwrap_or(Value::Null);
+    let kind_field = |key: &str| request.pointer(&format!("/kind/{key}")).and_then(Value::as_str).map(str::to_string);
+    let (api_version, kind) = match (object.get("apiVersion").and_then(Value::as_str), object.get("kind").and_then(Value::as_str)) {
+        (Some(api_version), Some(kind)) => (api_version.to_string(), kind.to_string()),
+        _ => {
+            let group = kind_field("group").unwrap_or_default();
+            let version = kind_field("version").unwrap_or_default();
+            let Some(kind) = kind_field("kind") else {
+                return Err(error("request.kind", "is missing and the request has no object to take it from".into()));
+            };
+            let api_version = if group.is_empty() { version } else { format!("{group}/{version}") };
+            (api_version, kind)
+        }
+    };
+    let (object_namespace, object_name) = namespace_and_name(&object);
+    let namespace = request.get("namespace").and_then(Value::as_str).map(str::to_string).unwrap_or(object_namespace);
+    let name = request
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|name| !name.is_empty())
+        .map(str::to_string)
+        .unwrap_or(object_name);
+    Ok(ManifestObject {
+        file: file.into(),
+        document,
+        item,
+        line: first_line,
+        api_version,
+        kind,
+        namespace,
+        name,
+        object,
+        admission_request: Some(request),
+    })
+}
+
+/// Read leniently: wrong types here are the policy's to report (as ML000), not the reader's.
+fn namespace_and_name(value: &Value) -> (String, String) {
+    let metadata_string = |key: &str| value.pointer(&format!("/metadata/{key}")).and_then(Value::as_str).unwrap_or("");
+    let name = match metadata_string("name") {
+        "" => metadata_string("generateName"),
+        name => name,
+    };
+    (metadata_string("namespace").to_string(), name.to_string())
+}
+
+pub fn split_api_version(api_version: &str) -> (&str, &str) {
+    match api_version.split_once('/') {
+        Some((group, version)) => (group, version),
+        None => ("", api_version),
+    }
+}
+
+/// A `map[string]string` field such as labels; entries with non-string values are dropped.
+pub fn string_map(value: Option<&Value>) -> BTreeMap<String, String> {
+    value
+        .and_then(Value::as_object)
+        .map(|fields| {
+            fields
+                .iter()
+                .filter_map(|(key, value)| value.as_str().map(|text| (key.clone(), text.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn json_type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+/// Parses a YAML/JSON text into documents for callers other than `load` (the constraint
+/// reader): each document's index and value, or the error naming file and document.
+pub fn parse_documents(file: &str, text: &str) -> Vec<Result<(usize, usize, Value), InputError>> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    split_yaml_documents(text)
+        .into_iter()
+        .filter_map(|document| match parse_yaml_document(&document) {
+            Ok(Some(value)) => Some(Ok((document.index, document.first_line, value))),
+            Ok(None) => None,
+            Err(error) => Some(Err(yaml_error(file, &document, &error))),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn documents(text: &str) -> Vec<(usize, usize, String)> {
+        split_yaml_documents(text)
+            .into_iter()
+            .map(|document| (document.index, document.first_line, document.text.trim().to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn splitting_numbers_documents_like_a_yaml_parser() {
+        assert_eq!(documents("a: 1\n---\nb: 2\n"), vec![(0, 1, "a: 1".into()), (1, 2, "b: 2".into())]);
+        // A leading marker does not create an empty first document; an empty explicit one counts.
+        assert_eq!(
+            documents("# header\n---\na: 1\n---\n---\nb: 2"),
+            vec![(0, 2, "a: 1".into()), (1, 4, "".into()), (2, 5, "b: 2".into())]
+        );
+        assert_eq!(documents("%YAML 1.2\n---\na: 1\n...\n"), vec![(0, 2, "a: 1".into())]);
+        assert_eq!(documents("--- {a: 1}\n"), vec![(0, 1, "{a: 1}".into())]);
+        assert!(documents("").is_empty());
+    }
+
+    #[test]
+    fn a_broken_document_does_not_hide_the_next_one() {
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\nkind: [unclosed\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b}\n";
+        let contents = parse_text("f.yaml", text, false);
+        assert_eq!(contents.objects.len(), 2);
+        assert_eq!(contents.objects[1].document, 2);
+        assert_eq!(contents.errors.len(), 1);
+        let error = &contents.errors[0];
+        assert_eq!(error.document, Some(1));
+        assert_eq!(error.line, Some(6), "{error}");
+    }
+
+    #[test]
+    fn lists_and_admission_reviews_become_objects() {
+        let text = r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","namespace":"n"}},null,{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"b"}}]}
+{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","kind":{"group":"batch","version":"v1","kind":"Job"},"name":"j","namespace":"x","operation":"CREATE","object":{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j"}}}}"#;
+        let contents = parse_text("f.json", text, true);
+        assert!(contents.errors.is_empty(), "{:?}", contents.errors);
+        let names: Vec<_> = contents.objects.iter().map(|o| (o.document, o.item, o.display_name())).collect();
+        assert_eq!(
+            names,
+            vec![
+                (0, Some(0), "Pod n/a".to_string()),
+                (0, Some(2), "Deployment b".to_string()),
+                (1, None, "Job x/j".to_string())
+            ]
+        );
+        assert_eq!(contents.objects[1].group(), "apps");
+        assert!(contents.objects[2].admission_request.is_some());
+    }
+
+    #[test]
+    fn documents_that_are_not_objects_name_the_field() {
+        let contents = parse_text("f.yaml", "- a\n---\nkind: Pod\n---\napiVersion: v1\nkind: 3\n", false);
+        let fields: Vec<_> = contents.errors.iter().map(|e| e.field.clone().unwrap_or_default()).collect();
+        assert_eq!(fields, vec!["(document)", "apiVersion", "kind"]);
+    }
+
+    #[test]
+    fn merge_keys_are_resolved() {
+        let text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  <<: {name: merged}\n";
+        let contents = parse_text("f.yaml", text, false);
+        assert_eq!(contents.objects[0].name, "merged");
+    }
+}

@@ -1,0 +1,766 @@
+//! The output formats of `meshlife check`: text, JSON, JUnit XML, SARIF 2.1.0, TAP 13 and
+//! GitHub Actions workflow commands. Every renderer reads the same [`Report`].
+//!
+//! Input errors are always written to stderr by the CLI; formats that have a place for them
+//! (JUnit `<error>`, SARIF tool notifications, TAP `not ok`, GitHub `::error`) carry them too,
+//! so a CI system that only reads the report still sees that something could not be checked.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use meshlife_policy::{Severity, Violation};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::constraint::{Constraint, EnforcementAction};
+use crate::manifests::{InputError, ManifestObject};
+
+/// The annotation listing exempted rules (ids, names or `*`), and the one giving the reason.
+pub const EXEMPT_ANNOTATION: &str = "meshlife.io/exempt";
+pub const EXEMPT_REASON_ANNOTATION: &str = "meshlife.io/exempt-reason";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Junit,
+    Sarif,
+    Tap,
+    Github,
+}
+
+/// Where an object came from and what it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectIdentity {
+    pub file: String,
+    pub document: usize,
+    pub item: Option<usize>,
+    pub line: usize,
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectIdentity {
+    pub fn of(object: &ManifestObject) -> ObjectIdentity {
+        ObjectIdentity {
+            file: object.file.clone(),
+            document: object.document,
+            item: object.item,
+            line: object.line,
+            api_version: object.api_version.clone(),
+            kind: object.kind.clone(),
+            namespace: object.namespace.clone(),
+            name: object.name.clone(),
+        }
+    }
+
+    /// `Deployment shop/web (document 0)`.
+    pub fn title(&self) -> String {
+        let name = if self.name.is_empty() { "<unnamed>" } else { &self.name };
+        let location = match self.item {
+            Some(item) => format!("document {}, item {item}", self.document),
+            None => format!("document {}", self.document),
+        };
+        if self.namespace.is_empty() {
+            format!("{} {name} ({location})", self.kind)
+        } else {
+            format!("{} {}/{name} ({location})", self.kind, self.namespace)
+        }
+    }
+}
+
+/// One violation of one object under one constraint.
+#[derive(Clone, Debug)]
+pub struct Finding {
+    pub rule: String,
+    pub check: String,
+    pub severity: Severity,
+    pub msg: String,
+    pub path: String,
+    pub fix: String,
+    pub mesh: Option<String>,
+    pub container: Option<String>,
+    pub enforcement_action: EnforcementAction,
+    /// `metadata.name` of the constraint, empty without `--constraint`.
+    pub constraint: String,
+    /// Deny and at or above `--fail-on`: this finding makes the run exit 1.
+    pub fails_run: bool,
+}
+
+impl Finding {
+    pub fn new(violation: Violation, constraint: &Constraint, fail_on: Severity) -> Finding {
+        let details = violation.details;
+        let fails_run = constraint.enforcement_action == EnforcementAction::Deny && details.severity >= fail_on;
+        Finding {
+            rule: details.rule,
+            check: details.name,
+            severity: details.severity,
+            msg: violation.msg,
+            path: details.path,
+            fix: details.fix,
+            mesh: details.mesh,
+            container: details.container,
+            enforcement_action: constraint.enforcement_action,
+            constraint: constraint.name.clone(),
+            fails_run,
+        }
+    }
+}
+
+/// An object that was checked, with its findings (possibly none).
+#[derive(Clone, Debug)]
+pub struct ObjectReport {
+    pub identity: ObjectIdentity,
+    pub findings: Vec<Finding>,
+}
+
+/// A `meshlife.io/exempt` annotation in use, listed so exemptions stay visible in review.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exemption {
+    pub identity: ObjectIdentity,
+    pub rules: String,
+    pub reason: Option<String>,
+    /// The annotation sits on a controller's own metadata, where the policy does not read it.
+    pub misplaced: bool,
+}
+
+impl Exemption {
+    /// The exemption of `object`, read where the policy reads it: the Pod's own metadata or
+    /// the pod template's.
+    pub fn of(object: &ManifestObject) -> Option<Exemption> {
+        let template_metadata = match object.kind.as_str() {
+            "Pod" => "/metadata",
+            "CronJob" => "/spec/jobTemplate/spec/template/metadata",
+            _ => "/spec/template/metadata",
+        };
+        let annotation = |metadata: &str, key: &str| {
+            object
+                .object
+                .pointer(metadata)
+                .and_then(|metadata| metadata.get("annotations"))
+                .and_then(|annotations| annotations.get(key))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let (metadata, misplaced) = if annotation(template_metadata, EXEMPT_ANNOTATION).is_some() {
+            (template_metadata, false)
+        } else if annotation("/metadata", EXEMPT_ANNOTATION).is_some() {
+            ("/metadata", true)
+        } else {
+            return None;
+        };
+        Some(Exemption {
+            identity: ObjectIdentity::of(object),
+            rules: annotation(metadata, EXEMPT_ANNOTATION).unwrap_or_default(),
+            reason: annotation(metadata, EXEMPT_REASON_ANNOTATION).filter(|reason| !reason.trim().is_empty()),
+            misplaced,
+        })
+    }
+}
+
+/// Everything one `meshlife check` run found.
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub files: Vec<String>,
+    pub objects: Vec<ObjectReport>,
+    /// Inputs that could not be read or evaluated.
+    pub errors: Vec<InputError>,
+    pub exemptions: Vec<Exemption>,
+    pub fail_on: Severity,
+}
+
+impl Report {
+    pub fn findings(&self) -> impl Iterator<Item = (&ObjectIdentity, &Finding)> {
+        self.objects.iter().flat_map(|object| object.findings.iter().map(move |finding| (&object.identity, finding)))
+    }
+
+    pub fn fails(&self) -> bool {
+        self.findings().any(|(_, finding)| finding.fails_run)
+    }
+
+    fn count(&self, severity: Severity) -> usize {
+        self.findings().filter(|(_, finding)| finding.severity == severity).count()
+    }
+
+    /// The closing line of the text and GitHub formats.
+    pub fn summary_line(&self) -> String {
+        let mut line = format!(
+            "{} checked in {}: {}, {}, {}",
+            plural(self.objects.len(), "object"),
+            plural(self.files.len(), "file"),
+            plural(self.count(Severity::Error), "error"),
+            plural(self.count(Severity::Warning), "warning"),
+            plural(self.count(Severity::Info), "info finding"),
+        );
+        let not_failing = self.findings().filter(|(_, finding)| !finding.fails_run).count();
+        if not_failing > 0 && not_failing < self.findings().count() {
+            let _ = write!(line, " ({not_failing} not failing the run)");
+        } else if not_failing > 0 {
+            line.push_str(" (none failing the run)");
+        }
+        if !self.exemptions.is_empty() {
+            let _ = write!(line, "; {} in use", plural(self.exemptions.len(), "exemption"));
+        }
+        if !self.errors.is_empty() {
+            let _ = write!(line, "; {} could not be read", plural(self.errors.len(), "input"));
+        }
+        line
+    }
+
+    /// Objects and errors grouped by file, in input order.
+    fn by_file(&self) -> Vec<FileGroup<'_>> {
+        let mut groups: Vec<FileGroup<'_>> = Vec::new();
+        let mut index_of: BTreeMap<&str, usize> = BTreeMap::new();
+        fn group_index<'r>(
+            file: &'r str,
+            groups: &mut Vec<FileGroup<'r>>,
+            index_of: &mut BTreeMap<&'r str, usize>,
+        ) -> usize {
+            *index_of.entry(file).or_insert_with(|| {
+                groups.push(FileGroup { file, objects: Vec::new(), errors: Vec::new() });
+                groups.len() - 1
+            })
+        }
+        for file in &self.files {
+            group_index(file, &mut groups, &mut index_of);
+        }
+        for object in &self.objects {
+            let index = group_index(&object.identity.file, &mut groups, &mut index_of);
+            groups[index].objects.push(object);
+        }
+        for error in &self.errors {
+            let index = group_index(&error.file, &mut groups, &mut index_of);
+            groups[index].errors.push(error);
+        }
+        groups
+    }
+}
+
+struct FileGroup<'a> {
+    file: &'a str,
+    objects: Vec<&'a ObjectReport>,
+    errors: Vec<&'a InputError>,
+}
+
+fn plural(count: usize, noun: &str) -> String {
+    if count == 1 { format!("1 {noun}") } else { format!("{count} {noun}s") }
+}
+
+/// Renders `report` in `format`. `colour` only affects the text format.
+pub fn render(report: &Report, format: Format, colour: bool) -> String {
+    match format {
+        Format::Text => render_text(report, colour),
+        Format::Json => render_json(report),
+        Format::Junit => render_junit(report),
+        Format::Sarif => render_sarif(report),
+        Format::Tap => render_tap(report),
+        Format::Github => render_github(report),
+    }
+}
+
+struct Palette {
+    colour: bool,
+}
+
+impl Palette {
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.colour { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
+    }
+
+    fn severity(&self, severity: Severity) -> String {
+        let code = match severity {
+            Severity::Error => "1;31",
+            Severity::Warning => "1;33",
+            Severity::Info => "1;36",
+        };
+        self.paint(code, &format!("{:<7}", severity.as_str()))
+    }
+}
+
+fn render_text(report: &Report, colour: bool) -> String {
+    let palette = Palette { colour };
+    let mut out = String::new();
+    for group in report.by_file() {
+        let objects_with_findings: Vec<_> = group.objects.iter().filter(|object| !object.findings.is_empty()).collect();
+        if objects_with_findings.is_empty() && group.errors.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "{}", palette.paint("1", group.file));
+        for error in &group.errors {
+            let _ = writeln!(out, "  {} {}", palette.paint("1;31", "cannot read"), error_location_and_message(error));
+        }
+        for object in objects_with_findings {
+            let _ = writeln!(out, "  {}", object.identity.title());
+            for finding in &object.findings {
+                let mut marker = String::new();
+                if finding.enforcement_action != EnforcementAction::Deny {
+                    let _ = write!(marker, " [{}]", finding.enforcement_action.as_str());
+                }
+                if !finding.constraint.is_empty() {
+                    let _ = write!(marker, " (constraint {})", finding.constraint);
+                }
+                let _ = writeln!(
+                    out,
+                    "    {} {} {}{}  at {}",
+                    palette.severity(finding.severity),
+                    finding.rule,
+                    finding.check,
+                    marker,
+                    if finding.path.is_empty() { "(object)" } else { &finding.path }
+                );
+                let _ = writeln!(out, "      {}", finding.msg);
+                if !finding.fix.is_empty() {
+                    let _ = writeln!(out, "      {} {}", palette.paint("2", "fix:"), finding.fix);
+                }
+            }
+        }
+        out.push('\n');
+    }
+    if !report.exemptions.is_empty() {
+        let _ = writeln!(out, "{}", palette.paint("1", "Exemptions in use:"));
+        for exemption in &report.exemptions {
+            let reason = match &exemption.reason {
+                Some(reason) => format!("reason: {reason}"),
+                None => format!("no reason given ({EXEMPT_REASON_ANNOTATION} is not set)"),
+            };
+            let misplaced = if exemption.misplaced {
+                " [on the controller's metadata, where meshlife does not read it: move it to the pod template]"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "  {}: {}: {} — {reason}{misplaced}",
+                exemption.identity.file,
+                exemption.identity.title(),
+                exemption.rules
+            );
+        }
+        out.push('\n');
+    }
+    let summary = report.summary_line();
+    let summary = if report.fails() || !report.errors.is_empty() {
+        palette.paint("1;31", &summary)
+    } else {
+        palette.paint("1;32", &summary)
+    };
+    let _ = writeln!(out, "{summary}");
+    out
+}
+
+fn error_location_and_message(error: &InputError) -> String {
+    let mut text = String::new();
+    if let Some(document) = error.document {
+        let _ = write!(text, "document {document}");
+        if let Some(item) = error.item {
+            let _ = write!(text, ", item {item}");
+        }
+    }
+    if let Some(line) = error.line {
+        let _ = write!(text, " (line {line})");
+    }
+    if let Some(field) = &error.field {
+        let _ = write!(text, " field `{field}`");
+    }
+    if text.is_empty() {
+        error.message.clone()
+    } else {
+        format!("{}: {}", text.trim_start(), error.message)
+    }
+}
+
+/// The JSON shape of one finding (`-o json` is an array of these).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonFinding<'a> {
+    file: &'a str,
+    document: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    item: Option<usize>,
+    line: usize,
+    api_version: &'a str,
+    kind: &'a str,
+    namespace: &'a str,
+    name: &'a str,
+    rule: &'a str,
+    check: &'a str,
+    severity: &'a str,
+    msg: &'a str,
+    path: &'a str,
+    fix: &'a str,
+    enforcement_action: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    constraint: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mesh: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    container: Option<&'a str>,
+    fails_run: bool,
+}
+
+fn render_json(report: &Report) -> String {
+    let findings: Vec<JsonFinding<'_>> = report
+        .findings()
+        .map(|(identity, finding)| JsonFinding {
+            file: &identity.file,
+            document: identity.document,
+            item: identity.item,
+            line: identity.line,
+            api_version: &identity.api_version,
+            kind: &identity.kind,
+            namespace: &identity.namespace,
+            name: &identity.name,
+            rule: &finding.rule,
+            check: &finding.check,
+            severity: finding.severity.as_str(),
+            msg: &finding.msg,
+            path: &finding.path,
+            fix: &finding.fix,
+            enforcement_action: finding.enforcement_action.as_str(),
+            constraint: &finding.constraint,
+            mesh: finding.mesh.as_deref(),
+            container: finding.container.as_deref(),
+            fails_run: finding.fails_run,
+        })
+        .collect();
+    let mut out = serde_json::to_string_pretty(&findings).unwrap_or_else(|_| "[]".into());
+    out.push('\n');
+    out
+}
+
+/// Escapes text for XML attributes and content; characters XML 1.0 forbids are replaced.
+fn xml_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for character in text.chars() {
+        match character {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\n' => out.push_str("&#10;"),
+            '\t' | '\r' => {
+                let _ = write!(out, "&#{};", character as u32);
+            }
+            character if (character as u32) < 0x20 || character == '\u{fffe}' || character == '\u{ffff}' => {
+                out.push('\u{fffd}')
+            }
+            character => out.push(character),
+        }
+    }
+    out
+}
+
+/// JUnit XML: a testsuite per file, a testcase per object, a `<failure>` per finding that
+/// fails the run; findings that do not (below `--fail-on`, or from a warn/dryrun constraint)
+/// are listed in the testcase's `<system-out>` so the test does not turn red for them.
+/// Unreadable documents are testcases with an `<error>`.
+fn render_junit(report: &Report) -> String {
+    let groups = report.by_file();
+    let failures: usize = report.findings().filter(|(_, finding)| finding.fails_run).count();
+    let tests = report.objects.len() + report.errors.len();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuites name=\"meshlife\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{}\">",
+        report.errors.len()
+    );
+    for group in groups {
+        let suite_failures: usize =
+            group.objects.iter().flat_map(|object| &object.findings).filter(|finding| finding.fails_run).count();
+        let _ = writeln!(
+            out,
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{suite_failures}\" errors=\"{}\">",
+            xml_escape(group.file),
+            group.objects.len() + group.errors.len(),
+            group.errors.len()
+        );
+        for object in &group.objects {
+            let _ = write!(
+                out,
+                "    <testcase classname=\"{}\" name=\"{}\"",
+                xml_escape(group.file),
+                xml_escape(&object.identity.title())
+            );
+            if object.findings.is_empty() {
+                out.push_str("/>\n");
+                continue;
+            }
+            out.push_str(">\n");
+            let mut not_failing = String::new();
+            for finding in &object.findings {
+                let body = format!(
+                    "{} {} ({}) at {}\n{}\nfix: {}\nenforcementAction: {}",
+                    finding.rule,
+                    finding.check,
+                    finding.severity.as_str(),
+                    finding.path,
+                    finding.msg,
+                    finding.fix,
+                    finding.enforcement_action.as_str()
+                );
+                if finding.fails_run {
+                    let _ = writeln!(
+                        out,
+                        "      <failure message=\"{}\" type=\"{}\">{}</failure>",
+                        xml_escape(&finding.msg),
+                        xml_escape(&finding.rule),
+                        xml_escape(&body)
+                    );
+                } else {
+                    not_failing.push_str(&body);
+                    not_failing.push_str("\n\n");
+                }
+            }
+            if !not_failing.is_empty() {
+                let _ = writeln!(out, "      <system-out>{}</system-out>", xml_escape(not_failing.trim_end()));
+            }
+            out.push_str("    </testcase>\n");
+        }
+        for error in &group.errors {
+            let name = match error.document {
+                Some(document) => format!("document {document}"),
+                None => "file".to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "    <testcase classname=\"{}\" name=\"{}\">\n      <error message=\"{}\" type=\"input-error\"/>\n    </testcase>",
+                xml_escape(group.file),
+                xml_escape(&name),
+                xml_escape(&error_location_and_message(error))
+            );
+        }
+        out.push_str("  </testsuite>\n");
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+fn sarif_level(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "note",
+    }
+}
+
+/// A file name as a SARIF `artifactLocation.uri`: relative paths stay relative (to the
+/// working directory, which is what code scanning expects), absolute ones become `file://`.
+fn sarif_uri(file: &str) -> String {
+    let mut uri = String::with_capacity(file.len());
+    for character in file.replace('\\', "/").chars() {
+        match character {
+            ' ' => uri.push_str("%20"),
+            '%' => uri.push_str("%25"),
+            '#' => uri.push_str("%23"),
+            '?' => uri.push_str("%3F"),
+            character => uri.push(character),
+        }
+    }
+    if uri.starts_with('/') { format!("file://{uri}") } else { uri.trim_start_matches("./").to_string() }
+}
+
+fn render_sarif(report: &Report) -> String {
+    // Rules come from the findings: a rule table of the whole catalogue would list rules
+    // the module at hand may not have.
+    let mut rules: BTreeMap<&str, (&str, Severity)> = BTreeMap::new();
+    for (_, finding) in report.findings() {
+        rules.entry(&finding.rule).or_insert((&finding.check, finding.severity));
+    }
+    let rule_index: BTreeMap<&str, usize> = rules.keys().enumerate().map(|(index, rule)| (*rule, index)).collect();
+    let rule_descriptors: Vec<Value> = rules
+        .iter()
+        .map(|(id, (name, severity))| {
+            json!({
+                "id": id,
+                "name": name,
+                "shortDescription": {"text": format!("{id} {name}")},
+                "defaultConfiguration": {"level": sarif_level(*severity)},
+            })
+        })
+        .collect();
+    let results: Vec<Value> = report
+        .findings()
+        .map(|(identity, finding)| {
+            let qualified_name = if identity.namespace.is_empty() {
+                format!("{}/{}", identity.kind, identity.name)
+            } else {
+                format!("{}/{}/{}", identity.kind, identity.namespace, identity.name)
+            };
+            json!({
+                "ruleId": finding.rule,
+                "ruleIndex": rule_index.get(finding.rule.as_str()).copied().unwrap_or(0),
+                "level": sarif_level(finding.severity),
+                "message": {"text": finding.msg},
+                "locations": [{
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": sarif_uri(&identity.file)},
+                        "region": {"startLine": identity.line.max(1)},
+                    },
+                    "logicalLocations": [{
+                        "fullyQualifiedName": format!("{qualified_name}:{}", finding.path),
+                        "kind": "object",
+                    }],
+                }],
+                "properties": {
+                    "check": finding.check,
+                    "path": finding.path,
+                    "fix": finding.fix,
+                    "document": identity.document,
+                    "apiVersion": identity.api_version,
+                    "enforcementAction": finding.enforcement_action.as_str(),
+                    "failsRun": finding.fails_run,
+                },
+            })
+        })
+        .collect();
+    let notifications: Vec<Value> = report
+        .errors
+        .iter()
+        .map(|error| {
+            json!({
+                "level": "error",
+                "message": {"text": error.to_string()},
+                "locations": [{
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": sarif_uri(&error.file)},
+                        "region": {"startLine": error.line.unwrap_or(1).max(1)},
+                    },
+                }],
+            })
+        })
+        .collect();
+    let sarif = json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "meshlife",
+                "version": env!("CARGO_PKG_VERSION"),
+                "informationUri": "https://github.com/meshlife/meshlife",
+                "rules": rule_descriptors,
+            }},
+            "invocations": [{
+                "executionSuccessful": report.errors.is_empty(),
+                "toolExecutionNotifications": notifications,
+            }],
+            "results": results,
+        }],
+    });
+    let mut out = serde_json::to_string_pretty(&sarif).unwrap_or_default();
+    out.push('\n');
+    out
+}
+
+/// TAP descriptions end at `#` (it starts a directive), so it is escaped.
+fn tap_description(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('#', "\\#").replace('\n', " ")
+}
+
+/// A YAML double-quoted scalar for TAP's diagnostic blocks.
+fn yaml_quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
+}
+
+/// TAP 13: a test point per object (`not ok` when a finding fails the run) and per input
+/// error, each followed by a YAML block with the findings.
+fn render_tap(report: &Report) -> String {
+    let mut out = String::from("TAP version 13\n");
+    let _ = writeln!(out, "1..{}", report.objects.len() + report.errors.len());
+    let mut number = 0;
+    for object in &report.objects {
+        number += 1;
+        let failed = object.findings.iter().any(|finding| finding.fails_run);
+        let _ = writeln!(
+            out,
+            "{} {number} - {}",
+            if failed { "not ok" } else { "ok" },
+            tap_description(&format!("{}: {}", object.identity.file, object.identity.title()))
+        );
+        if object.findings.is_empty() {
+            continue;
+        }
+        out.push_str("  ---\n  findings:\n");
+        for finding in &object.findings {
+            let _ = writeln!(out, "    - rule: {}", yaml_quoted(&finding.rule));
+            let _ = writeln!(out, "      check: {}", yaml_quoted(&finding.check));
+            let _ = writeln!(out, "      severity: {}", finding.severity.as_str());
+            let _ = writeln!(out, "      path: {}", yaml_quoted(&finding.path));
+            let _ = writeln!(out, "      message: {}", yaml_quoted(&finding.msg));
+            let _ = writeln!(out, "      fix: {}", yaml_quoted(&finding.fix));
+            let _ = writeln!(out, "      enforcementAction: {}", finding.enforcement_action.as_str());
+            let _ = writeln!(out, "      failsRun: {}", finding.fails_run);
+        }
+        out.push_str("  ...\n");
+    }
+    for error in &report.errors {
+        number += 1;
+        let _ = writeln!(out, "not ok {number} - {}", tap_description(&format!("{}: cannot read", error.file)));
+        out.push_str("  ---\n");
+        let _ = writeln!(out, "  message: {}", yaml_quoted(&error.to_string()));
+        out.push_str("  ...\n");
+    }
+    out
+}
+
+/// Workflow command escaping: data escapes `%`, CR, LF; properties also `:` and `,`.
+fn github_data(text: &str) -> String {
+    text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+}
+
+fn github_property(text: &str) -> String {
+    github_data(text).replace(':', "%3A").replace(',', "%2C")
+}
+
+fn render_github(report: &Report) -> String {
+    let mut out = String::new();
+    for (identity, finding) in report.findings() {
+        let command = match finding.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "notice",
+        };
+        let title = format!("{} {} ({})", finding.rule, finding.check, identity.title());
+        let mut message = finding.msg.clone();
+        if !finding.fix.is_empty() {
+            message.push_str("\nfix: ");
+            message.push_str(&finding.fix);
+        }
+        let _ = writeln!(
+            out,
+            "::{command} file={},line={},title={}::{}",
+            github_property(&identity.file),
+            identity.line.max(1),
+            github_property(&title),
+            github_data(&message)
+        );
+    }
+    for error in &report.errors {
+        let _ = writeln!(
+            out,
+            "::error file={},line={},title={}::{}",
+            github_property(&error.file),
+            error.line.unwrap_or(1).max(1),
+            github_property("meshlife: cannot read input"),
+            github_data(&error.to_string())
+        );
+    }
+    let _ = writeln!(out, "{}", report.summary_line());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping() {
+        assert_eq!(xml_escape("a<b & \"c\"\u{1}"), "a&lt;b &amp; &quot;c&quot;\u{fffd}");
+        assert_eq!(github_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
+        assert_eq!(tap_description("x # y"), "x \\# y");
+        assert_eq!(sarif_uri("./dir/a b.yaml"), "dir/a%20b.yaml");
+        assert_eq!(sarif_uri("/abs/x.yaml"), "file:///abs/x.yaml");
+    }
+}
