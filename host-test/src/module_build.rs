@@ -1,0 +1,573 @@
+//! Builds the policy's OPA wasm module: compiles `meshlife-policy` for `wasm32-unknown-unknown`
+//! with a nested cargo, then finishes the linked module for OPA hosts.
+//!
+//! Shared by `host-test/build.rs` (included with `#[path]`, so this file uses only std,
+//! wasmparser and wasm-encoder) and by the CLI's `meshlife build`.
+//!
+//! Finishing does two things rustc cannot:
+//! - the ABI version globals: a Rust `#[no_mangle] static` is exported as a global whose value is
+//!   the static's *address*; hosts read the global's value, so it is rewritten to 1 and 3;
+//! - old engines: rustc's wasm32 standard library is built with sign-extension, saturating
+//!   float-to-int and reference-types (overlong `call_indirect`) enabled, and LLVM applies the
+//!   union of all functions' features to the whole module. Those instructions are lowered to
+//!   MVP equivalents so the module validates with only MVP + bulk-memory (wasmer 1.1 and other
+//!   older engines).
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use wasm_encoder::reencode::{Error as ReencodeError, Reencode, utils};
+use wasm_encoder::{
+    BlockType, CodeSection, ConstExpr, Function, FunctionSection, GlobalSection, Instruction,
+    TypeSection, ValType,
+};
+use wasmparser::{Operator, Parser, Payload, Validator, WasmFeatures};
+
+pub const WASM_TARGET: &str = "wasm32-unknown-unknown";
+/// The cargo profile the module is built with (workspace `Cargo.toml`).
+pub const WASM_PROFILE: &str = "wasm";
+pub const POLICY_PACKAGE: &str = "meshlife-policy";
+/// Target directory of the nested build, apart from the outer build's so neither waits for the
+/// other's lock.
+pub const WASM_TARGET_DIR: &str = "target/meshlife-wasm";
+pub const DIST_MODULE: &str = "dist/meshlife.wasm";
+
+pub const ABI_VERSION: i32 = 1;
+/// 3 is the only minor version every host accepts (OPA Go takes 1 or 3, others need >= 2).
+pub const ABI_MINOR_VERSION: i32 = 3;
+pub const ABI_VERSION_GLOBAL: &str = "opa_wasm_abi_version";
+pub const ABI_MINOR_VERSION_GLOBAL: &str = "opa_wasm_abi_minor_version";
+
+/// What old engines understand, and what the finished module is validated against.
+pub fn old_engine_features() -> WasmFeatures {
+    WasmFeatures::MVP | WasmFeatures::BULK_MEMORY
+}
+
+/// Compiles the policy and returns the finished module.
+pub fn build_module(workspace_root: &Path) -> Result<Vec<u8>, String> {
+    ensure_wasm_target()?;
+    let linked = compile_policy(workspace_root)?;
+    let bytes =
+        std::fs::read(&linked).map_err(|error| format!("reading {}: {error}", linked.display()))?;
+    finish_module(&bytes)
+}
+
+/// Builds the module and writes it to `dist/meshlife.wasm` under `workspace_root`.
+pub fn build_dist(workspace_root: &Path) -> Result<PathBuf, String> {
+    let module = build_module(workspace_root)?;
+    let path = workspace_root.join(DIST_MODULE);
+    if let Some(directory) = path.parent() {
+        std::fs::create_dir_all(directory)
+            .map_err(|error| format!("creating {}: {error}", directory.display()))?;
+    }
+    std::fs::write(&path, module)
+        .map_err(|error| format!("writing {}: {error}", path.display()))?;
+    Ok(path)
+}
+
+/// Installs the wasm32 standard library through rustup when the toolchain lacks it (a fresh CI
+/// machine has only the host target, and `RUSTUP_AUTO_INSTALL=0` stops cargo from fetching it).
+pub fn ensure_wasm_target() -> Result<(), String> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let output = Command::new(&rustc)
+        .args(["--print", "target-libdir", "--target", WASM_TARGET])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|error| format!("running {}: {error}", rustc.to_string_lossy()))?;
+    let library_dir = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    if output.status.success() && !library_dir.is_empty() && Path::new(&library_dir).is_dir() {
+        return Ok(());
+    }
+    let status = Command::new("rustup")
+        .args(["target", "add", WASM_TARGET])
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(std::io::stderr()))
+        .status()
+        .map_err(|error| {
+            format!("the {WASM_TARGET} target is missing and rustup could not be run: {error}")
+        })?;
+    if !status.success() {
+        return Err(format!(
+            "`rustup target add {WASM_TARGET}` failed ({status})"
+        ));
+    }
+    Ok(())
+}
+
+/// Runs the nested `cargo build` and returns the path of the linked, unfinished module.
+pub fn compile_policy(workspace_root: &Path) -> Result<PathBuf, String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let target_dir = workspace_root.join(WASM_TARGET_DIR);
+    let mut command = Command::new(&cargo);
+    command
+        .current_dir(workspace_root)
+        .args([
+            "build",
+            "-p",
+            POLICY_PACKAGE,
+            "--lib",
+            "--target",
+            WASM_TARGET,
+        ])
+        .args(["--profile", WASM_PROFILE])
+        .arg("--target-dir")
+        .arg(&target_dir)
+        .stdin(Stdio::null())
+        // A build script's stdout carries instructions to cargo: keep the nested output off it.
+        .stdout(Stdio::from(std::io::stderr()));
+    for (name, _) in std::env::vars_os() {
+        if leaks_into_nested_build(&name) {
+            command.env_remove(&name);
+        }
+    }
+    let status = command
+        .status()
+        .map_err(|error| format!("running {}: {error}", cargo.to_string_lossy()))?;
+    if !status.success() {
+        return Err(format!("building the wasm module failed ({status})"));
+    }
+    let linked = target_dir
+        .join(WASM_TARGET)
+        .join(WASM_PROFILE)
+        .join(format!("{}.wasm", POLICY_PACKAGE.replace('-', "_")));
+    if !linked.is_file() {
+        return Err(format!(
+            "the wasm build did not produce {}",
+            linked.display()
+        ));
+    }
+    Ok(linked)
+}
+
+/// Environment an outer cargo (or a build script's environment) sets that would bend the nested
+/// build: its target, rustflags, target directory, jobserver, clippy wrapper and build-script
+/// variables. Registry, network and home settings stay.
+fn leaks_into_nested_build(name: &OsStr) -> bool {
+    let Some(name) = name.to_str() else {
+        return false;
+    };
+    const KEPT_CARGO_PREFIXES: [&str; 6] = [
+        "CARGO_HOME",
+        "CARGO_NET_",
+        "CARGO_HTTP_",
+        "CARGO_REGISTRY_",
+        "CARGO_REGISTRIES_",
+        "CARGO_TERM_",
+    ];
+    const REMOVED: [&str; 16] = [
+        "RUSTFLAGS",
+        "RUSTDOCFLAGS",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTC_LINKER",
+        "RUSTDOC",
+        "MAKEFLAGS",
+        "MFLAGS",
+        "OUT_DIR",
+        "TARGET",
+        "HOST",
+        "NUM_JOBS",
+        "OPT_LEVEL",
+        "DEBUG",
+        "PROFILE",
+        "CARGO",
+        "CARGO_ENCODED_RUSTFLAGS",
+    ];
+    if name.starts_with("__CARGO") || REMOVED.contains(&name) {
+        return true;
+    }
+    name.starts_with("CARGO_")
+        && !KEPT_CARGO_PREFIXES
+            .iter()
+            .any(|prefix| name.starts_with(prefix))
+}
+
+/// Rewrites the ABI version globals, lowers post-MVP instructions and validates the result for
+/// MVP + bulk-memory engines.
+pub fn finish_module(linked: &[u8]) -> Result<Vec<u8>, String> {
+    let survey = Survey::of(linked)?;
+    let mut finisher = Finisher::new(&survey);
+    let mut module = wasm_encoder::Module::new();
+    finisher
+        .parse_core_module(&mut module, Parser::new(0), linked)
+        .map_err(|error| format!("re-encoding the module: {error}"))?;
+    let finished = module.finish();
+    Validator::new_with_features(old_engine_features())
+        .validate_all(&finished)
+        .map_err(|error| {
+            format!("the finished module needs more than MVP + bulk-memory: {error}")
+        })?;
+    Ok(finished)
+}
+
+/// What the finisher needs to know before it re-encodes the first section.
+struct Survey {
+    type_count: u32,
+    imported_functions: u32,
+    defined_functions: u32,
+    imported_globals: u32,
+    abi_globals: HashMap<u32, i32>,
+    saturating_truncations: Vec<Truncation>,
+}
+
+impl Survey {
+    fn of(module: &[u8]) -> Result<Survey, String> {
+        let mut survey = Survey {
+            type_count: 0,
+            imported_functions: 0,
+            defined_functions: 0,
+            imported_globals: 0,
+            abi_globals: HashMap::new(),
+            saturating_truncations: Vec::new(),
+        };
+        let parse_error =
+            |error: wasmparser::BinaryReaderError| format!("parsing the module: {error}");
+        for payload in Parser::new(0).parse_all(module) {
+            match payload.map_err(parse_error)? {
+                Payload::TypeSection(section) => survey.type_count = section.count(),
+                Payload::ImportSection(section) => {
+                    for import in section.into_imports() {
+                        match import.map_err(parse_error)?.ty {
+                            wasmparser::TypeRef::Func(_) => survey.imported_functions += 1,
+                            wasmparser::TypeRef::Global(_) => survey.imported_globals += 1,
+                            _ => {}
+                        }
+                    }
+                }
+                Payload::FunctionSection(section) => survey.defined_functions = section.count(),
+                Payload::ExportSection(section) => {
+                    for export in section {
+                        let export = export.map_err(parse_error)?;
+                        let value = match export.name {
+                            ABI_VERSION_GLOBAL => ABI_VERSION,
+                            ABI_MINOR_VERSION_GLOBAL => ABI_MINOR_VERSION,
+                            _ => continue,
+                        };
+                        if export.kind != wasmparser::ExternalKind::Global {
+                            return Err(format!("`{}` is not exported as a global", export.name));
+                        }
+                        survey.abi_globals.insert(export.index, value);
+                    }
+                }
+                Payload::CodeSectionEntry(body) => {
+                    let mut operators = body.get_operators_reader().map_err(parse_error)?;
+                    while !operators.eof() {
+                        let operator = operators.read().map_err(parse_error)?;
+                        if let Some(truncation) = Truncation::of(&operator) {
+                            if !survey.saturating_truncations.contains(&truncation) {
+                                survey.saturating_truncations.push(truncation);
+                            }
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if survey.abi_globals.len() != 2 {
+            return Err(format!(
+                "the module must export the globals `{ABI_VERSION_GLOBAL}` and \
+                 `{ABI_MINOR_VERSION_GLOBAL}` (the policy's `abi` module defines them)"
+            ));
+        }
+        Ok(survey)
+    }
+}
+
+/// A saturating float-to-int conversion, replaced by a call to a helper function that does the
+/// same with MVP instructions.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Truncation {
+    from: FloatType,
+    to: IntType,
+    signed: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum FloatType {
+    F32,
+    F64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum IntType {
+    I32,
+    I64,
+}
+
+impl Truncation {
+    fn of(operator: &Operator) -> Option<Truncation> {
+        use FloatType::*;
+        use IntType::*;
+        let (from, to, signed) = match operator {
+            Operator::I32TruncSatF32S => (F32, I32, true),
+            Operator::I32TruncSatF32U => (F32, I32, false),
+            Operator::I32TruncSatF64S => (F64, I32, true),
+            Operator::I32TruncSatF64U => (F64, I32, false),
+            Operator::I64TruncSatF32S => (F32, I64, true),
+            Operator::I64TruncSatF32U => (F32, I64, false),
+            Operator::I64TruncSatF64S => (F64, I64, true),
+            Operator::I64TruncSatF64U => (F64, I64, false),
+            _ => return None,
+        };
+        Some(Truncation { from, to, signed })
+    }
+
+    fn param(self) -> ValType {
+        match self.from {
+            FloatType::F32 => ValType::F32,
+            FloatType::F64 => ValType::F64,
+        }
+    }
+
+    fn result(self) -> ValType {
+        match self.to {
+            IntType::I32 => ValType::I32,
+            IntType::I64 => ValType::I64,
+        }
+    }
+
+    /// `(param float) (result int)`: NaN gives 0, values beyond the range give its ends, others
+    /// the trapping truncation, which is safe once the range is checked.
+    fn helper_body(self) -> Function {
+        let bits: u32 = if self.to == IntType::I32 { 32 } else { 64 };
+        // The plain conversion traps unless lower < x < upper. For signed results that means
+        // x <= -bound - 1, which is x < -bound where -bound - 1 is not representable (f32, and
+        // f64 converting to i64). All bounds used are exact in both float types.
+        let (upper, lower, lower_inclusive) = if self.signed {
+            let bound = 2f64.powi(bits as i32 - 1);
+            if self.from == FloatType::F64 && self.to == IntType::I32 {
+                (bound, -bound - 1.0, true)
+            } else {
+                (bound, -bound, false)
+            }
+        } else {
+            (2f64.powi(bits as i32), -1.0, true)
+        };
+        let (min, max): (i64, i64) = match (self.to, self.signed) {
+            (IntType::I32, true) => (i32::MIN.into(), i32::MAX.into()),
+            (IntType::I32, false) => (0, -1),
+            (IntType::I64, true) => (i64::MIN, i64::MAX),
+            (IntType::I64, false) => (0, -1),
+        };
+        let int_const = |value: i64| match self.to {
+            IntType::I32 => Instruction::I32Const(value as i32),
+            IntType::I64 => Instruction::I64Const(value),
+        };
+        let float_const = |value: f64| match self.from {
+            FloatType::F32 => Instruction::F32Const((value as f32).into()),
+            FloatType::F64 => Instruction::F64Const(value.into()),
+        };
+        let (not_equal, at_least, at_most, below) = match self.from {
+            FloatType::F32 => (
+                Instruction::F32Ne,
+                Instruction::F32Ge,
+                Instruction::F32Le,
+                Instruction::F32Lt,
+            ),
+            FloatType::F64 => (
+                Instruction::F64Ne,
+                Instruction::F64Ge,
+                Instruction::F64Le,
+                Instruction::F64Lt,
+            ),
+        };
+        let truncate = match (self.to, self.from, self.signed) {
+            (IntType::I32, FloatType::F32, true) => Instruction::I32TruncF32S,
+            (IntType::I32, FloatType::F32, false) => Instruction::I32TruncF32U,
+            (IntType::I32, FloatType::F64, true) => Instruction::I32TruncF64S,
+            (IntType::I32, FloatType::F64, false) => Instruction::I32TruncF64U,
+            (IntType::I64, FloatType::F32, true) => Instruction::I64TruncF32S,
+            (IntType::I64, FloatType::F32, false) => Instruction::I64TruncF32U,
+            (IntType::I64, FloatType::F64, true) => Instruction::I64TruncF64S,
+            (IntType::I64, FloatType::F64, false) => Instruction::I64TruncF64U,
+        };
+        let x = Instruction::LocalGet(0);
+        let mut body = Function::new([]);
+        let checks = [
+            (vec![x.clone(), x.clone(), not_equal], 0),
+            (vec![x.clone(), float_const(upper), at_least], max),
+            (
+                vec![
+                    x.clone(),
+                    float_const(lower),
+                    if lower_inclusive { at_most } else { below },
+                ],
+                min,
+            ),
+        ];
+        for (condition, result) in checks {
+            for instruction in &condition {
+                body.instruction(instruction);
+            }
+            body.instruction(&Instruction::If(BlockType::Empty));
+            body.instruction(&int_const(result));
+            body.instruction(&Instruction::Return);
+            body.instruction(&Instruction::End);
+        }
+        body.instruction(&x);
+        body.instruction(&truncate);
+        body.instruction(&Instruction::End);
+        body
+    }
+}
+
+/// The MVP sequence for a sign-extension instruction: shift the narrow value to the top of the
+/// register and arithmetic-shift it back.
+fn sign_extension_lowering(operator: &Operator) -> Option<[Instruction<'static>; 4]> {
+    let (is_i64, width) = match operator {
+        Operator::I32Extend8S => (false, 8),
+        Operator::I32Extend16S => (false, 16),
+        Operator::I64Extend8S => (true, 8),
+        Operator::I64Extend16S => (true, 16),
+        Operator::I64Extend32S => (true, 32),
+        _ => return None,
+    };
+    Some(if is_i64 {
+        let shift = 64 - width;
+        [
+            Instruction::I64Const(shift),
+            Instruction::I64Shl,
+            Instruction::I64Const(shift),
+            Instruction::I64ShrS,
+        ]
+    } else {
+        let shift = 32 - width as i32;
+        [
+            Instruction::I32Const(shift),
+            Instruction::I32Shl,
+            Instruction::I32Const(shift),
+            Instruction::I32ShrS,
+        ]
+    })
+}
+
+struct Finisher {
+    abi_globals: HashMap<u32, i32>,
+    next_global: u32,
+    /// Helpers in the order they are appended; helper `k` has function index
+    /// `first_helper_function + k` and type index `first_helper_type + k`.
+    helpers: Vec<Truncation>,
+    first_helper_function: u32,
+    first_helper_type: u32,
+}
+
+impl Finisher {
+    fn new(survey: &Survey) -> Finisher {
+        Finisher {
+            abi_globals: survey.abi_globals.clone(),
+            next_global: survey.imported_globals,
+            helpers: survey.saturating_truncations.clone(),
+            first_helper_function: survey.imported_functions + survey.defined_functions,
+            first_helper_type: survey.type_count,
+        }
+    }
+
+    fn helper_index(&self, truncation: Truncation) -> Option<u32> {
+        let position = self
+            .helpers
+            .iter()
+            .position(|helper| *helper == truncation)?;
+        Some(self.first_helper_function + position as u32)
+    }
+}
+
+type Reencoded = Result<(), ReencodeError<String>>;
+
+impl Reencode for Finisher {
+    type Error = String;
+
+    fn parse_type_section(
+        &mut self,
+        types: &mut TypeSection,
+        section: wasmparser::TypeSectionReader<'_>,
+    ) -> Reencoded {
+        utils::parse_type_section(self, types, section)?;
+        for helper in &self.helpers {
+            types.ty().function([helper.param()], [helper.result()]);
+        }
+        Ok(())
+    }
+
+    fn parse_function_section(
+        &mut self,
+        functions: &mut FunctionSection,
+        section: wasmparser::FunctionSectionReader<'_>,
+    ) -> Reencoded {
+        utils::parse_function_section(self, functions, section)?;
+        for position in 0..self.helpers.len() as u32 {
+            functions.function(self.first_helper_type + position);
+        }
+        Ok(())
+    }
+
+    fn parse_global(
+        &mut self,
+        globals: &mut GlobalSection,
+        global: wasmparser::Global<'_>,
+    ) -> Reencoded {
+        let index = self.next_global;
+        self.next_global += 1;
+        let Some(&value) = self.abi_globals.get(&index) else {
+            return utils::parse_global(self, globals, global);
+        };
+        if global.ty.mutable || global.ty.content_type != wasmparser::ValType::I32 {
+            return Err(ReencodeError::UserError(format!(
+                "ABI version global {index} must be an immutable i32"
+            )));
+        }
+        globals.global(self.global_type(global.ty)?, &ConstExpr::i32_const(value));
+        Ok(())
+    }
+
+    fn parse_code_section(
+        &mut self,
+        code: &mut CodeSection,
+        section: wasmparser::CodeSectionReader<'_>,
+    ) -> Reencoded {
+        utils::parse_code_section(self, code, section)?;
+        for helper in &self.helpers {
+            code.function(&helper.helper_body());
+        }
+        Ok(())
+    }
+
+    fn parse_function_body(
+        &mut self,
+        code: &mut CodeSection,
+        body: wasmparser::FunctionBody<'_>,
+    ) -> Reencoded {
+        let mut function = self.new_function_with_parsed_locals(&body)?;
+        let mut operators = body.get_operators_reader()?;
+        while !operators.eof() {
+            let operator = operators.read()?;
+            if let Some(sequence) = sign_extension_lowering(&operator) {
+                for instruction in &sequence {
+                    function.instruction(instruction);
+                }
+            } else if let Some(helper) =
+                Truncation::of(&operator).and_then(|t| self.helper_index(t))
+            {
+                function.instruction(&Instruction::Call(helper));
+            } else {
+                // Re-encoding also writes `call_indirect`'s table index in the one-byte MVP form.
+                function.instruction(&self.instruction(operator)?);
+            }
+        }
+        code.function(&function);
+        Ok(())
+    }
+
+    fn parse_custom_section(
+        &mut self,
+        module: &mut wasm_encoder::Module,
+        section: wasmparser::CustomSectionReader<'_>,
+    ) -> Reencoded {
+        // It lists the post-MVP features the code no longer uses; tools that trust it (wasm-opt)
+        // would bring them back.
+        if section.name() == "target_features" {
+            return Ok(());
+        }
+        utils::parse_custom_section(self, module, section)
+    }
+}
