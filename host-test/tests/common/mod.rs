@@ -75,7 +75,13 @@ impl Host {
     /// Instantiates the module with an imported memory of `initial_pages` and no maximum, then
     /// loads it like npm's opa-wasm.
     pub fn new(initial_pages: u32) -> Host {
-        let mut host = Host::instantiate(initial_pages);
+        Host::with_memory(initial_pages, None)
+    }
+
+    /// Like [`Host::new`], with a memory maximum as some hosts set one (npm callers may pass
+    /// `{initial: 2, maximum: 8}`).
+    pub fn with_memory(initial_pages: u32, maximum_pages: Option<u32>) -> Host {
+        let mut host = Host::instantiate(initial_pages, maximum_pages);
         let builtins = host.exports.builtins.call(&mut host.store, ()).unwrap() as u32;
         assert_eq!(host.json_dump(builtins).unwrap(), "{}");
         host.data = host.parse_json(b"{}").unwrap();
@@ -90,7 +96,7 @@ impl Host {
     }
 
     /// A fresh instance without the load sequence, for hosts that bring their own heap.
-    pub fn instantiate(initial_pages: u32) -> Host {
+    pub fn instantiate(initial_pages: u32, maximum_pages: Option<u32>) -> Host {
         let (engine, module) = engine_and_module();
         let state = HostState {
             memory: None,
@@ -98,7 +104,8 @@ impl Host {
             printed: Vec::new(),
         };
         let mut store = Store::new(engine, state);
-        let memory = Memory::new(&mut store, MemoryType::new(initial_pages, None)).unwrap();
+        let memory =
+            Memory::new(&mut store, MemoryType::new(initial_pages, maximum_pages)).unwrap();
         store.data_mut().memory = Some(memory);
         let mut linker = Linker::new(engine);
         linker.define(&store, "env", "memory", memory).unwrap();
