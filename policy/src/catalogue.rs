@@ -13,12 +13,21 @@ pub struct Rule {
 
 macro_rules! rule {
     ($id:literal, $name:literal, $severity:ident, $summary:literal) => {
-        Rule { id: $id, name: $name, severity: Severity::$severity, summary: $summary }
+        Rule {
+            id: $id,
+            name: $name,
+            severity: Severity::$severity,
+            summary: $summary,
+        }
     };
 }
 
-pub const INVALID_INPUT: Rule =
-    rule!("ML000", "invalid-input", Error, "The input cannot be evaluated.");
+pub const INVALID_INPUT: Rule = rule!(
+    "ML000",
+    "invalid-input",
+    Error,
+    "The input cannot be evaluated."
+);
 pub const STARTUP_NO_HOLD: Rule = rule!(
     "ML101",
     "startup-no-hold",

@@ -1,31 +1,20 @@
 //! The pipeline: bytes, typed view, workload, mesh decision, rules, filtered violations.
 
-use serde::Deserialize;
-
-use crate::catalogue::{Rule, INVALID_INPUT};
-use crate::input::{
-    check_depth, is_object, json_type_name, parse_at, ControllerSpec, InputDoc, InputError, ObjectDoc,
-    ObjectMeta, PodSpec, PodTemplate, ReviewDoc,
-};
-use crate::mesh::{decide, Decision};
-use crate::params::Settings;
-use crate::rules::{run_all, Context};
+use crate::catalogue::{INVALID_INPUT, Rule};
+use crate::input::{Fields, InputError, ObjectMeta, Parsed, PodSpec, Strategy, check_depth};
+use crate::mesh::{Decision, decide};
+use crate::node::{Node, parse_sparse};
+use crate::params::{Parameters, Settings};
+use crate::rules::{Context, run_all};
 use crate::violation::{Details, Violation};
-use crate::workload::{glob_matches, Workload, WorkloadKind};
+use crate::workload::{Workload, WorkloadKind, glob_matches};
 
 /// Pod template annotation listing rule ids or names (or `*`) exempt for this workload.
 pub const EXEMPT_ANNOTATION: &str = "meshlife.io/exempt";
 pub const EXEMPT_REASON_ANNOTATION: &str = "meshlife.io/exempt-reason";
 
 pub fn evaluate(input: &[u8]) -> Vec<Violation> {
-    let mut violations = match evaluate_checked(input) {
-        Ok(violations) => violations,
-        Err(error) if operation_skips_review(input) => {
-            let _ = error;
-            Vec::new()
-        }
-        Err(error) => vec![invalid_input(error)],
-    };
+    let mut violations = evaluate_checked(input).unwrap_or_else(|error| vec![invalid_input(error)]);
     violations.sort_by(|a, b| {
         (&a.details.rule, &a.details.path, &a.msg).cmp(&(&b.details.rule, &b.details.path, &b.msg))
     });
@@ -35,19 +24,30 @@ pub fn evaluate(input: &[u8]) -> Vec<Violation> {
 
 fn invalid_input(error: InputError) -> Violation {
     let rule = &INVALID_INPUT;
-    let location = if error.path.is_empty() { "input".to_string() } else { error.path.clone() };
+    let location = if error.path.is_empty() {
+        "input".to_string()
+    } else {
+        error.path.clone()
+    };
     let in_parameters = error.path.starts_with("parameters");
     Violation {
-        msg: format!("[{} {}] {location}: {}; the policy cannot evaluate this object.", rule.id, rule.name, error.problem),
+        msg: format!(
+            "[{} {}] {location}: {}; the policy cannot evaluate this object.",
+            rule.id, rule.name, error.problem
+        ),
         details: Details {
             rule: rule.id.into(),
             name: rule.name.into(),
             severity: rule.severity,
             path: error.path,
             fix: if in_parameters {
-                format!("Correct {location} in the constraint's spec.parameters to a key and type of the meshlife parameter schema.")
+                format!(
+                    "Correct {location} in the constraint's spec.parameters to a key and type of the meshlife parameter schema."
+                )
             } else {
-                format!("Correct {location} so that it is valid JSON of the Kubernetes type the field expects.")
+                format!(
+                    "Correct {location} so that it is valid JSON of the Kubernetes type the field expects."
+                )
             },
             mesh: None,
             container: None,
@@ -59,79 +59,66 @@ fn is_skipped_operation(operation: Option<&str>) -> bool {
     matches!(operation, Some("DELETE" | "CONNECT"))
 }
 
-/// A DELETE or CONNECT never yields violations, even when the rest of the input is malformed.
-fn operation_skips_review(input: &[u8]) -> bool {
-    #[derive(Deserialize)]
-    struct Probe {
-        review: Option<ProbeReview>,
-    }
-    #[derive(Deserialize)]
-    struct ProbeReview {
-        operation: Option<String>,
-    }
-    if check_depth(input).is_err() {
-        return false;
-    }
-    serde_json::from_slice::<Probe>(input)
-        .ok()
-        .and_then(|probe| probe.review?.operation)
-        .is_some_and(|operation| is_skipped_operation(Some(&operation)))
-}
-
 fn evaluate_checked(input: &[u8]) -> Result<Vec<Violation>, InputError> {
     let text = core::str::from_utf8(trim_input(input))
         .map_err(|error| InputError::new("", format!("input is not UTF-8 ({error})")))?;
     if text.is_empty() {
-        return Err(InputError::new("", "input is empty; expected {\"review\": ..., \"parameters\": ...}"));
-    }
-    check_depth(text.as_bytes())?;
-    if !text.starts_with('{') {
-        return Err(InputError::new("", "expected a JSON object {\"review\": ..., \"parameters\": ...}"));
-    }
-    let document: InputDoc = parse_at(text, "").map_err(|error| {
-        // Parameter errors carry their own `parameters.` prefix from the path.
-        if error.path.is_empty() && error.problem.contains("line") {
-            InputError::new("", format!("input is not valid JSON: {}", error.problem))
-        } else {
-            error
-        }
-    })?;
-    let settings = Settings::from_parameters(document.parameters.unwrap_or_default())?;
-    let review_raw = document
-        .review
-        .ok_or_else(|| InputError::new("review", "missing; expected the admission request object"))?;
-    if !is_object(review_raw) {
-        return Err(InputError::new("review", format!("expected an object, got {}", json_type_name(review_raw))));
-    }
-    let review: ReviewDoc = parse_at(review_raw.get(), "review")?;
-    if is_skipped_operation(review.operation.as_deref()) {
-        return Ok(Vec::new());
-    }
-    let object_raw = review
-        .object
-        .ok_or_else(|| InputError::new("review.object", "missing; expected the object under review"))?;
-    if !is_object(object_raw) {
         return Err(InputError::new(
-            "review.object",
-            format!("expected an object, got {}", json_type_name(object_raw)),
+            "",
+            "input is empty; expected {\"review\": ..., \"parameters\": ...}",
         ));
     }
-    let object: ObjectDoc = parse_at(object_raw.get(), "")?;
-    let kind_name = object.kind.as_deref().or(review.kind.as_ref().and_then(|gvk| gvk.kind.as_deref()));
-    let Some(kind) = kind_name.and_then(WorkloadKind::from_kind) else {
+    check_depth(text.as_bytes())?;
+    let document = parse_sparse(text)
+        .map_err(|error| InputError::new("", format!("input is not valid JSON: {error}")))?;
+    let Some(top) = Fields::of(&document, "")? else {
+        return Err(InputError::new(
+            "",
+            "expected a JSON object {\"review\": ..., \"parameters\": ...}, got null",
+        ));
+    };
+    let review_node = top.get("review");
+    // A DELETE or CONNECT never yields violations, even when the rest of the input is malformed.
+    if let Some(Node::Str(operation)) = review_node.and_then(|review| review.get("operation"))
+        && is_skipped_operation(Some(operation))
+    {
+        return Ok(Vec::new());
+    }
+    let settings = Settings::from_parameters(Parameters::read(top.get("parameters"))?)?;
+    let review_node = review_node.ok_or_else(|| {
+        InputError::new("review", "missing; expected the admission request object")
+    })?;
+    let review = Fields::of(review_node, "review")?.ok_or_else(|| {
+        InputError::new("review", "missing; expected the admission request object")
+    })?;
+    review.string("operation")?;
+    let object_node = review.get("object").ok_or_else(|| {
+        InputError::new("review.object", "missing; expected the object under review")
+    })?;
+    let object = Fields::of(object_node, "")
+        .map_err(|error| InputError::new("review.object", error.problem))?
+        .ok_or_else(|| {
+            InputError::new("review.object", "missing; expected the object under review")
+        })?;
+    let review_kind = review.object("kind", |kind| kind.string("kind"))?.flatten();
+    let kind_name = object.string("kind")?.or(review_kind);
+    let Some(kind) = kind_name.as_deref().and_then(WorkloadKind::from_kind) else {
         return Ok(Vec::new());
     };
-    let object_meta: ObjectMeta = match object.metadata {
-        Some(raw) => parse_at(raw.get(), "metadata")?,
-        None => ObjectMeta::default(),
-    };
-    let namespace_meta = review.namespace_object.and_then(|namespace| namespace.metadata);
+    let object_meta = object
+        .object("metadata", ObjectMeta::read)?
+        .unwrap_or_default();
+    let namespace_meta = review
+        .object("namespaceObject", |namespace| {
+            namespace.object("metadata", ObjectMeta::read)
+        })?
+        .flatten();
     let namespace = object_meta
         .namespace
         .clone()
-        .or(review.namespace)
+        .or(review.string("namespace")?)
         .or_else(|| namespace_meta.as_ref().and_then(|meta| meta.name.clone()));
-    let Some(workload) = build_workload(kind, object.spec.map(|raw| raw.get()), object_meta, namespace, namespace_meta)?
+    let Some(workload) = build_workload(kind, &object, object_meta, namespace, namespace_meta)?
     else {
         return Ok(Vec::new());
     };
@@ -140,24 +127,39 @@ fn evaluate_checked(input: &[u8]) -> Result<Vec<Violation>, InputError> {
 
 /// Hosts may pass a trailing NUL (counted in the length) and surrounding whitespace.
 fn trim_input(input: &[u8]) -> &[u8] {
-    let end = input.iter().rposition(|&b| !matches!(b, 0 | b' ' | b'\n' | b'\r' | b'\t')).map_or(0, |i| i + 1);
-    let start = input[..end].iter().position(|&b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t')).unwrap_or(end);
+    let end = input
+        .iter()
+        .rposition(|&b| !matches!(b, 0 | b' ' | b'\n' | b'\r' | b'\t'))
+        .map_or(0, |i| i + 1);
+    let start = input[..end]
+        .iter()
+        .position(|&b| !matches!(b, b' ' | b'\n' | b'\r' | b'\t'))
+        .unwrap_or(end);
     &input[start..end]
+}
+
+/// The pod template of a controller: metadata and spec, each possibly absent.
+struct TemplateParts {
+    metadata: Option<ObjectMeta>,
+    spec: Option<PodSpec>,
+}
+
+fn read_template(fields: &Fields) -> Parsed<TemplateParts> {
+    Ok(TemplateParts {
+        metadata: fields.object("metadata", ObjectMeta::read)?,
+        spec: fields.object("spec", PodSpec::read)?,
+    })
 }
 
 /// Finds the pod spec of `kind` and builds the workload; `None` when there is none to review
 /// (a Rollout with `workloadRef`, a controller without a template).
 fn build_workload(
     kind: WorkloadKind,
-    spec: Option<&str>,
+    object: &Fields,
     object_meta: ObjectMeta,
     namespace: Option<String>,
     namespace_meta: Option<ObjectMeta>,
-) -> Result<Option<Workload>, InputError> {
-    let Some(spec) = spec else { return Ok(None) };
-    if !spec.trim_start().starts_with('{') {
-        return Err(InputError::new("spec", "expected an object"));
-    }
+) -> Parsed<Option<Workload>> {
     let mut workload = Workload {
         kind,
         pod_meta: ObjectMeta::default(),
@@ -170,51 +172,78 @@ fn build_workload(
         job_deadline_seconds: None,
     };
     if kind == WorkloadKind::Pod {
-        workload.spec = parse_at(spec, "spec")?;
+        let Some(spec) = object.object("spec", PodSpec::read)? else {
+            return Ok(None);
+        };
+        workload.spec = spec;
         workload.pod_meta = workload.object_meta.clone();
         return Ok(Some(workload));
     }
-    let controller: ControllerSpec = parse_at(spec, "spec")?;
-    workload.replicas = controller.replicas;
-    workload.strategy = controller.strategy;
-    let template: Option<PodTemplate> = if kind == WorkloadKind::CronJob {
-        let job = controller.job_template.and_then(|job| job.spec);
-        workload.job_deadline_seconds = job.as_ref().and_then(|job| job.active_deadline_seconds);
-        job.and_then(|job| job.template)
-    } else {
-        if kind == WorkloadKind::Job {
-            workload.job_deadline_seconds = controller.active_deadline_seconds;
+    let template = object.object("spec", |spec| {
+        workload.replicas = spec.int("replicas")?;
+        workload.strategy = spec.object("strategy", Strategy::read)?;
+        if kind == WorkloadKind::CronJob {
+            let job = spec.object("jobTemplate", |job| {
+                job.object("spec", |job_spec| {
+                    workload.job_deadline_seconds = job_spec.int("activeDeadlineSeconds")?;
+                    job_spec.object("template", read_template)
+                })
+            })?;
+            return Ok(job.flatten().flatten());
         }
-        controller.template
+        if kind == WorkloadKind::Job {
+            workload.job_deadline_seconds = spec.int("activeDeadlineSeconds")?;
+        }
+        spec.object("template", read_template)
+    })?;
+    let Some(TemplateParts {
+        metadata,
+        spec: Some(spec),
+    }) = template.flatten()
+    else {
+        return Ok(None);
     };
-    let Some(template) = template else { return Ok(None) };
-    let Some(pod_spec) = template.spec else { return Ok(None) };
-    if !pod_spec.get().trim_start().starts_with('{') {
-        return Err(InputError::new(kind.spec_path(), format!("expected an object, got {}", json_type_name(pod_spec))));
-    }
-    workload.spec = parse_at(pod_spec.get(), kind.spec_path())?;
-    workload.pod_meta = template.metadata.unwrap_or_default();
+    workload.spec = spec;
+    workload.pod_meta = metadata.unwrap_or_default();
     Ok(Some(workload))
 }
 
 /// Runs the rules over one workload and applies exemptions and the selection parameters.
 pub fn review_workload(workload: &Workload, settings: &Settings) -> Vec<Violation> {
     let namespace = workload.namespace.as_deref().unwrap_or("");
-    if settings.raw.exempt_namespaces.iter().any(|pattern| glob_matches(pattern, namespace)) {
+    if settings
+        .raw
+        .exempt_namespaces
+        .iter()
+        .any(|pattern| glob_matches(pattern, namespace))
+    {
         return Vec::new();
     }
     let Decision::Meshed(decision) = decide(workload, settings) else {
         return Vec::new();
     };
-    let context = Context { workload, decision: &decision, settings };
+    let context = Context {
+        workload,
+        decision: &decision,
+        settings,
+    };
     let exempt: Vec<&str> = workload
         .annotation(EXEMPT_ANNOTATION)
-        .map(|list| list.split(',').map(str::trim).filter(|entry| !entry.is_empty()).collect())
+        .map(|list| {
+            list.split(',')
+                .map(str::trim)
+                .filter(|entry| !entry.is_empty())
+                .collect()
+        })
         .unwrap_or_default();
     run_all(&context)
         .into_iter()
         .filter(|finding| is_selected(finding.rule, settings))
-        .filter(|finding| !exempt.iter().any(|entry| *entry == "*" || finding.rule.is_named_by(entry)))
+        .filter(|finding| {
+            !exempt
+                .iter()
+                .any(|entry| *entry == "*" || finding.rule.is_named_by(entry))
+        })
         .filter(|finding| finding.severity >= settings.min_severity)
         .map(|finding| finding.into_violation())
         .collect()
@@ -223,5 +252,9 @@ pub fn review_workload(workload: &Workload, settings: &Settings) -> Vec<Violatio
 fn is_selected(rule: &Rule, settings: &Settings) -> bool {
     let raw = &settings.raw;
     let included = raw.rules.is_empty() || raw.rules.iter().any(|entry| rule.is_named_by(entry));
-    included && !raw.exclude_rules.iter().any(|entry| rule.is_named_by(entry))
+    included
+        && !raw
+            .exclude_rules
+            .iter()
+            .any(|entry| rule.is_named_by(entry))
 }

@@ -1,15 +1,10 @@
 //! The typed view of a Gatekeeper input: the admission request, the object under review and the
-//! pod spec wherever it lives. Only the fields the rules read are typed; everything else is
-//! skipped unparsed. A field with the wrong JSON type becomes one `InputError` naming its path.
+//! pod spec wherever it lives. Only the fields the rules read are typed (from the sparse parse
+//! in `node`); a field with the wrong JSON type becomes one `InputError` naming its path.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
-use serde::de::{self, Deserializer, IgnoredAny, Visitor};
-use serde::Deserialize;
-use serde_json::value::RawValue;
-
-use crate::params::Parameters;
+use crate::node::Node;
 
 /// Deeper nesting than this is refused before parsing: the wasm stack is 32 KiB, and no
 /// Kubernetes object nests anywhere near this deep.
@@ -26,74 +21,207 @@ pub struct InputError {
 
 impl InputError {
     pub fn new(path: impl Into<String>, problem: impl Into<String>) -> Self {
-        InputError { path: path.into(), problem: problem.into() }
+        InputError {
+            path: path.into(),
+            problem: problem.into(),
+        }
     }
 }
 
-/// The top-level input, `{"review": ..., "parameters": ...}`.
-#[derive(Deserialize)]
-pub struct InputDoc<'a> {
-    #[serde(borrow, default)]
-    pub review: Option<&'a RawValue>,
-    #[serde(default)]
-    pub parameters: Option<Parameters>,
+pub type Parsed<T> = Result<T, InputError>;
+
+/// `parent.key`, or `key` at the root.
+pub fn join(parent: &str, key: &str) -> String {
+    if parent.is_empty() {
+        key.to_string()
+    } else {
+        format!("{parent}.{key}")
+    }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReviewDoc<'a> {
-    #[serde(default)]
-    pub operation: Option<String>,
-    #[serde(default)]
-    pub namespace: Option<String>,
-    #[serde(default)]
-    pub kind: Option<GroupVersionKind>,
-    #[serde(borrow, default)]
-    pub object: Option<&'a RawValue>,
-    #[serde(default)]
-    pub namespace_object: Option<NamespaceDoc>,
+fn type_error(path: &str, expected: &str, node: &Node) -> InputError {
+    InputError::new(
+        path,
+        format!("expected {expected}, got {}", node.describe()),
+    )
 }
 
-#[derive(Deserialize, Default)]
-pub struct GroupVersionKind {
-    #[serde(default)]
-    pub kind: Option<String>,
+/// Reads the fields of one JSON object, each with its path for errors. `null` reads as absent,
+/// as the API server treats it.
+pub struct Fields<'n> {
+    entries: &'n [(String, Node)],
+    path: String,
 }
 
-#[derive(Deserialize, Default)]
-pub struct NamespaceDoc {
-    #[serde(default)]
-    pub metadata: Option<ObjectMeta>,
+impl<'n> Fields<'n> {
+    /// `None` for null; an error for anything but an object.
+    pub fn of(node: &'n Node, path: &str) -> Parsed<Option<Fields<'n>>> {
+        match node {
+            Node::Null => Ok(None),
+            Node::Map(entries) => Ok(Some(Fields {
+                entries,
+                path: path.to_string(),
+            })),
+            other => Err(type_error(path, "an object", other)),
+        }
+    }
+
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    pub fn child_path(&self, key: &str) -> String {
+        join(&self.path, key)
+    }
+
+    pub fn get(&self, key: &str) -> Option<&'n Node> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+            .filter(|v| **v != Node::Null)
+    }
+
+    pub fn keys(&self) -> impl Iterator<Item = &'n str> {
+        self.entries.iter().map(|(k, _)| k.as_str())
+    }
+
+    pub fn string(&self, key: &str) -> Parsed<Option<String>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Node::Str(text)) => Ok(Some(text.clone())),
+            Some(other) => Err(type_error(&self.child_path(key), "a string", other)),
+        }
+    }
+
+    pub fn int(&self, key: &str) -> Parsed<Option<i64>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Node::Int(number)) => Ok(Some(*number)),
+            Some(other) => Err(type_error(&self.child_path(key), "an integer", other)),
+        }
+    }
+
+    pub fn boolean(&self, key: &str) -> Parsed<Option<bool>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Node::Bool(flag)) => Ok(Some(*flag)),
+            Some(other) => Err(type_error(&self.child_path(key), "a boolean", other)),
+        }
+    }
+
+    pub fn present(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    pub fn object<T>(
+        &self,
+        key: &str,
+        read: impl FnOnce(&Fields<'n>) -> Parsed<T>,
+    ) -> Parsed<Option<T>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(node) => match Fields::of(node, &self.child_path(key))? {
+                Some(fields) => read(&fields).map(Some),
+                None => Ok(None),
+            },
+        }
+    }
+
+    pub fn list<T>(
+        &self,
+        key: &str,
+        mut read: impl FnMut(&'n Node, &str) -> Parsed<T>,
+    ) -> Parsed<Option<Vec<T>>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Node::List(items)) => {
+                let path = self.child_path(key);
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(index, item)| read(item, &format!("{path}[{index}]")))
+                    .collect::<Parsed<Vec<T>>>()
+                    .map(Some)
+            }
+            Some(other) => Err(type_error(&self.child_path(key), "a list", other)),
+        }
+    }
+
+    pub fn objects<T>(
+        &self,
+        key: &str,
+        read: impl Fn(&Fields<'n>) -> Parsed<T>,
+    ) -> Parsed<Option<Vec<T>>>
+    where
+        T: Default,
+    {
+        self.list(key, |item, path| match Fields::of(item, path)? {
+            Some(fields) => read(&fields),
+            None => Ok(T::default()),
+        })
+    }
+
+    pub fn strings(&self, key: &str) -> Parsed<Option<Vec<String>>> {
+        self.list(key, |item, path| match item {
+            Node::Str(text) => Ok(text.clone()),
+            other => Err(type_error(path, "a string", other)),
+        })
+    }
+
+    /// Labels and annotations: every value must be a string.
+    pub fn string_map(&self, key: &str) -> Parsed<Option<BTreeMap<String, String>>> {
+        self.object(key, |fields| {
+            fields
+                .entries
+                .iter()
+                .filter(|(_, value)| *value != Node::Null)
+                .map(|(name, value)| match value {
+                    Node::Str(text) => Ok((name.clone(), text.clone())),
+                    other => Err(type_error(&fields.child_path(name), "a string", other)),
+                })
+                .collect()
+        })
+    }
+
+    pub fn int_or_string(&self, key: &str) -> Parsed<Option<IntOrString>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Node::Int(number)) => Ok(Some(IntOrString::Int(*number))),
+            Some(Node::Str(text)) => Ok(Some(IntOrString::Str(text.clone()))),
+            Some(other) => Err(type_error(
+                &self.child_path(key),
+                "an integer or a string",
+                other,
+            )),
+        }
+    }
 }
 
-/// The object under review: kind first, the rest parsed only for reviewed kinds.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ObjectDoc<'a> {
-    #[serde(default)]
-    pub kind: Option<String>,
-    #[serde(borrow, default)]
-    pub metadata: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    pub spec: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize, Default, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct ObjectMeta {
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub namespace: Option<String>,
-    #[serde(default)]
     pub labels: Option<BTreeMap<String, String>>,
-    #[serde(default)]
     pub annotations: Option<BTreeMap<String, String>>,
-    #[serde(default)]
     pub owner_references: Option<Vec<OwnerReference>>,
 }
 
 impl ObjectMeta {
+    pub fn read(fields: &Fields) -> Parsed<ObjectMeta> {
+        Ok(ObjectMeta {
+            name: fields.string("name")?,
+            namespace: fields.string("namespace")?,
+            labels: fields.string_map("labels")?,
+            annotations: fields.string_map("annotations")?,
+            owner_references: fields.objects("ownerReferences", |owner| {
+                Ok(OwnerReference {
+                    kind: owner.string("kind")?,
+                })
+            })?,
+        })
+    }
+
     pub fn label(&self, key: &str) -> Option<&str> {
         self.labels.as_ref()?.get(key).map(String::as_str)
     }
@@ -103,98 +231,70 @@ impl ObjectMeta {
     }
 }
 
-#[derive(Deserialize, Debug, Clone)]
+#[derive(Default, Debug, Clone)]
 pub struct OwnerReference {
-    #[serde(default)]
     pub kind: Option<String>,
-}
-
-/// `spec` of the controllers whose pod template sits at `spec.template` (and CronJob's
-/// `spec.jobTemplate`). One struct serves them all: the fields do not clash between kinds.
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-pub struct ControllerSpec<'a> {
-    #[serde(default)]
-    pub replicas: Option<i64>,
-    #[serde(default)]
-    pub strategy: Option<Strategy>,
-    #[serde(default)]
-    pub active_deadline_seconds: Option<i64>,
-    #[serde(default)]
-    pub workload_ref: Option<IgnoredAny>,
-    #[serde(borrow, default)]
-    pub template: Option<PodTemplate<'a>>,
-    #[serde(borrow, default)]
-    pub job_template: Option<JobTemplate<'a>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct JobTemplate<'a> {
-    #[serde(borrow, default)]
-    pub spec: Option<JobSpec<'a>>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct JobSpec<'a> {
-    #[serde(default)]
-    pub active_deadline_seconds: Option<i64>,
-    #[serde(borrow, default)]
-    pub template: Option<PodTemplate<'a>>,
-}
-
-#[derive(Deserialize)]
-pub struct PodTemplate<'a> {
-    #[serde(default)]
-    pub metadata: Option<ObjectMeta>,
-    #[serde(borrow, default)]
-    pub spec: Option<&'a RawValue>,
 }
 
 /// Deployment `strategy` and Argo Rollout `strategy` share this shape.
-#[derive(Deserialize, Default, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct Strategy {
-    #[serde(default, rename = "type")]
     pub kind: Option<String>,
-    #[serde(default)]
     pub rolling_update: Option<RollingUpdate>,
-    #[serde(default)]
     pub canary: Option<RollingUpdate>,
-    #[serde(default)]
-    pub blue_green: Option<IgnoredAny>,
+    pub blue_green: bool,
 }
 
-#[derive(Deserialize, Default, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
+impl Strategy {
+    pub fn read(fields: &Fields) -> Parsed<Strategy> {
+        Ok(Strategy {
+            kind: fields.string("type")?,
+            rolling_update: fields.object("rollingUpdate", RollingUpdate::read)?,
+            canary: fields.object("canary", RollingUpdate::read)?,
+            blue_green: fields.present("blueGreen"),
+        })
+    }
+}
+
+#[derive(Default, Debug, Clone)]
 pub struct RollingUpdate {
-    #[serde(default)]
     pub max_unavailable: Option<IntOrString>,
-    #[serde(default)]
     pub max_surge: Option<IntOrString>,
 }
 
-#[derive(Deserialize, Default, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
+impl RollingUpdate {
+    fn read(fields: &Fields) -> Parsed<RollingUpdate> {
+        Ok(RollingUpdate {
+            max_unavailable: fields.int_or_string("maxUnavailable")?,
+            max_surge: fields.int_or_string("maxSurge")?,
+        })
+    }
+}
+
+#[derive(Default, Debug, Clone)]
 pub struct PodSpec {
-    #[serde(default)]
     pub containers: Option<Vec<Container>>,
-    #[serde(default)]
     pub init_containers: Option<Vec<Container>>,
-    #[serde(default)]
     pub termination_grace_period_seconds: Option<i64>,
-    #[serde(default)]
     pub active_deadline_seconds: Option<i64>,
-    #[serde(default)]
     pub restart_policy: Option<String>,
-    #[serde(default)]
     pub host_network: Option<bool>,
-    #[serde(default)]
     pub security_context: Option<SecurityContext>,
 }
 
 impl PodSpec {
+    pub fn read(fields: &Fields) -> Parsed<PodSpec> {
+        Ok(PodSpec {
+            containers: fields.objects("containers", Container::read)?,
+            init_containers: fields.objects("initContainers", Container::read)?,
+            termination_grace_period_seconds: fields.int("terminationGracePeriodSeconds")?,
+            active_deadline_seconds: fields.int("activeDeadlineSeconds")?,
+            restart_policy: fields.string("restartPolicy")?,
+            host_network: fields.boolean("hostNetwork")?,
+            security_context: fields.object("securityContext", SecurityContext::read)?,
+        })
+    }
+
     pub fn containers(&self) -> &[Container] {
         self.containers.as_deref().unwrap_or(&[])
     }
@@ -209,34 +309,54 @@ impl PodSpec {
     }
 }
 
-#[derive(Deserialize, Default, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct Container {
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub image: Option<String>,
-    #[serde(default)]
     pub command: Option<Vec<String>>,
-    #[serde(default)]
     pub args: Option<Vec<String>>,
-    #[serde(default)]
     pub env: Option<Vec<EnvVar>>,
-    #[serde(default)]
     pub ports: Option<Vec<ContainerPort>>,
-    #[serde(default)]
     pub lifecycle: Option<Lifecycle>,
-    #[serde(default)]
-    pub readiness_probe: Option<IgnoredAny>,
-    #[serde(default)]
-    pub startup_probe: Option<IgnoredAny>,
-    #[serde(default)]
+    pub has_readiness_probe: bool,
+    pub has_startup_probe: bool,
     pub restart_policy: Option<String>,
-    #[serde(default)]
     pub security_context: Option<SecurityContext>,
 }
 
 impl Container {
+    pub fn read(fields: &Fields) -> Parsed<Container> {
+        Ok(Container {
+            name: fields.string("name")?,
+            image: fields.string("image")?,
+            command: fields.strings("command")?,
+            args: fields.strings("args")?,
+            env: fields.objects("env", |var| {
+                Ok(EnvVar {
+                    name: var.string("name")?,
+                    value: var.string("value")?,
+                })
+            })?,
+            ports: fields.objects("ports", |port| {
+                Ok(ContainerPort {
+                    name: port.string("name")?,
+                    container_port: port.int_or_string("containerPort")?,
+                    app_protocol: port.string("appProtocol")?,
+                })
+            })?,
+            lifecycle: fields.object("lifecycle", |lifecycle| {
+                Ok(Lifecycle {
+                    post_start: lifecycle.object("postStart", Handler::read)?,
+                    pre_stop: lifecycle.object("preStop", Handler::read)?,
+                })
+            })?,
+            has_readiness_probe: fields.object("readinessProbe", |_| Ok(()))?.is_some(),
+            has_startup_probe: fields.object("startupProbe", |_| Ok(()))?.is_some(),
+            restart_policy: fields.string("restartPolicy")?,
+            security_context: fields.object("securityContext", SecurityContext::read)?,
+        })
+    }
+
     pub fn name(&self) -> &str {
         self.name.as_deref().unwrap_or("")
     }
@@ -293,48 +413,58 @@ impl Container {
     }
 }
 
-#[derive(Deserialize, Default, Debug, Clone)]
+#[derive(Default, Debug, Clone)]
 pub struct EnvVar {
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub value: Option<String>,
 }
 
-#[derive(Deserialize, Default, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct ContainerPort {
-    #[serde(default)]
     pub name: Option<String>,
-    #[serde(default)]
     pub container_port: Option<IntOrString>,
-    #[serde(default)]
     pub app_protocol: Option<String>,
 }
 
-#[derive(Deserialize, Default, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct Lifecycle {
-    #[serde(default)]
     pub post_start: Option<Handler>,
-    #[serde(default)]
     pub pre_stop: Option<Handler>,
 }
 
-#[derive(Deserialize, Default, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct Handler {
-    #[serde(default)]
     pub exec: Option<ExecAction>,
-    #[serde(default)]
     pub sleep: Option<SleepAction>,
-    #[serde(default)]
     pub http_get: Option<HttpGetAction>,
 }
 
 impl Handler {
+    fn read(fields: &Fields) -> Parsed<Handler> {
+        Ok(Handler {
+            exec: fields.object("exec", |exec| {
+                Ok(ExecAction {
+                    command: exec.strings("command")?,
+                })
+            })?,
+            sleep: fields.object("sleep", |sleep| {
+                Ok(SleepAction {
+                    seconds: sleep.int("seconds")?,
+                })
+            })?,
+            http_get: fields.object("httpGet", |get| {
+                Ok(HttpGetAction {
+                    path: get.string("path")?,
+                })
+            })?,
+        })
+    }
+
     pub fn exec_command(&self) -> &[String] {
-        self.exec.as_ref().and_then(|exec| exec.command.as_deref()).unwrap_or(&[])
+        self.exec
+            .as_ref()
+            .and_then(|exec| exec.command.as_deref())
+            .unwrap_or(&[])
     }
 
     fn strings(&self) -> impl Iterator<Item = &str> {
@@ -343,29 +473,32 @@ impl Handler {
     }
 }
 
-#[derive(Deserialize, Default, Debug, Clone)]
+#[derive(Default, Debug, Clone)]
 pub struct ExecAction {
-    #[serde(default)]
     pub command: Option<Vec<String>>,
 }
 
-#[derive(Deserialize, Default, Debug, Clone)]
+#[derive(Default, Debug, Clone)]
 pub struct SleepAction {
-    #[serde(default)]
     pub seconds: Option<i64>,
 }
 
-#[derive(Deserialize, Default, Debug, Clone)]
+#[derive(Default, Debug, Clone)]
 pub struct HttpGetAction {
-    #[serde(default)]
     pub path: Option<String>,
 }
 
-#[derive(Deserialize, Default, Debug, Clone)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct SecurityContext {
-    #[serde(default)]
     pub run_as_user: Option<i64>,
+}
+
+impl SecurityContext {
+    fn read(fields: &Fields) -> Parsed<SecurityContext> {
+        Ok(SecurityContext {
+            run_as_user: fields.int("runAsUser")?,
+        })
+    }
 }
 
 /// Kubernetes' `IntOrString` (`maxUnavailable: 1` or `"25%"`, named ports).
@@ -373,95 +506,6 @@ pub struct SecurityContext {
 pub enum IntOrString {
     Int(i64),
     Str(String),
-}
-
-impl<'de> Deserialize<'de> for IntOrString {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct IntOrStringVisitor;
-
-        impl Visitor<'_> for IntOrStringVisitor {
-            type Value = IntOrString;
-
-            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-                formatter.write_str("an integer or a string")
-            }
-
-            fn visit_i64<E: de::Error>(self, value: i64) -> Result<IntOrString, E> {
-                Ok(IntOrString::Int(value))
-            }
-
-            fn visit_u64<E: de::Error>(self, value: u64) -> Result<IntOrString, E> {
-                i64::try_from(value)
-                    .map(IntOrString::Int)
-                    .map_err(|_| E::invalid_value(de::Unexpected::Unsigned(value), &self))
-            }
-
-            fn visit_str<E: de::Error>(self, value: &str) -> Result<IntOrString, E> {
-                Ok(IntOrString::Str(value.to_owned()))
-            }
-        }
-
-        deserializer.deserialize_any(IntOrStringVisitor)
-    }
-}
-
-/// Parses `json` as `T`, turning a type error into an `InputError` whose path starts with
-/// `prefix` (the location of `json` inside the reviewed object).
-pub fn parse_at<'a, T: Deserialize<'a>>(json: &'a str, prefix: &str) -> Result<T, InputError> {
-    let mut deserializer = serde_json::Deserializer::from_str(json);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-        let path = join_path(prefix, error.path());
-        InputError::new(path, describe_serde_error(&error.into_inner()))
-    })
-}
-
-fn join_path(prefix: &str, path: &serde_path_to_error::Path) -> String {
-    use serde_path_to_error::Segment;
-    let mut out = String::from(prefix);
-    for segment in path {
-        match segment {
-            Segment::Seq { index } => {
-                out.push('[');
-                out.push_str(&index.to_string());
-                out.push(']');
-            }
-            Segment::Map { key } => {
-                if !out.is_empty() {
-                    out.push('.');
-                }
-                out.push_str(key);
-            }
-            Segment::Enum { .. } | Segment::Unknown => {}
-        }
-    }
-    out
-}
-
-/// serde's wording, minus the byte position and with Kubernetes' names for JSON types.
-fn describe_serde_error(error: &serde_json::Error) -> String {
-    let text = error.to_string();
-    let text = match text.rfind(" at line ") {
-        Some(position) => &text[..position],
-        None => text.as_str(),
-    };
-    let mut text = text
-        .replace("invalid type: ", "got ")
-        .replace("expected i64", "expected an integer")
-        .replace("expected u32", "expected a non-negative integer")
-        .replace("expected a sequence", "expected a list")
-        .replace("expected a map", "expected an object")
-        .replace("got map", "got an object")
-        .replace("got sequence", "got a list");
-    if let Some(position) = text.find("expected struct ") {
-        text.replace_range(position.., "expected an object");
-    }
-    // "got string \"30\", expected an integer" reads better with the expectation first.
-    if let Some((got, expected)) = text.split_once(", expected ") {
-        if got.starts_with("got ") {
-            return format!("expected {expected}, {got}");
-        }
-    }
-    text
 }
 
 /// Refuses input nested deeper than `MAX_DEPTH` without recursing: brackets are counted
@@ -497,21 +541,4 @@ pub fn check_depth(json: &[u8]) -> Result<(), InputError> {
         }
     }
     Ok(())
-}
-
-/// True when the raw JSON value is an object (its first significant byte is `{`).
-pub fn is_object(raw: &RawValue) -> bool {
-    raw.get().trim_start().starts_with('{')
-}
-
-/// The JSON type of a raw value, for error messages.
-pub fn json_type_name(raw: &RawValue) -> &'static str {
-    match raw.get().trim_start().as_bytes().first() {
-        Some(b'{') => "an object",
-        Some(b'[') => "a list",
-        Some(b'"') => "a string",
-        Some(b't') | Some(b'f') => "a boolean",
-        Some(b'n') => "null",
-        _ => "a number",
-    }
 }

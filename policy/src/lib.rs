@@ -8,17 +8,19 @@ pub mod duration;
 mod evaluate;
 pub mod input;
 pub mod mesh;
+mod node;
 pub mod params;
 pub mod proxy_config;
 mod rules;
 pub mod value_text;
 pub mod violation;
 pub mod workload;
+mod yaml_subset;
 
 #[cfg(target_arch = "wasm32")]
 mod abi;
 
-pub use violation::{result_set_json, result_set_rego, Details, Severity, Violation};
+pub use violation::{Details, Severity, Violation, result_set_json, result_set_rego};
 
 /// The one entrypoint the module exports, id 0.
 pub const ENTRYPOINT: &str = "meshlife/violation";

@@ -2,10 +2,10 @@
 //! when the proxy is already there, predicted from annotations, namespace and parameters when
 //! it is a template. Rules read this decision; they never re-derive it.
 
+use crate::duration::parse_go_duration;
 use crate::input::Container;
 use crate::params::Settings;
-use crate::proxy_config::{parse_proxy_config, ProxyConfig};
-use crate::duration::parse_go_duration;
+use crate::proxy_config::{ProxyConfig, parse_proxy_config};
 use crate::workload::Workload;
 
 pub const ISTIO_PROXY: &str = "istio-proxy";
@@ -66,7 +66,12 @@ impl Mesh {
     pub fn owns_init_container(name: &str) -> bool {
         matches!(
             name,
-            ISTIO_INIT | ISTIO_VALIDATION | ISTIO_PROXY | LINKERD_INIT | LINKERD_VALIDATOR | LINKERD_PROXY
+            ISTIO_INIT
+                | ISTIO_VALIDATION
+                | ISTIO_PROXY
+                | LINKERD_INIT
+                | LINKERD_VALIDATOR
+                | LINKERD_PROXY
         )
     }
 }
@@ -158,7 +163,10 @@ pub fn decide(workload: &Workload, settings: &Settings) -> Decision {
     let inits = workload.spec.init_containers();
     let find = |list: &[Container], name: &str| list.iter().position(|c| c.name() == name);
 
-    if workload.annotation("inject.istio.io/templates").is_some_and(|t| t.contains("gateway")) {
+    if workload
+        .annotation("inject.istio.io/templates")
+        .is_some_and(|t| t.contains("gateway"))
+    {
         return Decision::Gateway;
     }
     for mesh in [Mesh::Istio, Mesh::Linkerd] {
@@ -187,7 +195,11 @@ pub fn decide(workload: &Workload, settings: &Settings) -> Decision {
 
 /// A gateway runs the proxy as its only container, or with the `router` mode argument.
 fn is_istio_gateway(containers: &[Container], proxy_index: usize) -> bool {
-    containers.len() == 1 || containers[proxy_index].args().iter().any(|arg| arg == "router")
+    containers.len() == 1
+        || containers[proxy_index]
+            .args()
+            .iter()
+            .any(|arg| arg == "router")
 }
 
 fn injected(
@@ -204,9 +216,13 @@ fn injected(
     decision.proxy_index = Some(index);
     if in_init_containers {
         let proxy = &inits[index];
-        decision.placement =
-            if proxy.is_restartable_init() { Placement::Native } else { Placement::BrokenInit };
-        if decision.is_native() && settings.raw.kubernetes_minor_version < NATIVE_SIDECAR_MIN_MINOR {
+        decision.placement = if proxy.is_restartable_init() {
+            Placement::Native
+        } else {
+            Placement::BrokenInit
+        };
+        if decision.is_native() && settings.raw.kubernetes_minor_version < NATIVE_SIDECAR_MIN_MINOR
+        {
             decision.native_unsupported = Some(format!(
                 "the proxy is a native sidecar (restartPolicy: Always) but kubernetesMinorVersion is {}",
                 settings.raw.kubernetes_minor_version
@@ -215,13 +231,18 @@ fn injected(
     } else {
         let proxy = &spec.containers()[index];
         let has_hook = has_hold_hook(mesh, proxy);
-        decision.placement = Placement::Classic { hold: has_hook && index == 0 };
+        decision.placement = Placement::Classic {
+            hold: has_hook && index == 0,
+        };
         decision.hold_hook_misplaced = has_hook && index != 0;
         if mesh == Mesh::Istio {
             if let Some(flag) = proxy.env_value("EXIT_ON_ZERO_ACTIVE_CONNECTIONS") {
                 decision.exit_on_zero_active_connections = flag.eq_ignore_ascii_case("true");
             }
-            if let Some(ms) = proxy.env_value("MINIMUM_DRAIN_DURATION").and_then(|d| parse_go_duration(d).ok()) {
+            if let Some(ms) = proxy
+                .env_value("MINIMUM_DRAIN_DURATION")
+                .and_then(|d| parse_go_duration(d).ok())
+            {
                 decision.minimum_drain_ms = ms;
             }
         }
@@ -238,7 +259,9 @@ fn injected(
 
 /// True when the proxy's postStart hook is the mesh's "wait until ready" command.
 fn has_hold_hook(mesh: Mesh, proxy: &Container) -> bool {
-    let Some(hook) = proxy.post_start() else { return false };
+    let Some(hook) = proxy.post_start() else {
+        return false;
+    };
     let command = hook.exec_command().join(" ");
     match mesh {
         Mesh::Istio => command.contains("pilot-agent") && command.contains("wait"),
@@ -315,7 +338,12 @@ fn predicted(workload: &Workload, settings: &Settings, mesh: Mesh) -> MeshDecisi
 }
 
 /// The fields shared by both ways of deciding: drain settings and annotation problems.
-fn base_decision(workload: &Workload, settings: &Settings, mesh: Mesh, injected: bool) -> MeshDecision {
+fn base_decision(
+    workload: &Workload,
+    settings: &Settings,
+    mesh: Mesh,
+    injected: bool,
+) -> MeshDecision {
     let mut decision = MeshDecision {
         mesh,
         injected,
@@ -331,19 +359,19 @@ fn base_decision(workload: &Workload, settings: &Settings, mesh: Mesh, injected:
         drain_from_annotation: false,
         annotation_problems: annotation_problems(workload, mesh),
     };
-    if mesh == Mesh::Istio {
-        if let Some(text) = workload.annotation(ISTIO_PROXY_CONFIG) {
-            let (config, _): (ProxyConfig, _) = parse_proxy_config(text);
-            if let Some(ms) = config.termination_drain_ms {
-                decision.drain_ms = ms;
-                decision.drain_from_annotation = true;
-            }
-            if let Some(flag) = config.exit_on_zero_active_connections {
-                decision.exit_on_zero_active_connections = flag;
-            }
-            if let Some(ms) = config.minimum_drain_ms {
-                decision.minimum_drain_ms = ms;
-            }
+    if mesh == Mesh::Istio
+        && let Some(text) = workload.annotation(ISTIO_PROXY_CONFIG)
+    {
+        let (config, _): (ProxyConfig, _) = parse_proxy_config(text);
+        if let Some(ms) = config.termination_drain_ms {
+            decision.drain_ms = ms;
+            decision.drain_from_annotation = true;
+        }
+        if let Some(flag) = config.exit_on_zero_active_connections {
+            decision.exit_on_zero_active_connections = flag;
+        }
+        if let Some(ms) = config.minimum_drain_ms {
+            decision.minimum_drain_ms = ms;
         }
     }
     decision
@@ -418,25 +446,47 @@ pub fn parse_go_bool(text: &str) -> Option<bool> {
 /// The mesh's lifecycle annotations whose values it would ignore or reject.
 fn annotation_problems(workload: &Workload, mesh: Mesh) -> Vec<AnnotationProblem> {
     let mut problems = Vec::new();
-    let mut check = |key: &'static str, is_label: bool, value: Option<&str>, valid: &dyn Fn(&str) -> bool, expected: &str| {
-        if let Some(value) = value {
-            if !valid(value) {
-                problems.push(AnnotationProblem {
-                    key,
-                    is_label,
-                    problem: format!("is \"{value}\", not {expected}"),
-                    fix: format!("set {key} to {expected}"),
-                });
-            }
+    let mut check = |key: &'static str,
+                     is_label: bool,
+                     value: Option<&str>,
+                     valid: &dyn Fn(&str) -> bool,
+                     expected: &str| {
+        if let Some(value) = value
+            && !valid(value)
+        {
+            problems.push(AnnotationProblem {
+                key,
+                is_label,
+                problem: format!("is \"{value}\", not {expected}"),
+                fix: format!("set {key} to {expected}"),
+            });
         }
     };
     let true_or_false = |v: &str| v == "true" || v == "false";
     let unsigned = |v: &str| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit());
     match mesh {
         Mesh::Istio => {
-            check(ISTIO_INJECT, true, workload.pod_meta.label(ISTIO_INJECT), &true_or_false, "\"true\" or \"false\"");
-            check(ISTIO_INJECT, false, workload.annotation(ISTIO_INJECT), &true_or_false, "\"true\" or \"false\"");
-            check(ISTIO_NATIVE, false, workload.annotation(ISTIO_NATIVE), &true_or_false, "\"true\" or \"false\"");
+            check(
+                ISTIO_INJECT,
+                true,
+                workload.pod_meta.label(ISTIO_INJECT),
+                &true_or_false,
+                "\"true\" or \"false\"",
+            );
+            check(
+                ISTIO_INJECT,
+                false,
+                workload.annotation(ISTIO_INJECT),
+                &true_or_false,
+                "\"true\" or \"false\"",
+            );
+            check(
+                ISTIO_NATIVE,
+                false,
+                workload.annotation(ISTIO_NATIVE),
+                &true_or_false,
+                "\"true\" or \"false\"",
+            );
             if let Some(text) = workload.annotation(ISTIO_PROXY_CONFIG) {
                 for problem in parse_proxy_config(text).1 {
                     problems.push(AnnotationProblem {
@@ -449,12 +499,36 @@ fn annotation_problems(workload: &Workload, mesh: Mesh) -> Vec<AnnotationProblem
             }
         }
         Mesh::Linkerd => {
-            check(LINKERD_AWAIT, false, workload.annotation(LINKERD_AWAIT), &|v| v == "enabled" || v == "disabled", "\"enabled\" or \"disabled\"");
-            check(LINKERD_WAIT_BEFORE_EXIT, false, workload.annotation(LINKERD_WAIT_BEFORE_EXIT), &unsigned, "an unsigned integer number of seconds such as \"10\"");
+            check(
+                LINKERD_AWAIT,
+                false,
+                workload.annotation(LINKERD_AWAIT),
+                &|v| v == "enabled" || v == "disabled",
+                "\"enabled\" or \"disabled\"",
+            );
+            check(
+                LINKERD_WAIT_BEFORE_EXIT,
+                false,
+                workload.annotation(LINKERD_WAIT_BEFORE_EXIT),
+                &unsigned,
+                "an unsigned integer number of seconds such as \"10\"",
+            );
             for key in LINKERD_NATIVE {
-                check(key, false, workload.annotation(key), &|v| parse_go_bool(v).is_some(), "\"true\" or \"false\"");
+                check(
+                    key,
+                    false,
+                    workload.annotation(key),
+                    &|v| parse_go_bool(v).is_some(),
+                    "\"true\" or \"false\"",
+                );
             }
-            check(LINKERD_SHUTDOWN_GRACE, false, workload.annotation(LINKERD_SHUTDOWN_GRACE), &|v| parse_go_duration(v).is_ok(), "a Go duration such as \"30s\"");
+            check(
+                LINKERD_SHUTDOWN_GRACE,
+                false,
+                workload.annotation(LINKERD_SHUTDOWN_GRACE),
+                &|v| parse_go_duration(v).is_ok(),
+                "a Go duration such as \"30s\"",
+            );
         }
     }
     problems

@@ -1,14 +1,12 @@
 //! Constraint parameters (`spec.parameters`), with the defaults of the rule catalogue.
 //! Unknown keys are refused: a typo in a constraint must not silently switch a rule off.
 
-use serde::Deserialize;
-
 use crate::duration::parse_go_duration;
-use crate::input::InputError;
+use crate::input::{Fields, InputError, Parsed};
+use crate::node::Node;
 use crate::violation::Severity;
 
-#[derive(Deserialize, Debug, Clone)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[derive(Debug, Clone)]
 pub struct Parameters {
     pub kubernetes_minor_version: u32,
     pub istio: IstioParameters,
@@ -39,8 +37,7 @@ impl Default for Parameters {
     }
 }
 
-#[derive(Deserialize, Debug, Clone)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[derive(Debug, Clone)]
 pub struct IstioParameters {
     pub native_sidecars: bool,
     pub hold_application_until_proxy_starts: bool,
@@ -49,7 +46,6 @@ pub struct IstioParameters {
     pub termination_drain_duration: String,
     pub injected_namespaces: Vec<String>,
     pub ambient_namespaces: Vec<String>,
-    #[serde(rename = "proxyUID")]
     pub proxy_uid: i64,
 }
 
@@ -68,15 +64,13 @@ impl Default for IstioParameters {
     }
 }
 
-#[derive(Deserialize, Debug, Clone)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[derive(Debug, Clone)]
 pub struct LinkerdParameters {
     pub native_sidecars: bool,
     pub proxy_await: bool,
     pub cni: bool,
     pub shutdown_endpoint: bool,
     pub injected_namespaces: Vec<String>,
-    #[serde(rename = "proxyUID")]
     pub proxy_uid: i64,
 }
 
@@ -93,7 +87,174 @@ impl Default for LinkerdParameters {
     }
 }
 
-/// Parameters after the checks serde cannot express, with parsed values.
+/// Refuses keys outside the schema: a typo must not silently switch a rule off.
+fn refuse_unknown_keys(fields: &Fields, known: &[&str]) -> Parsed<()> {
+    match fields.keys().find(|key| !known.contains(key)) {
+        None => Ok(()),
+        Some(key) => Err(InputError::new(
+            fields.child_path(key),
+            format!(
+                "unknown parameter `{key}`, expected one of {}",
+                known.join(", ")
+            ),
+        )),
+    }
+}
+
+fn non_negative(fields: &Fields, key: &str) -> Parsed<Option<i64>> {
+    match fields.int(key) {
+        Ok(Some(value)) if value < 0 => Err(InputError::new(
+            fields.child_path(key),
+            format!("expected a non-negative integer, got {value}"),
+        )),
+        Ok(value) => Ok(value),
+        Err(error) => Err(InputError::new(
+            error.path,
+            error
+                .problem
+                .replace("an integer", "a non-negative integer"),
+        )),
+    }
+}
+
+fn string_list(fields: &Fields, key: &str, into: &mut Vec<String>) -> Parsed<()> {
+    if let Some(list) = fields.strings(key)? {
+        *into = list;
+    }
+    Ok(())
+}
+
+impl Parameters {
+    /// Reads `parameters` (absent, null or `{}` give every default).
+    pub fn read(node: Option<&Node>) -> Parsed<Parameters> {
+        let mut parameters = Parameters::default();
+        let Some(node) = node else {
+            return Ok(parameters);
+        };
+        let Some(fields) = Fields::of(node, "parameters")? else {
+            return Ok(parameters);
+        };
+        refuse_unknown_keys(
+            &fields,
+            &[
+                "kubernetesMinorVersion",
+                "istio",
+                "linkerd",
+                "rules",
+                "excludeRules",
+                "minSeverity",
+                "exemptNamespaces",
+                "exemptImages",
+                "exitMarkers",
+                "minAvailable",
+            ],
+        )?;
+        if let Some(minor) = non_negative(&fields, "kubernetesMinorVersion")? {
+            parameters.kubernetes_minor_version = u32::try_from(minor).unwrap_or(u32::MAX);
+        }
+        if let Some(istio) = fields.object("istio", IstioParameters::read)? {
+            parameters.istio = istio;
+        }
+        if let Some(linkerd) = fields.object("linkerd", LinkerdParameters::read)? {
+            parameters.linkerd = linkerd;
+        }
+        string_list(&fields, "rules", &mut parameters.rules)?;
+        string_list(&fields, "excludeRules", &mut parameters.exclude_rules)?;
+        string_list(
+            &fields,
+            "exemptNamespaces",
+            &mut parameters.exempt_namespaces,
+        )?;
+        string_list(&fields, "exemptImages", &mut parameters.exempt_images)?;
+        string_list(&fields, "exitMarkers", &mut parameters.exit_markers)?;
+        if let Some(severity) = fields.string("minSeverity")? {
+            parameters.min_severity = severity;
+        }
+        if let Some(min_available) = non_negative(&fields, "minAvailable")? {
+            parameters.min_available = min_available;
+        }
+        Ok(parameters)
+    }
+}
+
+impl IstioParameters {
+    fn read(fields: &Fields) -> Parsed<IstioParameters> {
+        refuse_unknown_keys(
+            fields,
+            &[
+                "nativeSidecars",
+                "holdApplicationUntilProxyStarts",
+                "holdForced",
+                "cni",
+                "terminationDrainDuration",
+                "injectedNamespaces",
+                "ambientNamespaces",
+                "proxyUID",
+            ],
+        )?;
+        let defaults = IstioParameters::default();
+        let mut istio = IstioParameters {
+            native_sidecars: fields
+                .boolean("nativeSidecars")?
+                .unwrap_or(defaults.native_sidecars),
+            hold_application_until_proxy_starts: fields
+                .boolean("holdApplicationUntilProxyStarts")?
+                .unwrap_or(defaults.hold_application_until_proxy_starts),
+            hold_forced: fields
+                .boolean("holdForced")?
+                .unwrap_or(defaults.hold_forced),
+            cni: fields.boolean("cni")?.unwrap_or(defaults.cni),
+            termination_drain_duration: fields
+                .string("terminationDrainDuration")?
+                .unwrap_or(defaults.termination_drain_duration),
+            proxy_uid: fields.int("proxyUID")?.unwrap_or(defaults.proxy_uid),
+            ..IstioParameters::default()
+        };
+        string_list(fields, "injectedNamespaces", &mut istio.injected_namespaces)?;
+        string_list(fields, "ambientNamespaces", &mut istio.ambient_namespaces)?;
+        Ok(istio)
+    }
+}
+
+impl LinkerdParameters {
+    fn read(fields: &Fields) -> Parsed<LinkerdParameters> {
+        refuse_unknown_keys(
+            fields,
+            &[
+                "nativeSidecars",
+                "proxyAwait",
+                "cni",
+                "shutdownEndpoint",
+                "injectedNamespaces",
+                "proxyUID",
+            ],
+        )?;
+        let defaults = LinkerdParameters::default();
+        let mut linkerd = LinkerdParameters {
+            native_sidecars: fields
+                .boolean("nativeSidecars")?
+                .unwrap_or(defaults.native_sidecars),
+            proxy_await: fields
+                .boolean("proxyAwait")?
+                .unwrap_or(defaults.proxy_await),
+            cni: fields.boolean("cni")?.unwrap_or(defaults.cni),
+            shutdown_endpoint: fields
+                .boolean("shutdownEndpoint")?
+                .unwrap_or(defaults.shutdown_endpoint),
+            proxy_uid: fields.int("proxyUID")?.unwrap_or(defaults.proxy_uid),
+            ..LinkerdParameters::default()
+        };
+        string_list(
+            fields,
+            "injectedNamespaces",
+            &mut linkerd.injected_namespaces,
+        )?;
+        Ok(linkerd)
+    }
+}
+
+/// Parameters after the checks that span fields (durations, severities, rule names), with
+/// parsed values.
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub raw: Parameters,
@@ -104,8 +265,8 @@ pub struct Settings {
 
 impl Settings {
     pub fn from_parameters(raw: Parameters) -> Result<Settings, InputError> {
-        let istio_drain_ms = parse_go_duration(&raw.istio.termination_drain_duration)
-            .map_err(|problem| {
+        let istio_drain_ms =
+            parse_go_duration(&raw.istio.termination_drain_duration).map_err(|problem| {
                 InputError::new(
                     "parameters.istio.terminationDrainDuration",
                     format!("expected a Go duration such as \"5s\": {problem}"),
@@ -114,7 +275,10 @@ impl Settings {
         let min_severity = Severity::parse(&raw.min_severity).ok_or_else(|| {
             InputError::new(
                 "parameters.minSeverity",
-                format!("expected one of info, warning, error, got \"{}\"", raw.min_severity),
+                format!(
+                    "expected one of info, warning, error, got \"{}\"",
+                    raw.min_severity
+                ),
             )
         })?;
         for (key, list) in [("rules", &raw.rules), ("excludeRules", &raw.exclude_rules)] {
@@ -122,7 +286,9 @@ impl Settings {
                 if crate::catalogue::find(entry).is_none() {
                     return Err(InputError::new(
                         format!("parameters.{key}[{index}]"),
-                        format!("unknown rule \"{entry}\": expected a rule id such as ML101 or a name such as startup-no-hold"),
+                        format!(
+                            "unknown rule \"{entry}\": expected a rule id such as ML101 or a name such as startup-no-hold"
+                        ),
                     ));
                 }
             }
@@ -133,7 +299,11 @@ impl Settings {
                 format!("expected a non-negative integer, got {}", raw.min_available),
             ));
         }
-        Ok(Settings { raw, istio_drain_ms, min_severity })
+        Ok(Settings {
+            raw,
+            istio_drain_ms,
+            min_severity,
+        })
     }
 }
 

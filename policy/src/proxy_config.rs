@@ -2,9 +2,9 @@
 //! first, being both the common spelling and the cheap one).
 
 use serde_json::Value;
-use yaml_rust2::{Yaml, YamlLoader};
 
 use crate::duration::parse_go_duration;
+use crate::yaml_subset::parse_yaml;
 
 /// The lifecycle fields of a ProxyConfig, each `None` when absent or unreadable.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -33,13 +33,12 @@ pub fn parse_proxy_config(text: &str) -> (ProxyConfig, Vec<String>) {
     }
     let value = match serde_json::from_str::<Value>(text) {
         Ok(value) => value,
-        Err(_) => match YamlLoader::load_from_str(text) {
-            Ok(documents) => match documents.into_iter().next() {
-                Some(document) => yaml_to_json(document),
-                None => Value::Null,
-            },
+        Err(_) => match parse_yaml(text) {
+            Ok(value) => value,
             Err(error) => {
-                problems.push(format!("is neither JSON nor YAML ({error})"));
+                problems.push(format!(
+                    "is neither JSON nor YAML that meshlife can read ({error})"
+                ));
                 return (ProxyConfig::default(), problems);
             }
         },
@@ -56,8 +55,11 @@ pub fn parse_proxy_config(text: &str) -> (ProxyConfig, Vec<String>) {
             "holds holdApplicationUntilProxyStarts: {other}, which is not a boolean (true or false)"
         )),
     }
-    config.termination_drain_ms =
-        duration_field(map.get("terminationDrainDuration"), "terminationDrainDuration", &mut problems);
+    config.termination_drain_ms = duration_field(
+        map.get("terminationDrainDuration"),
+        "terminationDrainDuration",
+        &mut problems,
+    );
     duration_field(map.get("drainDuration"), "drainDuration", &mut problems);
     match map.get("proxyMetadata") {
         None | Some(Value::Null) => {}
@@ -78,9 +80,9 @@ pub fn parse_proxy_config(text: &str) -> (ProxyConfig, Vec<String>) {
                 &mut problems,
             );
         }
-        Some(other) => {
-            problems.push(format!("holds proxyMetadata: {other}, which is not a map of strings"))
-        }
+        Some(other) => problems.push(format!(
+            "holds proxyMetadata: {other}, which is not a map of strings"
+        )),
     }
     (config, problems)
 }
@@ -91,7 +93,9 @@ fn duration_field(value: Option<&Value>, key: &str, problems: &mut Vec<String>) 
         Some(Value::String(text)) => match parse_go_duration(text) {
             Ok(ms) => Some(ms),
             Err(problem) => {
-                problems.push(format!("holds {key}: \"{text}\", a malformed duration ({problem})"));
+                problems.push(format!(
+                    "holds {key}: \"{text}\", a malformed duration ({problem})"
+                ));
                 None
             }
         },
@@ -124,39 +128,6 @@ fn check_nesting(text: &str) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// The YAML tree as JSON, so both spellings are read by one piece of code. Depth is bounded
-/// by `check_nesting`.
-fn yaml_to_json(yaml: Yaml) -> Value {
-    match yaml {
-        Yaml::Real(text) => text
-            .parse::<f64>()
-            .ok()
-            .and_then(serde_json::Number::from_f64)
-            .map(Value::Number)
-            .unwrap_or(Value::String(text)),
-        Yaml::Integer(number) => Value::from(number),
-        Yaml::String(text) => Value::String(text),
-        Yaml::Boolean(flag) => Value::Bool(flag),
-        Yaml::Array(items) => Value::Array(items.into_iter().map(yaml_to_json).collect()),
-        Yaml::Hash(entries) => Value::Object(
-            entries
-                .into_iter()
-                .map(|(key, value)| (yaml_key(key), yaml_to_json(value)))
-                .collect(),
-        ),
-        Yaml::Alias(_) | Yaml::Null | Yaml::BadValue => Value::Null,
-    }
-}
-
-fn yaml_key(key: Yaml) -> String {
-    match key {
-        Yaml::String(text) | Yaml::Real(text) => text,
-        Yaml::Integer(number) => number.to_string(),
-        Yaml::Boolean(flag) => flag.to_string(),
-        _ => String::new(),
-    }
 }
 
 #[cfg(test)]

@@ -107,7 +107,10 @@ impl Workload {
     }
 
     pub fn has_owner(&self) -> bool {
-        self.object_meta.owner_references.as_ref().is_some_and(|owners| !owners.is_empty())
+        self.object_meta
+            .owner_references
+            .as_ref()
+            .is_some_and(|owners| !owners.is_empty())
     }
 
     /// Job, CronJob, or a Pod owned by a Job or that does not restart.
@@ -115,11 +118,17 @@ impl Workload {
         match self.kind {
             WorkloadKind::Job | WorkloadKind::CronJob => true,
             WorkloadKind::Pod => {
-                let owned_by_job = self.object_meta.owner_references.iter().flatten().any(|owner| {
-                    owner.kind.as_deref() == Some("Job")
-                });
+                let owned_by_job = self
+                    .object_meta
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|owner| owner.kind.as_deref() == Some("Job"));
                 owned_by_job
-                    || matches!(self.spec.restart_policy.as_deref(), Some("Never" | "OnFailure"))
+                    || matches!(
+                        self.spec.restart_policy.as_deref(),
+                        Some("Never" | "OnFailure")
+                    )
             }
             _ => false,
         }
@@ -127,7 +136,8 @@ impl Workload {
 
     /// The deadline that stops a stuck batch pod: the Job's, else the pod's own.
     pub fn batch_deadline_seconds(&self) -> Option<i64> {
-        self.job_deadline_seconds.or(self.spec.active_deadline_seconds)
+        self.job_deadline_seconds
+            .or(self.spec.active_deadline_seconds)
     }
 }
 

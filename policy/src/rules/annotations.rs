@@ -1,6 +1,6 @@
 //! ML601: lifecycle annotations the mesh would ignore or reject, silently changing behaviour.
 
-use super::{capitalised, Context, Finding};
+use super::{Context, Finding, capitalised};
 use crate::catalogue::INVALID_MESH_ANNOTATION;
 
 pub fn check(context: &Context, findings: &mut Vec<Finding>) {

@@ -1,10 +1,10 @@
 //! Batch pods (ML301 to ML303): a classic proxy never exits on its own, so a Job whose app
 //! finished still has a running container and never completes.
 
-use super::{capitalised, Context, Finding};
+use super::{Context, Finding, capitalised};
 use crate::catalogue::{JOB_NO_DEADLINE, JOB_SHUTDOWN_ENDPOINT_DISABLED, JOB_SIDECAR_NEVER_EXITS};
 use crate::input::Container;
-use crate::mesh::{Mesh, LINKERD_ADMIN_SHUTDOWN};
+use crate::mesh::{LINKERD_ADMIN_SHUTDOWN, Mesh};
 use crate::workload::WorkloadKind;
 
 pub fn check(context: &Context, findings: &mut Vec<Finding>) {
@@ -24,7 +24,9 @@ pub fn check(context: &Context, findings: &mut Vec<Finding>) {
 enum ExitMechanism {
     IstioQuit,
     /// The app calls the proxy's `/shutdown` (directly or through `linkerd-await --shutdown`).
-    LinkerdShutdown { container: String },
+    LinkerdShutdown {
+        container: String,
+    },
     Marker,
 }
 
@@ -32,13 +34,23 @@ enum ExitMechanism {
 fn exit_mechanism(context: &Context) -> Option<ExitMechanism> {
     let markers = &context.settings.raw.exit_markers;
     for (_, container) in context.app_containers() {
-        if context.mesh() == Mesh::Istio && container.script_strings().any(|s| s.contains("quitquitquit")) {
+        if context.mesh() == Mesh::Istio
+            && container
+                .script_strings()
+                .any(|s| s.contains("quitquitquit"))
+        {
             return Some(ExitMechanism::IstioQuit);
         }
         if context.mesh() == Mesh::Linkerd && calls_linkerd_shutdown(container) {
-            return Some(ExitMechanism::LinkerdShutdown { container: container.name().to_string() });
+            return Some(ExitMechanism::LinkerdShutdown {
+                container: container.name().to_string(),
+            });
         }
-        if container.script_strings().any(|s| markers.iter().any(|marker| !marker.is_empty() && s.contains(marker.as_str()))) {
+        if container.script_strings().any(|s| {
+            markers
+                .iter()
+                .any(|marker| !marker.is_empty() && s.contains(marker.as_str()))
+        }) {
             return Some(ExitMechanism::Marker);
         }
     }
@@ -50,7 +62,8 @@ fn calls_linkerd_shutdown(container: &Container) -> bool {
     let posts_shutdown = strings.iter().any(|s| s.contains("4191/shutdown"));
     let awaits_with_shutdown = strings.iter().any(|s| s.contains("linkerd-await"))
         && strings.iter().any(|s| {
-            s.split_whitespace().any(|word| word == "--shutdown" || word == "-S" || word.starts_with("--shutdown="))
+            s.split_whitespace()
+                .any(|word| word == "--shutdown" || word == "-S" || word.starts_with("--shutdown="))
         });
     posts_shutdown || awaits_with_shutdown
 }
@@ -72,10 +85,19 @@ fn job_sidecar_never_exits(context: &Context, findings: &mut Vec<Finding>) {
         kind_phrase(context)
     );
     let fix = match context.mesh() {
-        Mesh::Istio => "End the app's command with curl -fsS -X POST http://localhost:15020/quitquitquit, or use native sidecars (sidecar.istio.io/nativeSidecar: \"true\"), or opt the pod out with the label sidecar.istio.io/inject: \"false\".",
-        Mesh::Linkerd => "Wrap the app's command in linkerd-await --shutdown -- <command> (or POST http://localhost:4191/shutdown) with config.linkerd.io/proxy-admin-shutdown: enabled, or use native sidecars (config.linkerd.io/proxy-enable-native-sidecar: \"true\").",
+        Mesh::Istio => {
+            "End the app's command with curl -fsS -X POST http://localhost:15020/quitquitquit, or use native sidecars (sidecar.istio.io/nativeSidecar: \"true\"), or opt the pod out with the label sidecar.istio.io/inject: \"false\"."
+        }
+        Mesh::Linkerd => {
+            "Wrap the app's command in linkerd-await --shutdown -- <command> (or POST http://localhost:4191/shutdown) with config.linkerd.io/proxy-admin-shutdown: enabled, or use native sidecars (config.linkerd.io/proxy-enable-native-sidecar: \"true\")."
+        }
     };
-    findings.push(context.finding(&JOB_SIDECAR_NEVER_EXITS, context.proxy_or_spec_path(), message, fix.to_string()));
+    findings.push(context.finding(
+        &JOB_SIDECAR_NEVER_EXITS,
+        context.proxy_or_spec_path(),
+        message,
+        fix.to_string(),
+    ));
 }
 
 /// ML302: the app calls `/shutdown`, but the proxy was not told to serve it.
@@ -98,7 +120,11 @@ fn job_shutdown_endpoint_disabled(context: &Context, container: &str, findings: 
         "Add the annotation {LINKERD_ADMIN_SHUTDOWN}: enabled to the pod template (or install Linkerd with proxy.enableShutdownEndpoint=true and set the linkerd.shutdownEndpoint parameter)."
     );
     let path = context.workload.annotation_path(LINKERD_ADMIN_SHUTDOWN);
-    findings.push(context.finding(&JOB_SHUTDOWN_ENDPOINT_DISABLED, path, message, fix).about_container(container));
+    findings.push(
+        context
+            .finding(&JOB_SHUTDOWN_ENDPOINT_DISABLED, path, message, fix)
+            .about_container(container),
+    );
 }
 
 /// ML303: nothing bounds a batch pod whose sidecar hangs.
@@ -107,12 +133,18 @@ fn job_no_deadline(context: &Context, findings: &mut Vec<Finding>) {
         return;
     }
     let (path, field) = match context.workload.kind {
-        WorkloadKind::Job => ("spec.activeDeadlineSeconds", "spec.activeDeadlineSeconds on the Job"),
+        WorkloadKind::Job => (
+            "spec.activeDeadlineSeconds",
+            "spec.activeDeadlineSeconds on the Job",
+        ),
         WorkloadKind::CronJob => (
             "spec.jobTemplate.spec.activeDeadlineSeconds",
             "spec.jobTemplate.spec.activeDeadlineSeconds on the CronJob",
         ),
-        _ => ("spec.activeDeadlineSeconds", "spec.activeDeadlineSeconds on the pod"),
+        _ => (
+            "spec.activeDeadlineSeconds",
+            "spec.activeDeadlineSeconds on the pod",
+        ),
     };
     let message = format!(
         "{} with {} has no activeDeadlineSeconds, so if the sidecar never exits the pod runs and holds its resources forever.",

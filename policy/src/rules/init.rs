@@ -11,7 +11,10 @@ const ISTIO_EXCLUSIONS: [&str; 3] = [
     "traffic.sidecar.istio.io/excludeOutboundIPRanges",
     "traffic.sidecar.istio.io/includeOutboundIPRanges",
 ];
-const LINKERD_EXCLUSIONS: [&str; 2] = ["config.linkerd.io/skip-outbound-ports", "config.linkerd.io/skip-subnets"];
+const LINKERD_EXCLUSIONS: [&str; 2] = [
+    "config.linkerd.io/skip-outbound-ports",
+    "config.linkerd.io/skip-subnets",
+];
 
 pub fn check(context: &Context, findings: &mut Vec<Finding>) {
     if !context.decision.is_classic() {
@@ -48,8 +51,15 @@ fn init_container_no_network(context: &Context, findings: &mut Vec<Finding>) {
         Mesh::Istio => &ISTIO_EXCLUSIONS,
         Mesh::Linkerd => &LINKERD_EXCLUSIONS,
     };
-    let excluded = exclusions.iter().any(|key| context.workload.annotation(key).is_some());
-    let pod_uid = context.workload.spec.security_context.as_ref().and_then(|sc| sc.run_as_user);
+    let excluded = exclusions
+        .iter()
+        .any(|key| context.workload.annotation(key).is_some());
+    let pod_uid = context
+        .workload
+        .spec
+        .security_context
+        .as_ref()
+        .and_then(|sc| sc.run_as_user);
     for (index, container) in context.user_init_containers() {
         if container.run_as_user().or(pod_uid) == Some(proxy_uid) {
             continue;
@@ -60,7 +70,9 @@ fn init_container_no_network(context: &Context, findings: &mut Vec<Finding>) {
             context.proxy_phrase()
         );
         if excluded {
-            message.push_str(" unless their destinations are excluded from capture by the pod's annotations.");
+            message.push_str(
+                " unless their destinations are excluded from capture by the pod's annotations.",
+            );
         } else {
             message.push('.');
         }
@@ -68,18 +80,32 @@ fn init_container_no_network(context: &Context, findings: &mut Vec<Finding>) {
             "Run initContainers[{index}] (\"{name}\") as the proxy UID (securityContext.runAsUser: {proxy_uid}), exclude its destinations with {exclusion}, or use native sidecars ({native})."
         );
         let finding = context
-            .finding(&INIT_CONTAINER_NO_NETWORK, context.workload.init_container_path(index), message, fix)
+            .finding(
+                &INIT_CONTAINER_NO_NETWORK,
+                context.workload.init_container_path(index),
+                message,
+                fix,
+            )
             .about_container(name);
-        findings.push(if excluded { finding.with_severity(Severity::Info) } else { finding });
+        findings.push(if excluded {
+            finding.with_severity(Severity::Info)
+        } else {
+            finding
+        });
     }
 }
 
 /// ML202: an init container placed after the redirect step (often by a later webhook).
 fn init_container_after_redirect(context: &Context, findings: &mut Vec<Finding>) {
-    let Some(redirect_index) = context.decision.redirect_init_index else { return };
+    let Some(redirect_index) = context.decision.redirect_init_index else {
+        return;
+    };
     let redirect = context.workload.spec.init_containers()[redirect_index].name();
     let (proxy_uid, _, native) = bypass_advice(context);
-    for (index, container) in context.user_init_containers().filter(|(index, _)| *index > redirect_index) {
+    for (index, container) in context
+        .user_init_containers()
+        .filter(|(index, _)| *index > redirect_index)
+    {
         let name = container.name();
         let message = format!(
             "init container \"{name}\" runs after \"{redirect}\" has redirected the pod's traffic but before any proxy exists, so its network connections fail."
@@ -89,7 +115,12 @@ fn init_container_after_redirect(context: &Context, findings: &mut Vec<Finding>)
         );
         findings.push(
             context
-                .finding(&INIT_CONTAINER_AFTER_REDIRECT, context.workload.init_container_path(index), message, fix)
+                .finding(
+                    &INIT_CONTAINER_AFTER_REDIRECT,
+                    context.workload.init_container_path(index),
+                    message,
+                    fix,
+                )
                 .about_container(name),
         );
     }

@@ -13,7 +13,7 @@ use crate::input::{Container, Handler};
 use crate::mesh::{Mesh, MeshDecision, Placement};
 use crate::params::Settings;
 use crate::violation::{Details, Severity, Violation};
-use crate::workload::{glob_matches, Workload};
+use crate::workload::{Workload, glob_matches};
 
 /// What every rule reads.
 pub struct Context<'a> {
@@ -33,7 +33,11 @@ impl Context<'_> {
 
     fn image_is_exempt(&self, container: &Container) -> bool {
         let image = container.image.as_deref().unwrap_or("");
-        self.settings.raw.exempt_images.iter().any(|pattern| glob_matches(pattern, image))
+        self.settings
+            .raw
+            .exempt_images
+            .iter()
+            .any(|pattern| glob_matches(pattern, image))
     }
 
     /// The pod's containers minus the proxy and the containers of exempt images.
@@ -44,16 +48,23 @@ impl Context<'_> {
             .containers()
             .iter()
             .enumerate()
-            .filter(move |(_, container)| container.name() != proxy && !self.image_is_exempt(container))
+            .filter(move |(_, container)| {
+                container.name() != proxy && !self.image_is_exempt(container)
+            })
     }
 
     /// Init containers the user added: not the mesh's, not native sidecars, not exempt.
     pub fn user_init_containers(&self) -> impl Iterator<Item = (usize, &Container)> {
-        self.workload.spec.init_containers().iter().enumerate().filter(move |(_, container)| {
-            !Mesh::owns_init_container(container.name())
-                && !container.is_restartable_init()
-                && !self.image_is_exempt(container)
-        })
+        self.workload
+            .spec
+            .init_containers()
+            .iter()
+            .enumerate()
+            .filter(move |(_, container)| {
+                !Mesh::owns_init_container(container.name())
+                    && !container.is_restartable_init()
+                    && !self.image_is_exempt(container)
+            })
     }
 
     /// `"a", "b"`: the app containers, for messages.
@@ -61,7 +72,13 @@ impl Context<'_> {
         quoted_list(self.app_containers().map(|(_, container)| container.name()))
     }
 
-    pub fn finding(&self, rule: &'static Rule, path: String, message: String, fix: String) -> Finding {
+    pub fn finding(
+        &self,
+        rule: &'static Rule,
+        path: String,
+        message: String,
+        fix: String,
+    ) -> Finding {
         Finding {
             rule,
             severity: rule.severity,
@@ -75,7 +92,9 @@ impl Context<'_> {
 
     /// Path of the proxy when injected, else of the pod spec the prediction is about.
     pub fn proxy_or_spec_path(&self) -> String {
-        self.decision.proxy_path(self.workload).unwrap_or_else(|| self.workload.spec_path().to_string())
+        self.decision
+            .proxy_path(self.workload)
+            .unwrap_or_else(|| self.workload.spec_path().to_string())
     }
 
     /// "the classic istio-proxy sidecar" / "the istio-proxy sidecar the injector will add".
@@ -88,7 +107,10 @@ impl Context<'_> {
         if self.decision.injected {
             format!("the {style}{} sidecar", self.proxy_name())
         } else {
-            format!("the {style}{} sidecar the injector will add", self.proxy_name())
+            format!(
+                "the {style}{} sidecar the injector will add",
+                self.proxy_name()
+            )
         }
     }
 }
@@ -151,13 +173,17 @@ pub fn run_all(context: &Context) -> Vec<Finding> {
 pub fn capitalised(text: &str) -> String {
     let mut chars = text.chars();
     match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
+        // Messages start with ASCII words; skipping Unicode case tables keeps the module small.
+        Some(first) => first.to_ascii_uppercase().to_string() + chars.as_str(),
         None => String::new(),
     }
 }
 
 pub fn quoted_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
-    names.map(|name| format!("\"{name}\"")).collect::<Vec<_>>().join(", ")
+    names
+        .map(|name| format!("\"{name}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The delay a preStop hook is known to take, in seconds: a `sleep` action, an exec of
@@ -174,7 +200,7 @@ pub fn prestop_delay_seconds(handler: &Handler) -> Option<i64> {
         return command.get(1).and_then(|arg| parse_sleep_seconds(arg));
     }
     if matches!(program_name, "sh" | "bash" | "ash" | "dash" | "zsh") {
-        let script = command.iter().skip(1).skip_while(|arg| arg.starts_with('-')).next()?;
+        let script = command.iter().skip(1).find(|arg| !arg.starts_with('-'))?;
         return script_sleep_seconds(script);
     }
     None
@@ -195,17 +221,32 @@ fn script_sleep_seconds(script: &str) -> Option<i64> {
     total
 }
 
-/// `sleep`'s argument: `15`, `15s`, `2m`, `1.5` (rounded down).
+/// `sleep`'s argument: `15`, `15s`, `2m`, `1.5` (fractions rounded down).
 fn parse_sleep_seconds(arg: &str) -> Option<i64> {
     let arg = arg.trim_matches(|c| c == '"' || c == '\'');
-    let (number, multiplier) = match arg.char_indices().last()? {
-        (at, 's') => (&arg[..at], 1.0),
-        (at, 'm') => (&arg[..at], 60.0),
-        (at, 'h') => (&arg[..at], 3600.0),
-        _ => (arg, 1.0),
+    let (number, multiplier) = match arg.as_bytes().last()? {
+        b's' => (&arg[..arg.len() - 1], 1),
+        b'm' => (&arg[..arg.len() - 1], 60),
+        b'h' => (&arg[..arg.len() - 1], 3600),
+        _ => (arg, 1),
     };
-    let value: f64 = number.parse().ok()?;
-    (value.is_finite() && value >= 0.0).then(|| (value * multiplier) as i64)
+    let whole = number.split_once('.').map_or(number, |(whole, fraction)| {
+        if fraction.bytes().all(|b| b.is_ascii_digit()) {
+            whole
+        } else {
+            "x"
+        }
+    });
+    let whole = if whole.is_empty() && number.starts_with('.') {
+        "0"
+    } else {
+        whole
+    };
+    whole
+        .parse::<i64>()
+        .ok()
+        .filter(|value| *value >= 0)
+        .map(|value| value.saturating_mul(multiplier))
 }
 
 #[cfg(test)]
@@ -215,26 +256,46 @@ mod tests {
 
     fn exec(command: &[&str]) -> Handler {
         Handler {
-            exec: Some(ExecAction { command: Some(command.iter().map(|s| s.to_string()).collect()) }),
+            exec: Some(ExecAction {
+                command: Some(command.iter().map(|s| s.to_string()).collect()),
+            }),
             ..Handler::default()
         }
     }
 
     #[test]
     fn reads_known_prestop_delays() {
-        let sleep = Handler { sleep: Some(SleepAction { seconds: Some(12) }), ..Handler::default() };
+        let sleep = Handler {
+            sleep: Some(SleepAction { seconds: Some(12) }),
+            ..Handler::default()
+        };
         assert_eq!(prestop_delay_seconds(&sleep), Some(12));
         assert_eq!(prestop_delay_seconds(&exec(&["sleep", "15"])), Some(15));
-        assert_eq!(prestop_delay_seconds(&exec(&["/bin/sleep", "2m"])), Some(120));
-        assert_eq!(prestop_delay_seconds(&exec(&["/bin/sh", "-c", "sleep 10 && nginx -s quit"])), Some(10));
-        assert_eq!(prestop_delay_seconds(&exec(&["sh", "-c", "sleep 5; kill 1; sleep 5"])), Some(10));
+        assert_eq!(
+            prestop_delay_seconds(&exec(&["/bin/sleep", "2m"])),
+            Some(120)
+        );
+        assert_eq!(
+            prestop_delay_seconds(&exec(&["/bin/sh", "-c", "sleep 10 && nginx -s quit"])),
+            Some(10)
+        );
+        assert_eq!(
+            prestop_delay_seconds(&exec(&["sh", "-c", "sleep 5; kill 1; sleep 5"])),
+            Some(10)
+        );
     }
 
     #[test]
     fn does_not_guess_unknown_delays() {
-        assert_eq!(prestop_delay_seconds(&exec(&["sh", "-c", "sleep $DELAY"])), None);
+        assert_eq!(
+            prestop_delay_seconds(&exec(&["sh", "-c", "sleep $DELAY"])),
+            None
+        );
         assert_eq!(prestop_delay_seconds(&exec(&["/app/shutdown.sh"])), None);
-        assert_eq!(prestop_delay_seconds(&exec(&["sh", "-c", "nginx -s quit"])), None);
+        assert_eq!(
+            prestop_delay_seconds(&exec(&["sh", "-c", "nginx -s quit"])),
+            None
+        );
         assert_eq!(prestop_delay_seconds(&Handler::default()), None);
     }
 }

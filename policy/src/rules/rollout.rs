@@ -14,7 +14,10 @@ pub fn check(context: &Context, findings: &mut Vec<Finding>) {
     }
     if matches!(
         kind,
-        WorkloadKind::Deployment | WorkloadKind::StatefulSet | WorkloadKind::DaemonSet | WorkloadKind::Rollout
+        WorkloadKind::Deployment
+            | WorkloadKind::StatefulSet
+            | WorkloadKind::DaemonSet
+            | WorkloadKind::Rollout
     ) {
         missing_readiness(context, findings);
     }
@@ -28,7 +31,11 @@ fn resolve(value: Option<&IntOrString>, replicas: i64, round_up: bool) -> Option
         IntOrString::Str(text) => {
             let percent: i64 = text.strip_suffix('%')?.trim().parse().ok()?;
             let scaled = percent * replicas;
-            Some(if round_up { (scaled + 99) / 100 } else { scaled / 100 })
+            Some(if round_up {
+                (scaled + 99) / 100
+            } else {
+                scaled / 100
+            })
         }
     }
 }
@@ -42,32 +49,56 @@ fn rollout_capacity(context: &Context, findings: &mut Vec<Finding>) {
         return;
     }
     let strategy = workload.strategy.clone().unwrap_or_default();
-    let kind = if workload.kind == WorkloadKind::Rollout { "Rollout" } else { "Deployment" };
+    let kind = if workload.kind == WorkloadKind::Rollout {
+        "Rollout"
+    } else {
+        "Deployment"
+    };
     if workload.kind == WorkloadKind::Deployment && strategy.kind.as_deref() == Some("Recreate") {
         let message = format!(
             "{kind} uses the Recreate strategy, so every rollout, including each proxy upgrade, stops all {replicas} replicas before new ones start."
         );
         let fix = "Use spec.strategy.type: RollingUpdate with rollingUpdate.maxUnavailable: 0 and maxSurge: 1.".to_string();
         findings.push(
-            context.finding(&ROLLOUT_CAPACITY, "spec.strategy.type".into(), message, fix).with_severity(Severity::Info),
+            context
+                .finding(&ROLLOUT_CAPACITY, "spec.strategy.type".into(), message, fix)
+                .with_severity(Severity::Info),
         );
         return;
     }
     let (rolling, field) = match workload.kind {
         WorkloadKind::Rollout => {
-            if strategy.blue_green.is_some() {
+            if strategy.blue_green {
                 // Blue-green brings the new set up before switching: no replica is lost.
                 return;
             }
-            (strategy.canary.clone().unwrap_or_default(), "spec.strategy.canary.maxUnavailable")
+            (
+                strategy.canary.clone().unwrap_or_default(),
+                "spec.strategy.canary.maxUnavailable",
+            )
         }
-        _ => (strategy.rolling_update.clone().unwrap_or_default(), "spec.strategy.rollingUpdate.maxUnavailable"),
+        _ => (
+            strategy.rolling_update.clone().unwrap_or_default(),
+            "spec.strategy.rollingUpdate.maxUnavailable",
+        ),
     };
-    let RollingUpdate { max_unavailable, max_surge } = rolling;
+    let RollingUpdate {
+        max_unavailable,
+        max_surge,
+    } = rolling;
     let default_quarter = IntOrString::Str("25%".into());
-    let mut unavailable = resolve(Some(max_unavailable.as_ref().unwrap_or(&default_quarter)), replicas, false)
-        .unwrap_or(0);
-    let surge = resolve(Some(max_surge.as_ref().unwrap_or(&default_quarter)), replicas, true).unwrap_or(1);
+    let mut unavailable = resolve(
+        Some(max_unavailable.as_ref().unwrap_or(&default_quarter)),
+        replicas,
+        false,
+    )
+    .unwrap_or(0);
+    let surge = resolve(
+        Some(max_surge.as_ref().unwrap_or(&default_quarter)),
+        replicas,
+        true,
+    )
+    .unwrap_or(1);
     if unavailable == 0 && surge == 0 {
         // The controller refuses to stall and lets one replica go.
         unavailable = 1;
@@ -100,7 +131,7 @@ fn is_monitoring_port(name: &str) -> bool {
 /// ML502.
 fn missing_readiness(context: &Context, findings: &mut Vec<Finding>) {
     for (index, container) in context.app_containers() {
-        if container.readiness_probe.is_some() {
+        if container.has_readiness_probe {
             continue;
         }
         let serving: Vec<String> = container
@@ -123,10 +154,17 @@ fn missing_readiness(context: &Context, findings: &mut Vec<Finding>) {
             serving.join(", "),
             context.proxy_phrase()
         );
-        let fix = format!("Add a readinessProbe to container \"{name}\" (for example an httpGet on its health endpoint).");
+        let fix = format!(
+            "Add a readinessProbe to container \"{name}\" (for example an httpGet on its health endpoint)."
+        );
         findings.push(
             context
-                .finding(&MISSING_READINESS, context.workload.container_path(index), message, fix)
+                .finding(
+                    &MISSING_READINESS,
+                    context.workload.container_path(index),
+                    message,
+                    fix,
+                )
                 .about_container(name),
         );
     }

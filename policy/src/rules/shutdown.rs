@@ -1,14 +1,14 @@
 //! Shutdown order (ML401 to ML405): the proxy must outlive the app's last request, and the
 //! whole sequence must fit in the grace period.
 
-use super::{prestop_delay_seconds, Context, Finding};
+use super::{Context, Finding, prestop_delay_seconds};
 use crate::catalogue::{
-    DRAIN_EXCEEDS_GRACE, LINKERD_APP_SHUTDOWN_UNPROTECTED, LONG_LIVED_STREAMS, PRESTOP_EXCEEDS_GRACE,
-    PROXY_EXITS_BEFORE_APP,
+    DRAIN_EXCEEDS_GRACE, LINKERD_APP_SHUTDOWN_UNPROTECTED, LONG_LIVED_STREAMS,
+    PRESTOP_EXCEEDS_GRACE, PROXY_EXITS_BEFORE_APP,
 };
 use crate::duration::format_ms;
 use crate::input::Container;
-use crate::mesh::{Mesh, LINKERD_WAIT_BEFORE_EXIT};
+use crate::mesh::{LINKERD_WAIT_BEFORE_EXIT, Mesh};
 use crate::violation::Severity;
 
 pub fn check(context: &Context, findings: &mut Vec<Finding>) {
@@ -43,7 +43,11 @@ fn drain_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
     let proxy = context.proxy_phrase();
     if decision.drain_ms >= grace_ms {
         let drain = format_ms(decision.drain_ms);
-        let source = if decision.drain_from_annotation { "proxy.istio.io/config" } else { "the mesh default" };
+        let source = if decision.drain_from_annotation {
+            "proxy.istio.io/config"
+        } else {
+            "the mesh default"
+        };
         let message = format!(
             "{proxy} drains for terminationDrainDuration {drain} (from {source}), which is not shorter than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod before the drain ends and in-flight requests are cut."
         );
@@ -66,7 +70,9 @@ fn drain_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
 }
 
 /// The app containers whose preStop delay is known, with that delay in seconds.
-fn known_prestop_delays<'c>(context: &'c Context) -> impl Iterator<Item = (usize, &'c Container, i64)> {
+fn known_prestop_delays<'c>(
+    context: &'c Context,
+) -> impl Iterator<Item = (usize, &'c Container, i64)> {
     context.app_containers().filter_map(|(index, container)| {
         let delay = prestop_delay_seconds(container.pre_stop()?)?;
         Some((index, container, delay))
@@ -74,7 +80,10 @@ fn known_prestop_delays<'c>(context: &'c Context) -> impl Iterator<Item = (usize
 }
 
 fn prestop_path(context: &Context, index: usize) -> String {
-    format!("{}.lifecycle.preStop", context.workload.container_path(index))
+    format!(
+        "{}.lifecycle.preStop",
+        context.workload.container_path(index)
+    )
 }
 
 /// ML402.
@@ -84,7 +93,10 @@ fn proxy_exits_before_app(context: &Context, findings: &mut Vec<Finding>) {
         return;
     }
     // A custom preStop on the proxy itself already keeps it alive longer.
-    if decision.proxy(context.workload).is_some_and(|proxy| proxy.pre_stop().is_some()) {
+    if decision
+        .proxy(context.workload)
+        .is_some_and(|proxy| proxy.pre_stop().is_some())
+    {
         return;
     }
     let drain = format_ms(decision.drain_ms);
@@ -101,7 +113,14 @@ fn proxy_exits_before_app(context: &Context, findings: &mut Vec<Finding>) {
             "Set terminationDrainDuration in proxy.istio.io/config above {delay}s (and below terminationGracePeriodSeconds), or set proxyMetadata.EXIT_ON_ZERO_ACTIVE_CONNECTIONS: \"true\" so the proxy stays until connections close."
         );
         findings.push(
-            context.finding(&PROXY_EXITS_BEFORE_APP, prestop_path(context, index), message, fix).about_container(name),
+            context
+                .finding(
+                    &PROXY_EXITS_BEFORE_APP,
+                    prestop_path(context, index),
+                    message,
+                    fix,
+                )
+                .about_container(name),
         );
     }
 }
@@ -124,14 +143,19 @@ fn linkerd_app_shutdown_unprotected(context: &Context, findings: &mut Vec<Findin
             "Lower {LINKERD_WAIT_BEFORE_EXIT} below {grace}, or raise terminationGracePeriodSeconds above {wait}."
         );
         findings.push(
-            context.finding(&LINKERD_APP_SHUTDOWN_UNPROTECTED, path, message, fix).with_severity(Severity::Error),
+            context
+                .finding(&LINKERD_APP_SHUTDOWN_UNPROTECTED, path, message, fix)
+                .with_severity(Severity::Error),
         );
         return;
     }
     if wait > 0 {
         return;
     }
-    for (index, container) in context.app_containers().filter(|(_, c)| c.pre_stop().is_some()) {
+    for (index, container) in context
+        .app_containers()
+        .filter(|(_, c)| c.pre_stop().is_some())
+    {
         let name = container.name();
         let message = format!(
             "container \"{name}\" has a preStop hook, but on SIGTERM {} refuses new connections at once, so requests the app makes while shutting down fail.",
@@ -142,7 +166,12 @@ fn linkerd_app_shutdown_unprotected(context: &Context, findings: &mut Vec<Findin
         );
         findings.push(
             context
-                .finding(&LINKERD_APP_SHUTDOWN_UNPROTECTED, prestop_path(context, index), message, fix)
+                .finding(
+                    &LINKERD_APP_SHUTDOWN_UNPROTECTED,
+                    prestop_path(context, index),
+                    message,
+                    fix,
+                )
                 .about_container(name),
         );
     }
@@ -184,7 +213,9 @@ fn long_lived_streams(context: &Context, findings: &mut Vec<Finding>) {
         }
         let name = container.name();
         let why = match (grace < 30, has_prestop) {
-            (true, false) => format!("the grace period is only {grace}s and the container has no preStop"),
+            (true, false) => {
+                format!("the grace period is only {grace}s and the container has no preStop")
+            }
             (true, true) => format!("the grace period is only {grace}s"),
             _ => "the container has no preStop".to_string(),
         };
@@ -196,7 +227,12 @@ fn long_lived_streams(context: &Context, findings: &mut Vec<Finding>) {
         );
         findings.push(
             context
-                .finding(&LONG_LIVED_STREAMS, context.workload.container_path(index), message, fix)
+                .finding(
+                    &LONG_LIVED_STREAMS,
+                    context.workload.container_path(index),
+                    message,
+                    fix,
+                )
                 .about_container(name),
         );
     }
@@ -217,7 +253,14 @@ fn prestop_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
             "Raise terminationGracePeriodSeconds above {delay} (leaving time for the app and the proxy to stop), or shorten the preStop delay of \"{name}\" below {grace}s."
         );
         findings.push(
-            context.finding(&PRESTOP_EXCEEDS_GRACE, prestop_path(context, index), message, fix).about_container(name),
+            context
+                .finding(
+                    &PRESTOP_EXCEEDS_GRACE,
+                    prestop_path(context, index),
+                    message,
+                    fix,
+                )
+                .about_container(name),
         );
     }
 }

@@ -1,8 +1,9 @@
 //! Startup order: the app must not run before its proxy can carry traffic (ML101 to ML104).
 
-use super::{quoted_list, Context, Finding};
+use super::{Context, Finding, quoted_list};
 use crate::catalogue::{
-    NATIVE_SIDECAR_NO_STARTUP_GATE, NATIVE_SIDECAR_UNSUPPORTED, STARTUP_HOLD_NOT_FIRST, STARTUP_NO_HOLD,
+    NATIVE_SIDECAR_NO_STARTUP_GATE, NATIVE_SIDECAR_UNSUPPORTED, STARTUP_HOLD_NOT_FIRST,
+    STARTUP_NO_HOLD,
 };
 use crate::mesh::{Mesh, Placement};
 
@@ -35,12 +36,19 @@ fn startup_no_hold(context: &Context, findings: &mut Vec<Finding>) {
         context.app_container_names(),
         context.proxy_phrase()
     );
-    findings.push(context.finding(&STARTUP_NO_HOLD, context.proxy_or_spec_path(), message, hold_fix(context.mesh())));
+    findings.push(context.finding(
+        &STARTUP_NO_HOLD,
+        context.proxy_or_spec_path(),
+        message,
+        hold_fix(context.mesh()),
+    ));
 }
 
 /// ML102: the hold hook is there, but containers before the proxy start unguarded.
 fn startup_hold_not_first(context: &Context, findings: &mut Vec<Finding>) {
-    let Some(index) = context.decision.proxy_index else { return };
+    let Some(index) = context.decision.proxy_index else {
+        return;
+    };
     let before: Vec<&str> = context
         .app_containers()
         .filter(|(position, _)| *position < index)
@@ -59,7 +67,12 @@ fn startup_hold_not_first(context: &Context, findings: &mut Vec<Finding>) {
     );
     findings.push(
         context
-            .finding(&STARTUP_HOLD_NOT_FIRST, context.workload.container_path(index), message, fix)
+            .finding(
+                &STARTUP_HOLD_NOT_FIRST,
+                context.workload.container_path(index),
+                message,
+                fix,
+            )
             .about_container(proxy),
     );
 }
@@ -69,8 +82,10 @@ fn native_sidecar_no_startup_gate(context: &Context, findings: &mut Vec<Finding>
     if !context.decision.injected {
         return;
     }
-    let Some(proxy) = context.decision.proxy(context.workload) else { return };
-    if proxy.startup_probe.is_some() || proxy.post_start().is_some() {
+    let Some(proxy) = context.decision.proxy(context.workload) else {
+        return;
+    };
+    if proxy.has_startup_probe || proxy.post_start().is_some() {
         return;
     }
     let name = proxy.name();
@@ -82,7 +97,11 @@ fn native_sidecar_no_startup_gate(context: &Context, findings: &mut Vec<Finding>
         Mesh::Linkerd => "Set config.linkerd.io/proxy-await: \"enabled\" so the injector gives linkerd-proxy a startupProbe on :4191/ready.".to_string(),
     };
     let path = context.proxy_or_spec_path();
-    findings.push(context.finding(&NATIVE_SIDECAR_NO_STARTUP_GATE, path, message, fix).about_container(name));
+    findings.push(
+        context
+            .finding(&NATIVE_SIDECAR_NO_STARTUP_GATE, path, message, fix)
+            .about_container(name),
+    );
 }
 
 /// ML104: native sidecars the cluster cannot run, or a proxy init container that blocks.
@@ -90,7 +109,9 @@ fn native_sidecar_unsupported(context: &Context, findings: &mut Vec<Finding>) {
     let decision = context.decision;
     let proxy = context.proxy_name();
     if decision.placement == Placement::BrokenInit {
-        let Some(index) = decision.proxy_index else { return };
+        let Some(index) = decision.proxy_index else {
+            return;
+        };
         let message = format!(
             "init container \"{proxy}\" has no restartPolicy: Always, so Kubernetes waits for the proxy to exit before starting the app and the pod never starts."
         );
@@ -99,22 +120,40 @@ fn native_sidecar_unsupported(context: &Context, findings: &mut Vec<Finding>) {
         );
         findings.push(
             context
-                .finding(&NATIVE_SIDECAR_UNSUPPORTED, context.workload.init_container_path(index), message, fix)
+                .finding(
+                    &NATIVE_SIDECAR_UNSUPPORTED,
+                    context.workload.init_container_path(index),
+                    message,
+                    fix,
+                )
                 .about_container(proxy),
         );
         return;
     }
-    let Some(reason) = &decision.native_unsupported else { return };
+    let Some(reason) = &decision.native_unsupported else {
+        return;
+    };
     let minor = context.settings.raw.kubernetes_minor_version;
     let message = format!(
         "{reason}: Kubernetes 1.{minor} does not run init containers with restartPolicy: Always as sidecars, so the API server rejects the pod or the proxy blocks its startup."
     );
     let (annotation, parameter) = match context.mesh() {
-        Mesh::Istio => ("sidecar.istio.io/nativeSidecar: \"false\"", "istio.nativeSidecars"),
-        Mesh::Linkerd => ("config.linkerd.io/proxy-enable-native-sidecar: \"false\"", "linkerd.nativeSidecars"),
+        Mesh::Istio => (
+            "sidecar.istio.io/nativeSidecar: \"false\"",
+            "istio.nativeSidecars",
+        ),
+        Mesh::Linkerd => (
+            "config.linkerd.io/proxy-enable-native-sidecar: \"false\"",
+            "linkerd.nativeSidecars",
+        ),
     };
     let fix = format!(
         "Set {annotation} (or turn the mesh's native sidecar default and the {parameter} parameter off) until every kubelet runs Kubernetes 1.29 or later."
     );
-    findings.push(context.finding(&NATIVE_SIDECAR_UNSUPPORTED, context.proxy_or_spec_path(), message, fix));
+    findings.push(context.finding(
+        &NATIVE_SIDECAR_UNSUPPORTED,
+        context.proxy_or_spec_path(),
+        message,
+        fix,
+    ));
 }
