@@ -275,13 +275,16 @@ fn run_build(args: &BuildArgs) -> u8 {
             return EXIT_INPUT_ERROR;
         }
     };
-    // TODO(module_build): call `crate::module_build::build_dist(&workspace)` once
-    // host-test/src/module_build.rs lands; it owns compiling the module and the artefacts.
-    print_error(format_args!(
-        "`meshlife build` is not wired up yet (workspace {}): the module build pipeline has not landed",
-        workspace.display()
-    ));
-    EXIT_INPUT_ERROR
+    match crate::module_build::build_dist(&workspace) {
+        Ok(dist) => {
+            println!("{}", dist.display());
+            EXIT_OK
+        }
+        Err(error) => {
+            print_error(format_args!("build failed: {error}"));
+            EXIT_INPUT_ERROR
+        }
+    }
 }
 
 fn find_workspace_root() -> Option<PathBuf> {
