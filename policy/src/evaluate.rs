@@ -30,6 +30,7 @@ fn invalid_input(error: InputError) -> Violation {
         error.path.clone()
     };
     let in_parameters = error.path.starts_with("parameters");
+    let in_envelope = error.path.is_empty() || error.path.starts_with("review");
     Violation {
         msg: format!(
             "[{} {}] {location}: {}; the policy cannot evaluate this object.",
@@ -44,6 +45,8 @@ fn invalid_input(error: InputError) -> Violation {
                 format!(
                     "Correct {location} in the constraint's spec.parameters to a key and type of the meshlife parameter schema."
                 )
+            } else if in_envelope {
+                "Send a Gatekeeper-shaped input: {\"review\": {\"object\": <the Kubernetes object>, ...}, \"parameters\": {...}}.".to_string()
             } else {
                 format!(
                     "Correct {location} so that it is valid JSON of the Kubernetes type the field expects."
@@ -105,6 +108,14 @@ fn evaluate_checked(input: &[u8]) -> Result<Vec<Violation>, InputError> {
     let Some(kind) = kind_name.as_deref().and_then(WorkloadKind::from_kind) else {
         return Ok(Vec::new());
     };
+    // `Rollout` is Argo's; another group's Rollout is not a pod controller we know.
+    if kind == WorkloadKind::Rollout
+        && object
+            .string("apiVersion")?
+            .is_some_and(|api_version| !api_version.starts_with("argoproj.io/"))
+    {
+        return Ok(Vec::new());
+    }
     let object_meta = object
         .object("metadata", ObjectMeta::read)?
         .unwrap_or_default();

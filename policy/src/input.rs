@@ -30,9 +30,12 @@ impl InputError {
 
 pub type Parsed<T> = Result<T, InputError>;
 
-/// `parent.key`, or `key` at the root.
+/// `parent.key`, or `key` at the root; keys that hold dots or slashes (annotation and label
+/// names) go in brackets, `annotations["proxy.istio.io/config"]`, as in the rules' paths.
 pub fn join(parent: &str, key: &str) -> String {
-    if parent.is_empty() {
+    if key.contains(['.', '/']) {
+        format!("{parent}[\"{key}\"]")
+    } else if parent.is_empty() {
         key.to_string()
     } else {
         format!("{parent}.{key}")

@@ -163,9 +163,15 @@ pub fn decide(workload: &Workload, settings: &Settings) -> Decision {
     let inits = workload.spec.init_containers();
     let find = |list: &[Container], name: &str| list.iter().position(|c| c.name() == name);
 
-    if workload
-        .annotation("inject.istio.io/templates")
-        .is_some_and(|t| t.contains("gateway"))
+    // Istio's gateway template: the proxy is the workload (its placeholder container is often
+    // named istio-proxy, so this comes before the injected-pod check).
+    let linkerd_injected = find(containers, LINKERD_PROXY)
+        .or(find(inits, LINKERD_PROXY))
+        .is_some();
+    if !linkerd_injected
+        && workload
+            .annotation("inject.istio.io/templates")
+            .is_some_and(|t| t.contains("gateway"))
     {
         return Decision::Gateway;
     }
@@ -377,9 +383,17 @@ fn base_decision(
     decision
 }
 
+/// Both injectors leave the system namespaces alone.
+fn in_system_namespace(workload: &Workload) -> bool {
+    matches!(
+        workload.namespace.as_deref(),
+        Some("kube-system" | "kube-public")
+    )
+}
+
 fn istio_predicted(workload: &Workload, settings: &Settings) -> bool {
     let namespace = workload.namespace.as_deref().unwrap_or("");
-    if matches!(namespace, "kube-system" | "kube-public") {
+    if in_system_namespace(workload) {
         return false;
     }
     // The label is what the webhook's objectSelector sees, so it wins over the annotation.
@@ -417,6 +431,9 @@ fn istio_predicted(workload: &Workload, settings: &Settings) -> bool {
 }
 
 fn linkerd_predicted(workload: &Workload, settings: &Settings) -> bool {
+    if in_system_namespace(workload) {
+        return false;
+    }
     let enabled = |value: Option<&str>| matches!(value, Some("enabled" | "ingress"));
     match workload.annotation(LINKERD_INJECT) {
         Some("disabled") => false,

@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use meshlife_policy::{evaluate, Severity};
+use meshlife_policy::{Severity, evaluate};
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 #[derive(Deserialize)]
 struct CaseFile {
@@ -80,15 +80,26 @@ fn every_case_gives_exactly_its_expected_rules() {
             got.sort();
             let mut expected: Vec<&str> = case.expect.iter().map(String::as_str).collect();
             expected.sort();
-            let label = format!("{} / {}", file.file_name().unwrap().to_string_lossy(), case.name);
+            let label = format!(
+                "{} / {}",
+                file.file_name().unwrap().to_string_lossy(),
+                case.name
+            );
             if got != expected {
                 let messages: Vec<&str> = violations.iter().map(|v| v.msg.as_str()).collect();
-                failures.push(format!("{label}: expected {expected:?}, got {got:?}\n    {messages:#?}"));
+                failures.push(format!(
+                    "{label}: expected {expected:?}, got {got:?}\n    {messages:#?}"
+                ));
                 continue;
             }
             for (rule, severity) in case.severity.iter().flatten() {
-                if !violations.iter().any(|v| &v.details.rule == rule && v.details.severity == *severity) {
-                    failures.push(format!("{label}: expected {rule} with severity {severity:?}"));
+                if !violations
+                    .iter()
+                    .any(|v| &v.details.rule == rule && v.details.severity == *severity)
+                {
+                    failures.push(format!(
+                        "{label}: expected {rule} with severity {severity:?}"
+                    ));
                 }
             }
             for needle in &case.messages {
@@ -97,7 +108,10 @@ fn every_case_gives_exactly_its_expected_rules() {
                 }
             }
             for needle in &case.fixes {
-                if !violations.iter().any(|v| v.details.fix.contains(needle.as_str())) {
+                if !violations
+                    .iter()
+                    .any(|v| v.details.fix.contains(needle.as_str()))
+                {
                     failures.push(format!("{label}: no fix contains {needle:?}"));
                 }
             }
@@ -110,5 +124,10 @@ fn every_case_gives_exactly_its_expected_rules() {
         }
     }
     assert!(count > 0);
-    assert!(failures.is_empty(), "{} of {count} cases failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {count} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

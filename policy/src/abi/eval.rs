@@ -26,7 +26,7 @@ struct EvalContext {
 }
 
 fn context(handle: usize) -> &'static mut EvalContext {
-    if handle != 0 && handle % align_of::<EvalContext>() == 0 {
+    if handle != 0 && handle.is_multiple_of(align_of::<EvalContext>()) {
         let context = handle as *mut EvalContext;
         // SAFETY: as for value records: the tag is checked before the rest is reinterpreted.
         unsafe {

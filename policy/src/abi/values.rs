@@ -45,18 +45,30 @@ pub(super) fn store_json_copy(json: &[u8]) -> usize {
 }
 
 /// The record behind `handle`; `None` for 0 and for addresses that do not hold a record.
-pub(super) fn lookup(handle: usize) -> Option<&'static mut ValueRecord> {
-    if handle == 0 || handle % align_of::<ValueRecord>() != 0 {
+pub(super) fn lookup(handle: usize) -> Option<&'static ValueRecord> {
+    record_pointer(handle).map(|record| {
+        // SAFETY: `record_pointer` found our tag there; records are only written through
+        // `replace_content`, never while a reference obtained here is in use.
+        unsafe { &*record }
+    })
+}
+
+fn record_pointer(handle: usize) -> Option<*mut ValueRecord> {
+    if handle == 0 || !handle.is_multiple_of(align_of::<ValueRecord>()) {
         return None;
     }
     let record = handle as *mut ValueRecord;
     // SAFETY: every aligned address below memory.size is readable in wasm (beyond it the read
     // traps); the tag is read before anything else, so only our own records are reinterpreted.
-    unsafe {
-        if (&raw const (*record).tag).read() != RECORD_TAG {
-            return None;
-        }
-        Some(&mut *record)
+    let tag = unsafe { (&raw const (*record).tag).read() };
+    (tag == RECORD_TAG).then_some(record)
+}
+
+/// Gives the record behind `handle` new content, keeping the handle the host holds.
+fn replace_content(handle: usize, content: Content) {
+    if let Some(record) = record_pointer(handle) {
+        // SAFETY: a record of ours (checked by `record_pointer`); no reference to it is alive.
+        unsafe { (&raw mut (*record).content).write(content) };
     }
 }
 
@@ -163,7 +175,7 @@ pub extern "C" fn entrypoints() -> usize {
 /// objects on the way, as OPA's `opa_value_add_path` does. `base` keeps its handle.
 #[unsafe(no_mangle)]
 pub extern "C" fn opa_value_add_path(base: usize, path: usize, value: usize) -> i32 {
-    let Some(value) = lookup(value).and_then(|record| json_of(record)) else {
+    let Some(value) = lookup(value).and_then(json_of) else {
         return ERR_INVALID_TYPE;
     };
     edit_path(base, path, PathEdit::Add(value))
@@ -195,19 +207,13 @@ type JsonObject = serde_json::Map<String, serde_json::Value>;
 /// Applies `edit` at `path` in the document behind `base` and stores the result under `base`'s
 /// handle.
 fn edit_path(base: usize, path: usize, edit: PathEdit) -> i32 {
-    let Some(keys) = lookup(path)
-        .and_then(|record| json_of(record))
-        .and_then(path_keys)
-    else {
+    let Some(keys) = lookup(path).and_then(json_of).and_then(path_keys) else {
         return ERR_INVALID_PATH;
     };
     let Some((last_key, parent_keys)) = keys.split_last() else {
         return ERR_INVALID_PATH;
     };
-    let Some(base_record) = lookup(base) else {
-        return ERR_INVALID_TYPE;
-    };
-    let Some(base_json) = json_of(base_record) else {
+    let Some(base_json) = lookup(base).and_then(json_of) else {
         return ERR_INVALID_TYPE;
     };
     // serde_json's `Value` parses, drops and prints recursively; on the 32 KiB stack only
@@ -255,7 +261,7 @@ fn edit_path(base: usize, path: usize, edit: PathEdit) -> i32 {
     }
     match serde_json::to_vec(&document) {
         Ok(json) => {
-            base_record.content = Content::Json(json.leak());
+            replace_content(base, Content::Json(json.leak()));
             ERR_OK
         }
         Err(_) => ERR_INTERNAL,

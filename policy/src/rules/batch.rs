@@ -30,10 +30,19 @@ enum ExitMechanism {
     Marker,
 }
 
-/// How the app stops its proxy, read from its command, args and hooks.
+/// How the pod stops its proxy, read from the command, args and hooks of every container but
+/// the proxy (exempt images included: a terminator sidecar is often one), and for the
+/// `exitMarkers` also from their images.
 fn exit_mechanism(context: &Context) -> Option<ExitMechanism> {
     let markers = &context.settings.raw.exit_markers;
-    for (_, container) in context.app_containers() {
+    let proxy = context.proxy_name();
+    let others = context
+        .workload
+        .spec
+        .containers()
+        .iter()
+        .filter(|c| c.name() != proxy);
+    for container in others {
         if context.mesh() == Mesh::Istio
             && container
                 .script_strings()
@@ -46,7 +55,8 @@ fn exit_mechanism(context: &Context) -> Option<ExitMechanism> {
                 container: container.name().to_string(),
             });
         }
-        if container.script_strings().any(|s| {
+        let image = container.image.as_deref().unwrap_or("");
+        if container.script_strings().chain([image]).any(|s| {
             markers
                 .iter()
                 .any(|marker| !marker.is_empty() && s.contains(marker.as_str()))
@@ -68,6 +78,9 @@ fn calls_linkerd_shutdown(container: &Container) -> bool {
     posts_shutdown || awaits_with_shutdown
 }
 
+/// The env var the injector sets on linkerd-proxy when the shutdown endpoint is on.
+const SHUTDOWN_ENDPOINT_ENV: &str = "LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED";
+
 fn kind_phrase(context: &Context) -> &'static str {
     match context.workload.kind {
         WorkloadKind::Job => "the Job",
@@ -78,10 +91,13 @@ fn kind_phrase(context: &Context) -> &'static str {
 
 /// ML301.
 fn job_sidecar_never_exits(context: &Context, findings: &mut Vec<Finding>) {
+    if context.app_containers().next().is_none() {
+        return;
+    }
     let message = format!(
-        "{} keeps running after containers {} finish, so the pod never completes and {} never succeeds; EXIT_ON_ZERO_ACTIVE_CONNECTIONS does not help, since it only acts after SIGTERM.",
+        "{} keeps running after {} finish, so the pod never completes and {} never succeeds; EXIT_ON_ZERO_ACTIVE_CONNECTIONS does not help, since it only acts after SIGTERM.",
         capitalised(&context.proxy_phrase()),
-        context.app_container_names(),
+        context.app_containers_phrase(),
         kind_phrase(context)
     );
     let fix = match context.mesh() {
@@ -102,10 +118,19 @@ fn job_sidecar_never_exits(context: &Context, findings: &mut Vec<Finding>) {
 
 /// ML302: the app calls `/shutdown`, but the proxy was not told to serve it.
 fn job_shutdown_endpoint_disabled(context: &Context, container: &str, findings: &mut Vec<Finding>) {
-    let enabled = match context.decision.proxy(context.workload) {
-        Some(proxy) => proxy.env_value("LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED") == Some("true"),
+    let injected_proxy = context.decision.proxy(context.workload);
+    let enabled = match injected_proxy {
+        Some(proxy) => proxy.env_value(SHUTDOWN_ENDPOINT_ENV) == Some("true"),
         None => {
-            context.workload.annotation(LINKERD_ADMIN_SHUTDOWN) == Some("enabled")
+            context
+                .workload
+                .annotation(LINKERD_ADMIN_SHUTDOWN)
+                .or_else(|| {
+                    context
+                        .workload
+                        .namespace_annotation(LINKERD_ADMIN_SHUTDOWN)
+                })
+                == Some("enabled")
                 || context.settings.raw.linkerd.shutdown_endpoint
         }
     };
@@ -114,12 +139,25 @@ fn job_shutdown_endpoint_disabled(context: &Context, container: &str, findings: 
     }
     let message = format!(
         "container \"{container}\" calls the linkerd-proxy shutdown endpoint, but the endpoint is disabled, so the call fails and the proxy keeps {} running forever.",
-        kind_phrase(context).trim_start_matches("each ")
+        kind_phrase(context)
     );
-    let fix = format!(
-        "Add the annotation {LINKERD_ADMIN_SHUTDOWN}: enabled to the pod template (or install Linkerd with proxy.enableShutdownEndpoint=true and set the linkerd.shutdownEndpoint parameter)."
-    );
-    let path = context.workload.annotation_path(LINKERD_ADMIN_SHUTDOWN);
+    let (path, fix) = match (
+        injected_proxy,
+        context.decision.proxy_path(context.workload),
+    ) {
+        (Some(_), Some(proxy_path)) => (
+            format!("{proxy_path}.env"),
+            format!(
+                "Re-create the pod from a template annotated {LINKERD_ADMIN_SHUTDOWN}: enabled, so the injector sets {SHUTDOWN_ENDPOINT_ENV}=true on linkerd-proxy (or install Linkerd with proxy.enableShutdownEndpoint=true)."
+            ),
+        ),
+        _ => (
+            context.workload.annotation_path(LINKERD_ADMIN_SHUTDOWN),
+            format!(
+                "Add the annotation {LINKERD_ADMIN_SHUTDOWN}: enabled to the pod template (or install Linkerd with proxy.enableShutdownEndpoint=true and set the linkerd.shutdownEndpoint parameter)."
+            ),
+        ),
+    };
     findings.push(
         context
             .finding(&JOB_SHUTDOWN_ENDPOINT_DISABLED, path, message, fix)

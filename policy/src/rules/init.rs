@@ -51,15 +51,14 @@ fn init_container_no_network(context: &Context, findings: &mut Vec<Finding>) {
         Mesh::Istio => &ISTIO_EXCLUSIONS,
         Mesh::Linkerd => &LINKERD_EXCLUSIONS,
     };
-    let excluded = exclusions
-        .iter()
-        .any(|key| context.workload.annotation(key).is_some());
-    let pod_uid = context
-        .workload
-        .spec
-        .security_context
-        .as_ref()
-        .and_then(|sc| sc.run_as_user);
+    // includeOutboundIPRanges "*" captures everything, so it excludes nothing.
+    let excluded = exclusions.iter().any(|key| {
+        context
+            .workload
+            .annotation(key)
+            .is_some_and(|value| !value.trim().is_empty() && value.trim() != "*")
+    });
+    let pod_uid = pod_run_as_user(context);
     for (index, container) in context.user_init_containers() {
         if container.run_as_user().or(pod_uid) == Some(proxy_uid) {
             continue;
@@ -70,9 +69,7 @@ fn init_container_no_network(context: &Context, findings: &mut Vec<Finding>) {
             context.proxy_phrase()
         );
         if excluded {
-            message.push_str(
-                " unless their destinations are excluded from capture by the pod's annotations.",
-            );
+            message.push_str(", unless the pod's capture exclusions cover its destinations.");
         } else {
             message.push('.');
         }
@@ -95,6 +92,10 @@ fn init_container_no_network(context: &Context, findings: &mut Vec<Finding>) {
     }
 }
 
+fn pod_run_as_user(context: &Context) -> Option<i64> {
+    context.workload.spec.security_context.as_ref()?.run_as_user
+}
+
 /// ML202: an init container placed after the redirect step (often by a later webhook).
 fn init_container_after_redirect(context: &Context, findings: &mut Vec<Finding>) {
     let Some(redirect_index) = context.decision.redirect_init_index else {
@@ -102,10 +103,11 @@ fn init_container_after_redirect(context: &Context, findings: &mut Vec<Finding>)
     };
     let redirect = context.workload.spec.init_containers()[redirect_index].name();
     let (proxy_uid, _, native) = bypass_advice(context);
-    for (index, container) in context
-        .user_init_containers()
-        .filter(|(index, _)| *index > redirect_index)
-    {
+    let pod_uid = pod_run_as_user(context);
+    // The redirect rules let the proxy's UID through, so such an init container keeps its network.
+    for (index, container) in context.user_init_containers().filter(|(index, container)| {
+        *index > redirect_index && container.run_as_user().or(pod_uid) != Some(proxy_uid)
+    }) {
         let name = container.name();
         let message = format!(
             "init container \"{name}\" runs after \"{redirect}\" has redirected the pod's traffic but before any proxy exists, so its network connections fail."

@@ -67,9 +67,13 @@ impl Context<'_> {
             })
     }
 
-    /// `"a", "b"`: the app containers, for messages.
-    pub fn app_container_names(&self) -> String {
-        quoted_list(self.app_containers().map(|(_, container)| container.name()))
+    /// `container "a"` / `containers "a", "b"`: the app containers, for messages.
+    pub fn app_containers_phrase(&self) -> String {
+        let names: Vec<String> = self
+            .app_containers()
+            .map(|(_, container)| format!("\"{}\"", container.name()))
+            .collect();
+        counted("container", &names)
     }
 
     pub fn finding(
@@ -179,11 +183,10 @@ pub fn capitalised(text: &str) -> String {
     }
 }
 
-pub fn quoted_list<'a>(names: impl Iterator<Item = &'a str>) -> String {
-    names
-        .map(|name| format!("\"{name}\""))
-        .collect::<Vec<_>>()
-        .join(", ")
+/// `container "a"` or `containers "a", "b"`.
+pub fn counted(noun: &str, quoted: &[String]) -> String {
+    let plural = if quoted.len() == 1 { "" } else { "s" };
+    format!("{noun}{plural} {}", quoted.join(", "))
 }
 
 /// The delay a preStop hook is known to take, in seconds: a `sleep` action, an exec of

@@ -1,7 +1,7 @@
 //! Rollout safety (ML501, ML502): a mesh restarts the whole fleet at every proxy upgrade, so
 //! how a workload rolls matters more once it is meshed.
 
-use super::{Context, Finding};
+use super::{Context, Finding, counted};
 use crate::catalogue::{MISSING_READINESS, ROLLOUT_CAPACITY};
 use crate::input::{IntOrString, RollingUpdate};
 use crate::violation::Severity;
@@ -56,7 +56,8 @@ fn rollout_capacity(context: &Context, findings: &mut Vec<Finding>) {
     };
     if workload.kind == WorkloadKind::Deployment && strategy.kind.as_deref() == Some("Recreate") {
         let message = format!(
-            "{kind} uses the Recreate strategy, so every rollout, including each proxy upgrade, stops all {replicas} replicas before new ones start."
+            "{kind} uses the Recreate strategy, so every rollout, including each proxy upgrade, stops all {} before new ones start.",
+            replicas_phrase(replicas),
         );
         let fix = "Use spec.strategy.type: RollingUpdate with rollingUpdate.maxUnavailable: 0 and maxSurge: 1.".to_string();
         findings.push(
@@ -114,14 +115,23 @@ fn rollout_capacity(context: &Context, findings: &mut Vec<Finding>) {
         None => format!("25% by default ({unavailable})"),
     };
     let message = format!(
-        "{kind} with {replicas} replicas and maxUnavailable {shown} can drop to {} ready replicas during a rollout, below minAvailable {min_available}, and every proxy upgrade rolls it.",
-        remaining.max(0)
+        "{kind} with {} and maxUnavailable {shown} can drop to {} during a rollout, below minAvailable {min_available}, and every proxy upgrade rolls it.",
+        replicas_phrase(replicas),
+        replicas_phrase(remaining.max(0)).replacen("replica", "ready replica", 1)
     );
     let fix = format!(
         "Raise spec.replicas to at least {}, or set {field}: 0 with a maxSurge of 1 or more.",
         min_available + unavailable
     );
     findings.push(context.finding(&ROLLOUT_CAPACITY, field.to_string(), message, fix));
+}
+
+fn replicas_phrase(count: i64) -> String {
+    if count == 1 {
+        "1 replica".into()
+    } else {
+        format!("{count} replicas")
+    }
 }
 
 fn is_monitoring_port(name: &str) -> bool {
@@ -150,8 +160,8 @@ fn missing_readiness(context: &Context, findings: &mut Vec<Finding>) {
         }
         let name = container.name();
         let message = format!(
-            "container \"{name}\" serves ports {} but has no readinessProbe, so the pod turns Ready as soon as {} is ready and gets traffic before the app can serve it.",
-            serving.join(", "),
+            "container \"{name}\" serves {} but has no readinessProbe, so the pod turns Ready as soon as {} is ready and gets traffic before the app can serve it.",
+            counted("port", &serving),
             context.proxy_phrase()
         );
         let fix = format!(

@@ -51,10 +51,16 @@ fn drain_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
         let message = format!(
             "{proxy} drains for terminationDrainDuration {drain} (from {source}), which is not shorter than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod before the drain ends and in-flight requests are cut."
         );
-        let fix = format!(
-            "Raise spec terminationGracePeriodSeconds above {} seconds, or lower terminationDrainDuration in the proxy.istio.io/config annotation below {grace}s.",
-            decision.drain_ms.div_ceil(1000)
-        );
+        let needed = decision.drain_ms.div_ceil(1000);
+        let fix = if grace > 0 {
+            format!(
+                "Raise terminationGracePeriodSeconds above {needed}, or lower terminationDrainDuration in the proxy.istio.io/config annotation below {grace}s."
+            )
+        } else {
+            format!(
+                "Raise terminationGracePeriodSeconds from 0 to more than {needed} so the proxy can drain (0 kills the pod at once); exempt the workload if an immediate kill is intended."
+            )
+        };
         findings.push(context.finding(&DRAIN_EXCEEDS_GRACE, grace_path(context), message, fix));
     }
     if decision.exit_on_zero_active_connections && decision.minimum_drain_ms >= grace_ms {
@@ -62,9 +68,16 @@ fn drain_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
         let message = format!(
             "{proxy} waits MINIMUM_DRAIN_DURATION {minimum} (EXIT_ON_ZERO_ACTIVE_CONNECTIONS is on), which is not shorter than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod before the proxy can drain."
         );
-        let fix = format!(
-            "Lower proxyMetadata.MINIMUM_DRAIN_DURATION in proxy.istio.io/config below {grace}s, or raise terminationGracePeriodSeconds above it."
-        );
+        let needed = decision.minimum_drain_ms.div_ceil(1000);
+        let fix = if grace > 0 {
+            format!(
+                "Lower proxyMetadata.MINIMUM_DRAIN_DURATION in proxy.istio.io/config below {grace}s, or raise terminationGracePeriodSeconds above {needed}."
+            )
+        } else {
+            format!(
+                "Raise terminationGracePeriodSeconds from 0 to more than {needed} so the proxy can drain."
+            )
+        };
         findings.push(context.finding(&DRAIN_EXCEEDS_GRACE, grace_path(context), message, fix));
     }
 }
@@ -128,10 +141,16 @@ fn proxy_exits_before_app(context: &Context, findings: &mut Vec<Finding>) {
 /// ML403.
 fn linkerd_app_shutdown_unprotected(context: &Context, findings: &mut Vec<Finding>) {
     let grace = grace_seconds(context);
-    // An unreadable value is reported by ML601; the proxy then ignores it, as if unset.
+    // An unreadable value is reported by ML601; the proxy then ignores it, as if unset. Linkerd
+    // reads config annotations from the namespace when the pod has none.
     let wait = context
         .workload
         .annotation(LINKERD_WAIT_BEFORE_EXIT)
+        .or_else(|| {
+            context
+                .workload
+                .namespace_annotation(LINKERD_WAIT_BEFORE_EXIT)
+        })
         .and_then(|value| value.parse::<i64>().ok())
         .unwrap_or(0);
     let path = context.workload.annotation_path(LINKERD_WAIT_BEFORE_EXIT);
@@ -249,9 +268,15 @@ fn prestop_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
         let message = format!(
             "container \"{name}\" waits {delay}s in preStop, not less than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod mid-hook and the app never shuts down cleanly."
         );
-        let fix = format!(
-            "Raise terminationGracePeriodSeconds above {delay} (leaving time for the app and the proxy to stop), or shorten the preStop delay of \"{name}\" below {grace}s."
-        );
+        let fix = if grace > 0 {
+            format!(
+                "Raise terminationGracePeriodSeconds above {delay} (leaving time for the app and the proxy to stop), or shorten the preStop delay of \"{name}\" below {grace}s."
+            )
+        } else {
+            format!(
+                "Raise terminationGracePeriodSeconds from 0 to more than {delay} (leaving time for the app and the proxy to stop); with 0 no preStop hook can run."
+            )
+        };
         findings.push(
             context
                 .finding(

@@ -1,6 +1,6 @@
 //! Startup order: the app must not run before its proxy can carry traffic (ML101 to ML104).
 
-use super::{Context, Finding, quoted_list};
+use super::{Context, Finding, counted};
 use crate::catalogue::{
     NATIVE_SIDECAR_NO_STARTUP_GATE, NATIVE_SIDECAR_UNSUPPORTED, STARTUP_HOLD_NOT_FIRST,
     STARTUP_NO_HOLD,
@@ -32,8 +32,8 @@ fn startup_no_hold(context: &Context, findings: &mut Vec<Finding>) {
         return;
     }
     let message = format!(
-        "containers {} can start before {} is ready, so their first outbound calls fail (connection refused or 503) until the proxy has its configuration.",
-        context.app_container_names(),
+        "{} can start before {} is ready, so first outbound calls fail (connection refused or 503) until the proxy has its configuration.",
+        context.app_containers_phrase(),
         context.proxy_phrase()
     );
     findings.push(context.finding(
@@ -49,18 +49,18 @@ fn startup_hold_not_first(context: &Context, findings: &mut Vec<Finding>) {
     let Some(index) = context.decision.proxy_index else {
         return;
     };
-    let before: Vec<&str> = context
+    let before: Vec<String> = context
         .app_containers()
         .filter(|(position, _)| *position < index)
-        .map(|(_, container)| container.name())
+        .map(|(_, container)| format!("\"{}\"", container.name()))
         .collect();
     if before.is_empty() {
         return;
     }
     let proxy = context.proxy_name();
     let message = format!(
-        "container \"{proxy}\" has the hold hook but is containers[{index}], not containers[0], so containers {} start unguarded and can call out before the proxy is ready.",
-        quoted_list(before.into_iter())
+        "container \"{proxy}\" has the hold hook but is containers[{index}], not containers[0], so {} before it start unguarded and can call out before the proxy is ready.",
+        counted("container", &before)
     );
     let fix = format!(
         "Move \"{proxy}\" to containers[0] (re-inject with the mesh's hold setting rather than editing hooks by hand), so its postStart wait gates every app container."
