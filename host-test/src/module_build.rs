@@ -254,10 +254,10 @@ impl Survey {
                     let mut operators = body.get_operators_reader().map_err(parse_error)?;
                     while !operators.eof() {
                         let operator = operators.read().map_err(parse_error)?;
-                        if let Some(truncation) = Truncation::of(&operator) {
-                            if !survey.saturating_truncations.contains(&truncation) {
-                                survey.saturating_truncations.push(truncation);
-                            }
+                        if let Some(truncation) = Truncation::of(&operator)
+                            && !survey.saturating_truncations.contains(&truncation)
+                        {
+                            survey.saturating_truncations.push(truncation);
                         }
                     }
                 }

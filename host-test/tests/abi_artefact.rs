@@ -440,7 +440,7 @@ fn lowering_keeps_the_semantics_of_sign_extension_and_saturating_truncation() {
         9.223372036854776e18,
         -9.223372036854776e18,
         -9.223372036854778e18,
-        1.8446744073709550e19,
+        1.844674407370955e19,
         1.8446744073709552e19,
         1e30,
         -1e30,

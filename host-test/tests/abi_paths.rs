@@ -327,7 +327,7 @@ fn heap_pointer_get_keeps_headroom_and_set_accepts_any_address() {
     host.heap_ptr_set(host.base + 3);
     let block = host.malloc(10).unwrap();
     assert!(
-        block >= host.base + 3 && block % 8 == 0,
+        block >= host.base + 3 && block.is_multiple_of(8),
         "aligned block {block}"
     );
     let beyond = host.memory_bytes() as u32 + 1000;

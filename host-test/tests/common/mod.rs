@@ -39,6 +39,9 @@ fn read_c_string(memory: &[u8], address: u32) -> String {
     String::from_utf8_lossy(&tail[..end]).into_owned()
 }
 
+/// `opa_eval(reserved, entrypoint, data, input, input_len, heap_ptr, format)`.
+pub type OpaEvalArguments = (i32, i32, i32, i32, i32, i32, i32);
+
 struct Exports {
     malloc: TypedFunc<i32, i32>,
     free: TypedFunc<i32, ()>,
@@ -56,7 +59,7 @@ struct Exports {
     ctx_set_entrypoint: TypedFunc<(i32, i32), ()>,
     ctx_get_result: TypedFunc<i32, i32>,
     eval: TypedFunc<i32, i32>,
-    opa_eval: TypedFunc<(i32, i32, i32, i32, i32, i32, i32), i32>,
+    opa_eval: TypedFunc<OpaEvalArguments, i32>,
     add_path: TypedFunc<(i32, i32, i32), i32>,
     remove_path: TypedFunc<(i32, i32), i32>,
 }
@@ -337,10 +340,7 @@ impl Host {
         Ok(self.read_c_string(result as u32))
     }
 
-    pub fn opa_eval_raw(
-        &mut self,
-        arguments: (i32, i32, i32, i32, i32, i32, i32),
-    ) -> wasmtime::Result<String> {
+    pub fn opa_eval_raw(&mut self, arguments: OpaEvalArguments) -> wasmtime::Result<String> {
         let result = self.exports.opa_eval.call(&mut self.store, arguments)?;
         Ok(self.read_c_string(result as u32))
     }
