@@ -1,7 +1,7 @@
 //! The pipeline: bytes, typed view, workload, mesh decision, rules, filtered violations.
 
 use crate::catalogue::{INVALID_INPUT, Rule};
-use crate::input::{Fields, InputError, ObjectMeta, Parsed, PodSpec, Strategy, check_depth};
+use crate::input::{Fields, InputError, ObjectMeta, Parsed, Path, PodSpec, Strategy};
 use crate::mesh::{Decision, decide};
 use crate::node::{Node, parse_sparse};
 use crate::params::{Parameters, Settings};
@@ -71,10 +71,9 @@ fn evaluate_checked(input: &[u8]) -> Result<Vec<Violation>, InputError> {
             "input is empty; expected {\"review\": ..., \"parameters\": ...}",
         ));
     }
-    check_depth(text.as_bytes())?;
     let document = parse_sparse(text)
         .map_err(|error| InputError::new("", format!("input is not valid JSON: {error}")))?;
-    let Some(top) = Fields::of(&document, "")? else {
+    let Some(top) = Fields::of(&document, Path::Root(""))? else {
         return Err(InputError::new(
             "",
             "expected a JSON object {\"review\": ..., \"parameters\": ...}, got null",
@@ -91,14 +90,14 @@ fn evaluate_checked(input: &[u8]) -> Result<Vec<Violation>, InputError> {
     let review_node = review_node.ok_or_else(|| {
         InputError::new("review", "missing; expected the admission request object")
     })?;
-    let review = Fields::of(review_node, "review")?.ok_or_else(|| {
+    let review = Fields::of(review_node, Path::Root("review"))?.ok_or_else(|| {
         InputError::new("review", "missing; expected the admission request object")
     })?;
     review.string("operation")?;
     let object_node = review.get("object").ok_or_else(|| {
         InputError::new("review.object", "missing; expected the object under review")
     })?;
-    let object = Fields::of(object_node, "")
+    let object = Fields::of(object_node, Path::Root(""))
         .map_err(|error| InputError::new("review.object", error.problem))?
         .ok_or_else(|| {
             InputError::new("review.object", "missing; expected the object under review")

@@ -2,13 +2,10 @@
 //! pod spec wherever it lives. Only the fields the rules read are typed (from the sparse parse
 //! in `node`); a field with the wrong JSON type becomes one `InputError` naming its path.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::node::Node;
-
-/// Deeper nesting than this is refused before parsing: the wasm stack is 32 KiB, and no
-/// Kubernetes object nests anywhere near this deep.
-pub const MAX_DEPTH: usize = 64;
 
 /// Why the input cannot be evaluated: becomes the single `ML000` violation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,54 +27,64 @@ impl InputError {
 
 pub type Parsed<T> = Result<T, InputError>;
 
-/// `parent.key`, or `key` at the root; keys that hold dots or slashes (annotation and label
-/// names) go in brackets, `annotations["proxy.istio.io/config"]`, as in the rules' paths.
-pub fn join(parent: &str, key: &str) -> String {
-    if key.contains(['.', '/']) {
-        format!("{parent}[\"{key}\"]")
-    } else if parent.is_empty() {
-        key.to_string()
-    } else {
-        format!("{parent}.{key}")
+/// Where a field sits, built only when an error needs it: each level borrows its parent.
+#[derive(Clone, Copy)]
+pub enum Path<'p> {
+    Root(&'p str),
+    Key(&'p Path<'p>, &'p str),
+    Index(&'p Path<'p>, usize),
+}
+
+impl Path<'_> {
+    /// `spec.containers[0].ports`; keys that hold dots or slashes (annotation and label names)
+    /// go in brackets, `annotations["proxy.istio.io/config"]`, as in the rules' paths.
+    pub fn render(&self) -> String {
+        match self {
+            Path::Root(root) => root.to_string(),
+            Path::Key(parent, key) => {
+                let parent = parent.render();
+                if key.contains(['.', '/']) {
+                    format!("{parent}[\"{key}\"]")
+                } else if parent.is_empty() {
+                    key.to_string()
+                } else {
+                    format!("{parent}.{key}")
+                }
+            }
+            Path::Index(parent, index) => format!("{}[{index}]", parent.render()),
+        }
     }
 }
 
-fn type_error(path: &str, expected: &str, node: &Node) -> InputError {
+fn type_error(path: Path, expected: &str, node: &Node) -> InputError {
     InputError::new(
-        path,
+        path.render(),
         format!("expected {expected}, got {}", node.describe()),
     )
 }
 
-/// Reads the fields of one JSON object, each with its path for errors. `null` reads as absent,
-/// as the API server treats it.
-pub struct Fields<'n> {
-    entries: &'n [(String, Node)],
-    path: String,
+/// Reads the fields of one JSON object; paths are rendered only for errors. `null` reads as
+/// absent, as the API server treats it.
+pub struct Fields<'n, 'p> {
+    entries: &'n [(Cow<'n, str>, Node<'n>)],
+    path: Path<'p>,
 }
 
-impl<'n> Fields<'n> {
+impl<'n, 'p> Fields<'n, 'p> {
     /// `None` for null; an error for anything but an object.
-    pub fn of(node: &'n Node, path: &str) -> Parsed<Option<Fields<'n>>> {
+    pub fn of(node: &'n Node<'n>, path: Path<'p>) -> Parsed<Option<Fields<'n, 'p>>> {
         match node {
             Node::Null => Ok(None),
-            Node::Map(entries) => Ok(Some(Fields {
-                entries,
-                path: path.to_string(),
-            })),
+            Node::Map(entries) => Ok(Some(Fields { entries, path })),
             other => Err(type_error(path, "an object", other)),
         }
     }
 
-    pub fn path(&self) -> &str {
-        &self.path
-    }
-
     pub fn child_path(&self, key: &str) -> String {
-        join(&self.path, key)
+        Path::Key(&self.path, key).render()
     }
 
-    pub fn get(&self, key: &str) -> Option<&'n Node> {
+    pub fn get(&self, key: &str) -> Option<&'n Node<'n>> {
         self.entries
             .iter()
             .find(|(k, _)| k == key)
@@ -86,14 +93,14 @@ impl<'n> Fields<'n> {
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &'n str> {
-        self.entries.iter().map(|(k, _)| k.as_str())
+        self.entries.iter().map(|(k, _)| k.as_ref())
     }
 
     pub fn string(&self, key: &str) -> Parsed<Option<String>> {
         match self.get(key) {
             None => Ok(None),
-            Some(Node::Str(text)) => Ok(Some(text.clone())),
-            Some(other) => Err(type_error(&self.child_path(key), "a string", other)),
+            Some(Node::Str(text)) => Ok(Some(text.to_string())),
+            Some(other) => Err(type_error(Path::Key(&self.path, key), "a string", other)),
         }
     }
 
@@ -101,7 +108,7 @@ impl<'n> Fields<'n> {
         match self.get(key) {
             None => Ok(None),
             Some(Node::Int(number)) => Ok(Some(*number)),
-            Some(other) => Err(type_error(&self.child_path(key), "an integer", other)),
+            Some(other) => Err(type_error(Path::Key(&self.path, key), "an integer", other)),
         }
     }
 
@@ -109,7 +116,7 @@ impl<'n> Fields<'n> {
         match self.get(key) {
             None => Ok(None),
             Some(Node::Bool(flag)) => Ok(Some(*flag)),
-            Some(other) => Err(type_error(&self.child_path(key), "a boolean", other)),
+            Some(other) => Err(type_error(Path::Key(&self.path, key), "a boolean", other)),
         }
     }
 
@@ -120,11 +127,11 @@ impl<'n> Fields<'n> {
     pub fn object<T>(
         &self,
         key: &str,
-        read: impl FnOnce(&Fields<'n>) -> Parsed<T>,
+        read: impl FnOnce(&Fields<'n, '_>) -> Parsed<T>,
     ) -> Parsed<Option<T>> {
         match self.get(key) {
             None => Ok(None),
-            Some(node) => match Fields::of(node, &self.child_path(key))? {
+            Some(node) => match Fields::of(node, Path::Key(&self.path, key))? {
                 Some(fields) => read(&fields).map(Some),
                 None => Ok(None),
             },
@@ -134,27 +141,25 @@ impl<'n> Fields<'n> {
     pub fn list<T>(
         &self,
         key: &str,
-        mut read: impl FnMut(&'n Node, &str) -> Parsed<T>,
+        mut read: impl FnMut(&'n Node<'n>, Path<'_>) -> Parsed<T>,
     ) -> Parsed<Option<Vec<T>>> {
+        let list_path = Path::Key(&self.path, key);
         match self.get(key) {
             None => Ok(None),
-            Some(Node::List(items)) => {
-                let path = self.child_path(key);
-                items
-                    .iter()
-                    .enumerate()
-                    .map(|(index, item)| read(item, &format!("{path}[{index}]")))
-                    .collect::<Parsed<Vec<T>>>()
-                    .map(Some)
-            }
-            Some(other) => Err(type_error(&self.child_path(key), "a list", other)),
+            Some(Node::List(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(index, item)| read(item, Path::Index(&list_path, index)))
+                .collect::<Parsed<Vec<T>>>()
+                .map(Some),
+            Some(other) => Err(type_error(list_path, "a list", other)),
         }
     }
 
     pub fn objects<T>(
         &self,
         key: &str,
-        read: impl Fn(&Fields<'n>) -> Parsed<T>,
+        read: impl Fn(&Fields<'n, '_>) -> Parsed<T>,
     ) -> Parsed<Option<Vec<T>>>
     where
         T: Default,
@@ -167,7 +172,7 @@ impl<'n> Fields<'n> {
 
     pub fn strings(&self, key: &str) -> Parsed<Option<Vec<String>>> {
         self.list(key, |item, path| match item {
-            Node::Str(text) => Ok(text.clone()),
+            Node::Str(text) => Ok(text.to_string()),
             other => Err(type_error(path, "a string", other)),
         })
     }
@@ -180,8 +185,8 @@ impl<'n> Fields<'n> {
                 .iter()
                 .filter(|(_, value)| *value != Node::Null)
                 .map(|(name, value)| match value {
-                    Node::Str(text) => Ok((name.clone(), text.clone())),
-                    other => Err(type_error(&fields.child_path(name), "a string", other)),
+                    Node::Str(text) => Ok((name.to_string(), text.to_string())),
+                    other => Err(type_error(Path::Key(&fields.path, name), "a string", other)),
                 })
                 .collect()
         })
@@ -191,9 +196,9 @@ impl<'n> Fields<'n> {
         match self.get(key) {
             None => Ok(None),
             Some(Node::Int(number)) => Ok(Some(IntOrString::Int(*number))),
-            Some(Node::Str(text)) => Ok(Some(IntOrString::Str(text.clone()))),
+            Some(Node::Str(text)) => Ok(Some(IntOrString::Str(text.to_string()))),
             Some(other) => Err(type_error(
-                &self.child_path(key),
+                Path::Key(&self.path, key),
                 "an integer or a string",
                 other,
             )),
@@ -509,39 +514,4 @@ impl SecurityContext {
 pub enum IntOrString {
     Int(i64),
     Str(String),
-}
-
-/// Refuses input nested deeper than `MAX_DEPTH` without recursing: brackets are counted
-/// outside strings.
-pub fn check_depth(json: &[u8]) -> Result<(), InputError> {
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &byte in json {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if byte == b'\\' {
-                escaped = true;
-            } else if byte == b'"' {
-                in_string = false;
-            }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > MAX_DEPTH {
-                    return Err(InputError::new(
-                        "",
-                        format!("input nests deeper than {MAX_DEPTH} levels"),
-                    ));
-                }
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    Ok(())
 }

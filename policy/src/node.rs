@@ -3,25 +3,31 @@
 //! every shape, which keeps the wasm module small, and type checks happen afterwards with
 //! exact paths (see `input`).
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+/// Kept containers nest no deeper than this; the bound keeps the recursive visitor within the
+/// module's 32 KiB stack. Skipped subtrees may nest deeper: serde_json skips them iteratively.
+pub const MAX_DEPTH: usize = 64;
+
+/// Strings borrow from the input unless they hold escapes.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Node {
+pub enum Node<'a> {
     Null,
     Bool(bool),
     Int(i64),
     /// A number that is not an `i64` (fractional or out of range). Its value is never needed.
     OtherNumber,
-    Str(String),
-    List(Vec<Node>),
+    Str(Cow<'a, str>),
+    List(Vec<Node<'a>>),
     /// Entries in document order; lookups are linear, the maps the rules read are small.
-    Map(Vec<(String, Node)>),
+    Map(Vec<(Cow<'a, str>, Node<'a>)>),
 }
 
-impl Node {
-    pub fn get(&self, key: &str) -> Option<&Node> {
+impl<'a> Node<'a> {
+    pub fn get(&self, key: &str) -> Option<&Node<'a>> {
         match self {
             Node::Map(entries) => entries.iter().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
@@ -118,14 +124,14 @@ fn keep_for_child(key: &str) -> Keep {
     }
 }
 
-/// Parses JSON into a sparse `Node`. Nesting must already be bounded by the caller.
-pub fn parse_sparse(json: &str) -> Result<Node, serde_json::Error> {
+/// Parses JSON into a sparse `Node`, refusing kept nesting deeper than `MAX_DEPTH`.
+pub fn parse_sparse(json: &str) -> Result<Node<'_>, serde_json::Error> {
     let mut deserializer = serde_json::Deserializer::from_str(json);
-    // serde_json's own limit is a second guard; the caller's scan is the first.
-    let node = NodeSeed {
+    let root = NodeSeed {
         keep: Keep::RuleKeys,
-    }
-    .deserialize(&mut deserializer)?;
+        depth: 0,
+    };
+    let node = root.deserialize(&mut deserializer)?;
     deserializer.end()?;
     Ok(node)
 }
@@ -133,76 +139,93 @@ pub fn parse_sparse(json: &str) -> Result<Node, serde_json::Error> {
 #[derive(Clone, Copy)]
 struct NodeSeed {
     keep: Keep,
+    depth: usize,
+}
+
+impl NodeSeed {
+    fn nested<E: de::Error>(self, keep: Keep) -> Result<NodeSeed, E> {
+        if self.depth >= MAX_DEPTH {
+            return Err(E::custom(format_args!(
+                "input nests deeper than {MAX_DEPTH} levels"
+            )));
+        }
+        Ok(NodeSeed {
+            keep,
+            depth: self.depth + 1,
+        })
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for NodeSeed {
-    type Value = Node;
+    type Value = Node<'de>;
 
-    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Node, D::Error> {
+    fn deserialize<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Node<'de>, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for NodeSeed {
-    type Value = Node;
+    type Value = Node<'de>;
 
     fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
         formatter.write_str("any JSON value")
     }
 
-    fn visit_unit<E>(self) -> Result<Node, E> {
+    fn visit_unit<E>(self) -> Result<Node<'de>, E> {
         Ok(Node::Null)
     }
 
-    fn visit_none<E>(self) -> Result<Node, E> {
+    fn visit_none<E>(self) -> Result<Node<'de>, E> {
         Ok(Node::Null)
     }
 
-    fn visit_bool<E>(self, value: bool) -> Result<Node, E> {
+    fn visit_bool<E>(self, value: bool) -> Result<Node<'de>, E> {
         Ok(Node::Bool(value))
     }
 
-    fn visit_i64<E>(self, value: i64) -> Result<Node, E> {
+    fn visit_i64<E>(self, value: i64) -> Result<Node<'de>, E> {
         Ok(Node::Int(value))
     }
 
-    fn visit_u64<E>(self, value: u64) -> Result<Node, E> {
+    fn visit_u64<E>(self, value: u64) -> Result<Node<'de>, E> {
         Ok(i64::try_from(value).map_or(Node::OtherNumber, Node::Int))
     }
 
-    fn visit_f64<E>(self, _: f64) -> Result<Node, E> {
+    fn visit_f64<E>(self, _: f64) -> Result<Node<'de>, E> {
         Ok(Node::OtherNumber)
     }
 
-    fn visit_str<E>(self, value: &str) -> Result<Node, E> {
-        Ok(Node::Str(value.to_owned()))
+    fn visit_borrowed_str<E>(self, value: &'de str) -> Result<Node<'de>, E> {
+        Ok(Node::Str(Cow::Borrowed(value)))
     }
 
-    fn visit_string<E>(self, value: String) -> Result<Node, E> {
-        Ok(Node::Str(value))
+    fn visit_str<E>(self, value: &str) -> Result<Node<'de>, E> {
+        Ok(Node::Str(Cow::Owned(value.to_owned())))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+    fn visit_string<E>(self, value: String) -> Result<Node<'de>, E> {
+        Ok(Node::Str(Cow::Owned(value)))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node<'de>, A::Error> {
+        let child = self.nested(self.keep)?;
         let mut items = Vec::new();
-        while let Some(item) = seq.next_element_seed(self)? {
+        while let Some(item) = seq.next_element_seed(child)? {
             items.push(item);
         }
         Ok(Node::List(items))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
         let mut entries = Vec::new();
-        while let Some(key) = map.next_key::<KeyText>()? {
-            let key = key.0;
-            if self.keep == Keep::All || RULE_KEYS.contains(&key.as_str()) {
-                let child = NodeSeed {
-                    keep: if self.keep == Keep::All {
-                        Keep::All
-                    } else {
-                        keep_for_child(&key)
-                    },
+        while let Some(KeyText(key)) = map.next_key()? {
+            if self.keep == Keep::All || RULE_KEYS.contains(&key.as_ref()) {
+                let keep = if self.keep == Keep::All {
+                    Keep::All
+                } else {
+                    keep_for_child(&key)
                 };
-                let value = map.next_value_seed(child)?;
+                let value = map.next_value_seed(self.nested(keep)?)?;
                 entries.push((key, value));
             } else {
                 map.next_value::<IgnoredAny>()?;
@@ -213,24 +236,28 @@ impl<'de> Visitor<'de> for NodeSeed {
 }
 
 /// A map key, borrowed from the input when it has no escapes.
-struct KeyText(String);
+struct KeyText<'a>(Cow<'a, str>);
 
-impl<'de> de::Deserialize<'de> for KeyText {
+impl<'de> de::Deserialize<'de> for KeyText<'de> {
     fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct KeyVisitor;
-        impl Visitor<'_> for KeyVisitor {
-            type Value = KeyText;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = KeyText<'de>;
 
             fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
                 formatter.write_str("a string key")
             }
 
-            fn visit_str<E>(self, value: &str) -> Result<KeyText, E> {
-                Ok(KeyText(value.to_owned()))
+            fn visit_borrowed_str<E>(self, value: &'de str) -> Result<KeyText<'de>, E> {
+                Ok(KeyText(Cow::Borrowed(value)))
             }
 
-            fn visit_string<E>(self, value: String) -> Result<KeyText, E> {
-                Ok(KeyText(value))
+            fn visit_str<E>(self, value: &str) -> Result<KeyText<'de>, E> {
+                Ok(KeyText(Cow::Owned(value.to_owned())))
+            }
+
+            fn visit_string<E>(self, value: String) -> Result<KeyText<'de>, E> {
+                Ok(KeyText(Cow::Owned(value)))
             }
         }
         deserializer.deserialize_str(KeyVisitor)
@@ -250,6 +277,10 @@ mod tests {
         .unwrap();
         let metadata = node.get("metadata").unwrap();
         assert_eq!(metadata.get("name"), Some(&Node::Str("a".into())));
+        assert!(matches!(
+            metadata.get("name"),
+            Some(Node::Str(Cow::Borrowed(_)))
+        ));
         assert_eq!(metadata.get("managedFields"), None);
         assert_eq!(
             metadata.get("annotations").unwrap().get("any/key"),
@@ -258,6 +289,23 @@ mod tests {
         let spec = node.get("spec").unwrap();
         assert_eq!(spec.get("volumes"), None);
         assert_eq!(spec.get("replicas"), Some(&Node::Int(3)));
+    }
+
+    #[test]
+    fn bounds_kept_nesting_but_skips_deep_unkept_subtrees() {
+        let deep_kept = format!(
+            "{}1{}",
+            "{\"parameters\":".repeat(1) + &"[".repeat(100),
+            "]".repeat(100) + "}"
+        );
+        let error = parse_sparse(&deep_kept).unwrap_err().to_string();
+        assert!(error.contains("nests deeper than 64"), "{error}");
+        let deep_skipped = format!(
+            "{{\"status\":{}1{}}}",
+            "[".repeat(10_000),
+            "]".repeat(10_000)
+        );
+        assert_eq!(parse_sparse(&deep_skipped).unwrap(), Node::Map(vec![]));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! Unknown keys are refused: a typo in a constraint must not silently switch a rule off.
 
 use crate::duration::parse_go_duration;
-use crate::input::{Fields, InputError, Parsed};
+use crate::input::{Fields, InputError, Parsed, Path};
 use crate::node::Node;
 use crate::violation::Severity;
 
@@ -131,7 +131,7 @@ impl Parameters {
         let Some(node) = node else {
             return Ok(parameters);
         };
-        let Some(fields) = Fields::of(node, "parameters")? else {
+        let Some(fields) = Fields::of(node, Path::Root("parameters"))? else {
             return Ok(parameters);
         };
         refuse_unknown_keys(
