@@ -295,7 +295,7 @@ mod tests {
     fn bounds_kept_nesting_but_skips_deep_unkept_subtrees() {
         let deep_kept = format!(
             "{}1{}",
-            "{\"parameters\":".repeat(1) + &"[".repeat(100),
+            "{\"parameters\":".to_string() + &"[".repeat(100),
             "]".repeat(100) + "}"
         );
         let error = parse_sparse(&deep_kept).unwrap_err().to_string();
