@@ -44,6 +44,9 @@ pub enum Command {
     Check(CheckArgs),
     /// Build the wasm module and the release artefacts (run inside the meshlife workspace).
     Build(BuildArgs),
+    /// Run gator `verify` suites (test.gatekeeper.sh Suite files, or folders of them) against the
+    /// meshlife ConstraintTemplate, with the wasm module standing in for its Rego.
+    Verify(crate::suite::VerifyArgs),
 }
 
 #[derive(Args, Debug)]
@@ -103,6 +106,7 @@ pub fn run(cli: Cli) -> u8 {
     match cli.command {
         Command::Check(args) => run_check(&args),
         Command::Build(args) => run_build(&args),
+        Command::Verify(args) => crate::suite::run_verify(&args),
     }
 }
 

@@ -7,3 +7,4 @@ pub mod engine;
 pub mod manifests;
 pub mod module_build;
 pub mod report;
+pub mod suite;
