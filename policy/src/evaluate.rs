@@ -30,7 +30,7 @@ fn invalid_input(error: InputError) -> Violation {
         error.path.clone()
     };
     let in_parameters = error.path.starts_with("parameters");
-    let in_envelope = error.path.is_empty() || error.path.starts_with("review");
+    let in_envelope = matches!(error.path.as_str(), "" | "review" | "review.object");
     Violation {
         msg: format!(
             "[{} {}] {location}: {}; the policy cannot evaluate this object.",
@@ -64,15 +64,21 @@ fn is_skipped_operation(operation: Option<&str>) -> bool {
 
 fn evaluate_checked(input: &[u8]) -> Result<Vec<Violation>, InputError> {
     let text = core::str::from_utf8(trim_input(input))
-        .map_err(|error| InputError::new("", format!("input is not UTF-8 ({error})")))?;
+        .map_err(|error| InputError::new("", format!("not UTF-8 ({error})")))?;
     if text.is_empty() {
         return Err(InputError::new(
             "",
-            "input is empty; expected {\"review\": ..., \"parameters\": ...}",
+            "empty; expected {\"review\": ..., \"parameters\": ...}",
         ));
     }
-    let document = parse_sparse(text)
-        .map_err(|error| InputError::new("", format!("input is not valid JSON: {error}")))?;
+    let document = parse_sparse(text).map_err(|error| {
+        let text = error.to_string();
+        if text.contains("nests deeper") {
+            InputError::new("", text)
+        } else {
+            InputError::new("", format!("not valid JSON: {text}"))
+        }
+    })?;
     let Some(top) = Fields::of(&document, Path::Root(""))? else {
         return Err(InputError::new(
             "",

@@ -7,6 +7,7 @@ use crate::input::Container;
 use crate::params::Settings;
 use crate::proxy_config::{ProxyConfig, parse_proxy_config};
 use crate::workload::Workload;
+use crate::yaml_subset::UNSUPPORTED_YAML;
 
 pub const ISTIO_PROXY: &str = "istio-proxy";
 pub const LINKERD_PROXY: &str = "linkerd-proxy";
@@ -94,6 +95,9 @@ pub struct AnnotationProblem {
     pub is_label: bool,
     pub problem: String,
     pub fix: String,
+    /// Valid YAML that meshlife's reader does not support: the mesh reads it, meshlife judges
+    /// the pod as if it were absent.
+    pub unreadable_here: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -121,6 +125,8 @@ pub struct MeshDecision {
     /// Istio: where the drain value came from, for messages.
     pub drain_from_annotation: bool,
     pub annotation_problems: Vec<AnnotationProblem>,
+    /// Istio: the `proxy.istio.io/config` annotation as read (defaults when absent).
+    pub proxy_config: ProxyConfig,
 }
 
 impl MeshDecision {
@@ -292,13 +298,10 @@ fn predicted(workload: &Workload, settings: &Settings, mesh: Mesh) -> MeshDecisi
                 Some("false") => false,
                 _ => settings.raw.istio.native_sidecars,
             };
-            let (config, _) = workload
-                .annotation(ISTIO_PROXY_CONFIG)
-                .map(parse_proxy_config)
-                .unwrap_or_default();
             let istio = &settings.raw.istio;
             let hold = istio.hold_forced
-                || config
+                || decision
+                    .proxy_config
                     .hold_application_until_proxy_starts
                     .unwrap_or(istio.hold_application_until_proxy_starts);
             (native, hold)
@@ -363,12 +366,15 @@ fn base_decision(
         exit_on_zero_active_connections: false,
         minimum_drain_ms: 5000,
         drain_from_annotation: false,
-        annotation_problems: annotation_problems(workload, mesh),
+        annotation_problems: Vec::new(),
+        proxy_config: ProxyConfig::default(),
     };
+    let mut config_problems = Vec::new();
     if mesh == Mesh::Istio
         && let Some(text) = workload.annotation(ISTIO_PROXY_CONFIG)
     {
-        let (config, _): (ProxyConfig, _) = parse_proxy_config(text);
+        let (config, problems) = parse_proxy_config(text);
+        config_problems = problems;
         if let Some(ms) = config.termination_drain_ms {
             decision.drain_ms = ms;
             decision.drain_from_annotation = true;
@@ -379,7 +385,9 @@ fn base_decision(
         if let Some(ms) = config.minimum_drain_ms {
             decision.minimum_drain_ms = ms;
         }
+        decision.proxy_config = config;
     }
+    decision.annotation_problems = annotation_problems(workload, mesh, config_problems);
     decision
 }
 
@@ -461,7 +469,11 @@ pub fn parse_go_bool(text: &str) -> Option<bool> {
 }
 
 /// The mesh's lifecycle annotations whose values it would ignore or reject.
-fn annotation_problems(workload: &Workload, mesh: Mesh) -> Vec<AnnotationProblem> {
+fn annotation_problems(
+    workload: &Workload,
+    mesh: Mesh,
+    config_problems: Vec<String>,
+) -> Vec<AnnotationProblem> {
     let mut problems = Vec::new();
     let mut check = |key: &'static str,
                      is_label: bool,
@@ -476,6 +488,7 @@ fn annotation_problems(workload: &Workload, mesh: Mesh) -> Vec<AnnotationProblem
                 is_label,
                 problem: format!("is \"{value}\", not {expected}"),
                 fix: format!("set {key} to {expected}"),
+                unreadable_here: false,
             });
         }
     };
@@ -504,15 +517,19 @@ fn annotation_problems(workload: &Workload, mesh: Mesh) -> Vec<AnnotationProblem
                 &true_or_false,
                 "\"true\" or \"false\"",
             );
-            if let Some(text) = workload.annotation(ISTIO_PROXY_CONFIG) {
-                for problem in parse_proxy_config(text).1 {
-                    problems.push(AnnotationProblem {
-                        key: ISTIO_PROXY_CONFIG,
-                        is_label: false,
-                        problem,
-                        fix: "write proxy.istio.io/config as a YAML or JSON map such as '{\"holdApplicationUntilProxyStarts\": true, \"terminationDrainDuration\": \"5s\"}'".into(),
-                    });
-                }
+            for problem in config_problems {
+                let unreadable_here = problem.contains(UNSUPPORTED_YAML);
+                problems.push(AnnotationProblem {
+                    key: ISTIO_PROXY_CONFIG,
+                    is_label: false,
+                    problem,
+                    fix: if unreadable_here {
+                        "write proxy.istio.io/config as JSON (or YAML without anchors, aliases and tags) so meshlife can check it".into()
+                    } else {
+                        "write proxy.istio.io/config as a YAML or JSON map such as '{\"holdApplicationUntilProxyStarts\": true, \"terminationDrainDuration\": \"5s\"}'".into()
+                    },
+                    unreadable_here,
+                });
             }
         }
         Mesh::Linkerd => {

@@ -146,7 +146,7 @@ impl NodeSeed {
     fn nested<E: de::Error>(self, keep: Keep) -> Result<NodeSeed, E> {
         if self.depth >= MAX_DEPTH {
             return Err(E::custom(format_args!(
-                "input nests deeper than {MAX_DEPTH} levels"
+                "nests deeper than {MAX_DEPTH} levels"
             )));
         }
         Ok(NodeSeed {

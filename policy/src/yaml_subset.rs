@@ -9,6 +9,10 @@
 
 use serde_json::{Map, Number, Value};
 
+/// Part of the error for valid YAML this reader does not support.
+pub const UNSUPPORTED_YAML: &str =
+    "anchors, aliases and tags are not supported by meshlife's YAML reader";
+
 /// Nesting beyond this is not a ProxyConfig; the bound also keeps recursion off the small stack.
 const MAX_DEPTH: usize = 32;
 
@@ -35,9 +39,7 @@ pub fn parse_yaml(source: &str) -> Result<Value, String> {
             ));
         }
         if trimmed.starts_with('&') || trimmed.starts_with('*') || trimmed.starts_with('!') {
-            return Err(format!(
-                "line {number}: anchors, aliases and tags are not supported here"
-            ));
+            return Err(format!("line {number}: {UNSUPPORTED_YAML}"));
         }
         lines.push(Line {
             number,
@@ -287,9 +289,7 @@ impl Flow<'_> {
             Some(b'[') => self.sequence(depth),
             Some(b'"') => self.double_quoted().map(Value::String),
             Some(b'\'') => self.single_quoted().map(Value::String),
-            Some(b'&' | b'*' | b'!') => {
-                Err("anchors, aliases and tags are not supported here".into())
-            }
+            Some(b'&' | b'*' | b'!') => Err(UNSUPPORTED_YAML.into()),
             _ => Ok(resolve_plain(self.plain(in_flow))),
         }
     }

@@ -2,6 +2,7 @@
 
 use super::{Context, Finding, capitalised};
 use crate::catalogue::INVALID_MESH_ANNOTATION;
+use crate::violation::Severity;
 
 pub fn check(context: &Context, findings: &mut Vec<Finding>) {
     let mesh = match context.mesh() {
@@ -14,11 +15,21 @@ pub fn check(context: &Context, findings: &mut Vec<Finding>) {
         } else {
             ("annotation", context.workload.annotation_path(problem.key))
         };
+        let consequence = if problem.unreadable_here {
+            format!("{mesh} reads it, but meshlife judges the pod as if it were absent")
+        } else {
+            format!("{mesh} ignores or rejects it and the pod runs with a setting nobody chose")
+        };
         let message = format!(
-            "{what} {} {}, so {mesh} ignores or rejects it and the pod runs with a setting nobody chose.",
+            "{what} {} {}, so {consequence}.",
             problem.key, problem.problem
         );
         let fix = capitalised(&problem.fix) + if problem.fix.ends_with('.') { "" } else { "." };
-        findings.push(context.finding(&INVALID_MESH_ANNOTATION, path, message, fix));
+        let finding = context.finding(&INVALID_MESH_ANNOTATION, path, message, fix);
+        findings.push(if problem.unreadable_here {
+            finding.with_severity(Severity::Info)
+        } else {
+            finding
+        });
     }
 }

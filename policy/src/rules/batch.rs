@@ -95,9 +95,14 @@ fn job_sidecar_never_exits(context: &Context, findings: &mut Vec<Finding>) {
         return;
     }
     let message = format!(
-        "{} keeps running after {} finish, so the pod never completes and {} never succeeds; EXIT_ON_ZERO_ACTIVE_CONNECTIONS does not help, since it only acts after SIGTERM.",
+        "{} keeps running once {} {} finished, so the pod never completes and {} never succeeds; EXIT_ON_ZERO_ACTIVE_CONNECTIONS does not help, since it only acts after SIGTERM.",
         capitalised(&context.proxy_phrase()),
         context.app_containers_phrase(),
+        if context.app_containers().count() == 1 {
+            "has"
+        } else {
+            "have"
+        },
         kind_phrase(context)
     );
     let fix = match context.mesh() {

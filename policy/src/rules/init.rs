@@ -51,12 +51,13 @@ fn init_container_no_network(context: &Context, findings: &mut Vec<Finding>) {
         Mesh::Istio => &ISTIO_EXCLUSIONS,
         Mesh::Linkerd => &LINKERD_EXCLUSIONS,
     };
-    // includeOutboundIPRanges "*" captures everything, so it excludes nothing.
+    // An empty value excludes nothing, and so does includeOutboundIPRanges "*" (capture all).
     let excluded = exclusions.iter().any(|key| {
-        context
-            .workload
-            .annotation(key)
-            .is_some_and(|value| !value.trim().is_empty() && value.trim() != "*")
+        context.workload.annotation(key).is_some_and(|value| {
+            let value = value.trim();
+            let captures_all = value == "*" && key.ends_with("includeOutboundIPRanges");
+            !value.is_empty() && !captures_all
+        })
     });
     let pod_uid = pod_run_as_user(context);
     for (index, container) in context.user_init_containers() {

@@ -143,20 +143,25 @@ fn linkerd_app_shutdown_unprotected(context: &Context, findings: &mut Vec<Findin
     let grace = grace_seconds(context);
     // An unreadable value is reported by ML601; the proxy then ignores it, as if unset. Linkerd
     // reads config annotations from the namespace when the pod has none.
-    let wait = context
-        .workload
-        .annotation(LINKERD_WAIT_BEFORE_EXIT)
-        .or_else(|| {
-            context
-                .workload
-                .namespace_annotation(LINKERD_WAIT_BEFORE_EXIT)
-        })
+    let workload = context.workload;
+    let (wait_text, path, source) = match workload.annotation(LINKERD_WAIT_BEFORE_EXIT) {
+        Some(value) => (
+            Some(value),
+            workload.annotation_path(LINKERD_WAIT_BEFORE_EXIT),
+            "annotation",
+        ),
+        None => (
+            workload.namespace_annotation(LINKERD_WAIT_BEFORE_EXIT),
+            format!("namespaceObject.metadata.annotations[\"{LINKERD_WAIT_BEFORE_EXIT}\"]"),
+            "Namespace annotation",
+        ),
+    };
+    let wait = wait_text
         .and_then(|value| value.parse::<i64>().ok())
         .unwrap_or(0);
-    let path = context.workload.annotation_path(LINKERD_WAIT_BEFORE_EXIT);
     if wait > 0 && wait >= grace {
         let message = format!(
-            "annotation {LINKERD_WAIT_BEFORE_EXIT} is {wait}, not shorter than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod before the proxy's preStop wait ends and the app's shutdown is cut."
+            "{source} {LINKERD_WAIT_BEFORE_EXIT} is {wait}, not shorter than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod before the proxy's preStop wait ends and the app's shutdown is cut."
         );
         let fix = format!(
             "Lower {LINKERD_WAIT_BEFORE_EXIT} below {grace}, or raise terminationGracePeriodSeconds above {wait}."

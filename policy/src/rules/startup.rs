@@ -59,7 +59,7 @@ fn startup_hold_not_first(context: &Context, findings: &mut Vec<Finding>) {
     }
     let proxy = context.proxy_name();
     let message = format!(
-        "container \"{proxy}\" has the hold hook but is containers[{index}], not containers[0], so {} before it start unguarded and can call out before the proxy is ready.",
+        "container \"{proxy}\" has the hold hook but is containers[{index}], not containers[0], so {} before it can start unguarded and call out before the proxy is ready.",
         counted("container", &before)
     );
     let fix = format!(
