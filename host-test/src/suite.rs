@@ -112,7 +112,13 @@ pub fn run_verify(args: &VerifyArgs) -> u8 {
         .iter()
         .map(|suite| runner.run_suite(suite))
         .collect();
-    print!("{}", render(&results, args.verbose));
+    let mut report = render(&results, args.verbose);
+    if !found.errors.is_empty() && report.ends_with("PASS\n") {
+        // A suite that could not be read did not pass.
+        report.truncate(report.len() - "PASS\n".len());
+        report.push_str("FAIL\n");
+    }
+    print!("{report}");
 
     let broken = !found.errors.is_empty() || results.iter().any(SuiteResult::is_broken);
     if broken {

@@ -525,6 +525,10 @@ fn unusable_suites_exit_2_with_a_clear_error() {
         outcome.stderr.contains("unknown field `assertion`"),
         "{outcome:?}"
     );
+    assert_eq!(
+        outcome.stdout, "FAIL\n",
+        "a suite that cannot be read does not pass: {outcome:?}"
+    );
 
     let outcome = suites.verify(&["objects/deployment.yaml"]);
     assert_eq!(outcome.code, 2, "a named file without a Suite: {outcome:?}");
