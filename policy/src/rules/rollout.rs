@@ -165,7 +165,7 @@ fn missing_readiness(context: &Context, findings: &mut Vec<Finding>) {
             context.proxy_phrase()
         );
         let fix = format!(
-            "Add a readinessProbe to container \"{name}\" (for example an httpGet on its health endpoint)."
+            "Add a readinessProbe to container \"{name}\": an httpGet on its health endpoint, or a tcpSocket or exec check for a database or other TCP server."
         );
         findings.push(
             context
