@@ -519,19 +519,20 @@ fn annotation_problems(
             );
             for problem in config_problems {
                 let unreadable_here = problem.contains(UNSUPPORTED_YAML);
+                let fix = if unreadable_here {
+                    "write proxy.istio.io/config as JSON (or YAML without anchors, aliases and tags) so meshlife can check it"
+                } else if problem.contains("duration") {
+                    "write the durations in proxy.istio.io/config as Go duration strings such as \"30s\" or \"1m30s\""
+                } else if problem.contains("boolean") || problem.contains("EXIT_ON_ZERO") {
+                    "write holdApplicationUntilProxyStarts in proxy.istio.io/config as an unquoted boolean (true or false), and proxyMetadata values as strings such as \"true\""
+                } else {
+                    "write proxy.istio.io/config as a YAML or JSON map such as '{\"holdApplicationUntilProxyStarts\": true, \"terminationDrainDuration\": \"5s\"}'"
+                };
                 problems.push(AnnotationProblem {
                     key: ISTIO_PROXY_CONFIG,
                     is_label: false,
                     problem,
-                    fix: if unreadable_here {
-                        "write proxy.istio.io/config as JSON (or YAML without anchors, aliases and tags) so meshlife can check it".into()
-                    } else if problem.contains("duration") {
-                        "write the durations in proxy.istio.io/config as Go duration strings such as \"30s\" or \"1m30s\"".into()
-                    } else if problem.contains("boolean") || problem.contains("EXIT_ON_ZERO") {
-                        "write holdApplicationUntilProxyStarts in proxy.istio.io/config as an unquoted boolean (true or false), and proxyMetadata values as strings such as \"true\"".into()
-                    } else {
-                        "write proxy.istio.io/config as a YAML or JSON map such as '{\"holdApplicationUntilProxyStarts\": true, \"terminationDrainDuration\": \"5s\"}'".into()
-                    },
+                    fix: fix.to_string(),
                     unreadable_here,
                 });
             }
