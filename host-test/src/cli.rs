@@ -159,7 +159,11 @@ pub fn run_check(args: &CheckArgs) -> u8 {
 
     let namespaces = loaded.namespaces();
     let namespace_object_of = |object: &manifests::ManifestObject| {
-        if object.is_namespace() || object.namespace.is_empty() { None } else { namespaces.get(&object.namespace) }
+        if object.is_namespace() || object.namespace.is_empty() {
+            None
+        } else {
+            namespaces.get(&object.namespace)
+        }
     };
     let mut errors = loaded.errors.clone();
     // One evaluation per (object, matching constraint).
@@ -169,7 +173,9 @@ pub fn run_check(args: &CheckArgs) -> u8 {
             match constraint.matches(object, namespace_object_of(object)) {
                 Ok(true) => jobs.push((object_index, constraint_index)),
                 Ok(false) => {}
-                Err(message) => errors.push(object_error(object, Some("metadata.namespace"), message)),
+                Err(message) => {
+                    errors.push(object_error(object, Some("metadata.namespace"), message))
+                }
             }
         }
     }
@@ -194,14 +200,19 @@ pub fn run_check(args: &CheckArgs) -> u8 {
     let mut objects: Vec<ObjectReport> = loaded
         .objects
         .iter()
-        .map(|object| ObjectReport { identity: ObjectIdentity::of(object), findings: Vec::new() })
+        .map(|object| ObjectReport {
+            identity: ObjectIdentity::of(object),
+            findings: Vec::new(),
+        })
         .collect();
     for (&(object_index, constraint_index), outcome) in jobs.iter().zip(outcomes) {
         let constraint = &constraints[constraint_index];
         match outcome {
-            Ok(violations) => objects[object_index]
-                .findings
-                .extend(violations.into_iter().map(|violation| Finding::new(violation, constraint, fail_on))),
+            Ok(violations) => objects[object_index].findings.extend(
+                violations
+                    .into_iter()
+                    .map(|violation| Finding::new(violation, constraint, fail_on)),
+            ),
             Err(error) => errors.push(object_error(
                 &loaded.objects[object_index],
                 None,
@@ -210,16 +221,25 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         }
     }
     let exemptions = loaded.objects.iter().filter_map(Exemption::of).collect();
-    let report = Report { files: loaded.files.clone(), objects, errors, exemptions, fail_on };
+    let report = Report {
+        files: loaded.files.clone(),
+        objects,
+        errors,
+        exemptions,
+        fail_on,
+    };
 
     for error in &report.errors {
         print_error(error);
     }
-    let colour = args.format == Format::Text && std::io::stdout().is_terminal() && !no_colour_requested();
+    let colour =
+        args.format == Format::Text && std::io::stdout().is_terminal() && !no_colour_requested();
     let rendered = report::render(&report, args.format, colour);
     let mut stdout = std::io::stdout().lock();
     // A closed pipe (`meshlife check . | head`) is the reader's choice, not an error.
-    let _ = stdout.write_all(rendered.as_bytes()).and_then(|()| stdout.flush());
+    let _ = stdout
+        .write_all(rendered.as_bytes())
+        .and_then(|()| stdout.flush());
 
     if args.stats {
         let elapsed = started.elapsed().as_secs_f64();
@@ -241,7 +261,10 @@ pub fn run_check(args: &CheckArgs) -> u8 {
     }
 }
 
-fn load_constraints(args: &CheckArgs, engine: &Engine) -> Result<Vec<Constraint>, constraint::ConstraintError> {
+fn load_constraints(
+    args: &CheckArgs,
+    engine: &Engine,
+) -> Result<Vec<Constraint>, constraint::ConstraintError> {
     if args.constraints.is_empty() {
         return Ok(vec![Constraint::default_constraint()]);
     }
@@ -255,7 +278,11 @@ fn load_constraints(args: &CheckArgs, engine: &Engine) -> Result<Vec<Constraint>
     Ok(constraints)
 }
 
-fn object_error(object: &manifests::ManifestObject, field: Option<&str>, message: String) -> InputError {
+fn object_error(
+    object: &manifests::ManifestObject,
+    field: Option<&str>,
+    message: String,
+) -> InputError {
     InputError {
         file: object.file.clone(),
         document: Some(object.document),
@@ -275,7 +302,9 @@ fn run_build(args: &BuildArgs) -> u8 {
     let workspace = match args.workspace.clone().or_else(find_workspace_root) {
         Some(workspace) => workspace,
         None => {
-            print_error("no workspace Cargo.toml found upwards from the current folder; pass --workspace DIR");
+            print_error(
+                "no workspace Cargo.toml found upwards from the current folder; pass --workspace DIR",
+            );
             return EXIT_INPUT_ERROR;
         }
     };

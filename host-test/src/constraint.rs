@@ -128,16 +128,27 @@ impl Constraint {
         });
         let violations = engine
             .evaluate(&serde_json::to_vec(&probe).unwrap_or_default())
-            .map_err(|error| self.error(Some("spec.parameters"), format!("the module could not evaluate them: {error:#}")))?;
+            .map_err(|error| {
+                self.error(
+                    Some("spec.parameters"),
+                    format!("the module could not evaluate them: {error:#}"),
+                )
+            })?;
         let parameter_problems: Vec<_> = violations
             .iter()
-            .filter(|violation| violation.details.rule == "ML000" && violation.details.path.starts_with("parameters"))
+            .filter(|violation| {
+                violation.details.rule == "ML000"
+                    && violation.details.path.starts_with("parameters")
+            })
             .collect();
         match parameter_problems.first() {
             None => Ok(()),
             Some(first) => {
                 let field = format!("spec.{}", first.details.path);
-                let messages: Vec<&str> = parameter_problems.iter().map(|violation| violation.msg.as_str()).collect();
+                let messages: Vec<&str> = parameter_problems
+                    .iter()
+                    .map(|violation| violation.msg.as_str())
+                    .collect();
                 Err(self.error(Some(&field), messages.join("; ")))
             }
         }
@@ -145,7 +156,11 @@ impl Constraint {
 
     /// Whether this constraint applies to `object`, given its Namespace when the input has it.
     /// An error when the answer needs the Namespace's labels and the input lacks the Namespace.
-    pub fn matches(&self, object: &ManifestObject, namespace_object: Option<&Value>) -> Result<bool, String> {
+    pub fn matches(
+        &self,
+        object: &ManifestObject,
+        namespace_object: Option<&Value>,
+    ) -> Result<bool, String> {
         self.matcher.matches(object, namespace_object)
     }
 
@@ -163,9 +178,15 @@ impl Constraint {
 /// skipped (a template and its constraint often share a file); anything else is an error.
 pub fn load_constraints(path: &Path) -> Result<Vec<Constraint>, ConstraintError> {
     let file = path.display().to_string();
-    let file_error = |message: String| ConstraintError { file: file.clone(), document: None, field: None, message };
+    let file_error = |message: String| ConstraintError {
+        file: file.clone(),
+        document: None,
+        field: None,
+        message,
+    };
     let bytes = std::fs::read(path).map_err(|error| file_error(format!("cannot read: {error}")))?;
-    let text = String::from_utf8(bytes).map_err(|error| file_error(format!("not UTF-8 text ({error})")))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|error| file_error(format!("not UTF-8 text ({error})")))?;
     let mut constraints = Vec::new();
     for document in manifests::parse_documents(&file, &text) {
         let (index, _line, value) = document.map_err(|error| ConstraintError {
@@ -182,16 +203,31 @@ pub fn load_constraints(path: &Path) -> Result<Vec<Constraint>, ConstraintError>
         }
     }
     if constraints.is_empty() {
-        return Err(file_error(format!("holds no {CONSTRAINT_KIND} constraint ({CONSTRAINT_GROUP}/v1beta1)")));
+        return Err(file_error(format!(
+            "holds no {CONSTRAINT_KIND} constraint ({CONSTRAINT_GROUP}/v1beta1)"
+        )));
     }
     Ok(constraints)
 }
 
 /// Keys Gatekeeper's CRD defines. Unknown keys are errors: a misspelt `excludedNamespaces`
 /// must not silently widen what the constraint covers.
-const SPEC_KEYS: [&str; 4] = ["match", "parameters", "enforcementAction", "scopedEnforcementActions"];
-const MATCH_KEYS: [&str; 8] =
-    ["kinds", "scope", "namespaces", "excludedNamespaces", "labelSelector", "namespaceSelector", "name", "source"];
+const SPEC_KEYS: [&str; 4] = [
+    "match",
+    "parameters",
+    "enforcementAction",
+    "scopedEnforcementActions",
+];
+const MATCH_KEYS: [&str; 8] = [
+    "kinds",
+    "scope",
+    "namespaces",
+    "excludedNamespaces",
+    "labelSelector",
+    "namespaceSelector",
+    "name",
+    "source",
+];
 
 /// `spec.scopedEnforcementActions[]` entries.
 #[derive(Deserialize)]
@@ -227,12 +263,18 @@ fn typed_field<T: serde::de::DeserializeOwned>(
 ) -> Result<Option<T>, FieldError> {
     match fields.get(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(value) => T::deserialize(value).map(Some).map_err(|error| (format!("{parent}.{key}"), error.to_string())),
+        Some(value) => T::deserialize(value)
+            .map(Some)
+            .map_err(|error| (format!("{parent}.{key}"), error.to_string())),
     }
 }
 
 /// The mapping at `value`, with every key in `allowed`; `None` when absent or null.
-fn mapping<'a>(value: Option<&'a Value>, field: &str, allowed: &[&str]) -> Result<Option<&'a Map<String, Value>>, FieldError> {
+fn mapping<'a>(
+    value: Option<&'a Value>,
+    field: &str,
+    allowed: &[&str],
+) -> Result<Option<&'a Map<String, Value>>, FieldError> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Object(fields)) => {
@@ -244,18 +286,31 @@ fn mapping<'a>(value: Option<&'a Value>, field: &str, allowed: &[&str]) -> Resul
             }
             Ok(Some(fields))
         }
-        Some(other) => Err((field.to_string(), format!("must be a mapping, got {}", manifests::json_type_name(other)))),
+        Some(other) => Err((
+            field.to_string(),
+            format!(
+                "must be a mapping, got {}",
+                manifests::json_type_name(other)
+            ),
+        )),
     }
 }
 
-fn parse_constraint(file: &str, document: usize, value: Value) -> Result<Option<Constraint>, ConstraintError> {
+fn parse_constraint(
+    file: &str,
+    document: usize,
+    value: Value,
+) -> Result<Option<Constraint>, ConstraintError> {
     let error = |field: &str, message: String| ConstraintError {
         file: file.into(),
         document: Some(document),
         field: Some(field.into()),
         message,
     };
-    let api_version = value.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let api_version = value
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
     let (group, version) = manifests::split_api_version(api_version);
     if kind == "ConstraintTemplate" && group == "templates.gatekeeper.sh" {
@@ -263,42 +318,65 @@ fn parse_constraint(file: &str, document: usize, value: Value) -> Result<Option<
     }
     if group != CONSTRAINT_GROUP {
         if kind == CONSTRAINT_KIND {
-            return Err(error("apiVersion", format!("is {api_version:?}; expected {CONSTRAINT_GROUP}/v1beta1")));
+            return Err(error(
+                "apiVersion",
+                format!("is {api_version:?}; expected {CONSTRAINT_GROUP}/v1beta1"),
+            ));
         }
         return Err(error(
             "kind",
-            format!("{kind:?} ({api_version:?}) is not a Gatekeeper constraint; expected {CONSTRAINT_GROUP}/v1beta1 {CONSTRAINT_KIND}"),
+            format!(
+                "{kind:?} ({api_version:?}) is not a Gatekeeper constraint; expected {CONSTRAINT_GROUP}/v1beta1 {CONSTRAINT_KIND}"
+            ),
         ));
     }
     if !CONSTRAINT_VERSIONS.contains(&version) {
-        return Err(error("apiVersion", format!("version {version:?} is not served; use {CONSTRAINT_GROUP}/v1beta1")));
+        return Err(error(
+            "apiVersion",
+            format!("version {version:?} is not served; use {CONSTRAINT_GROUP}/v1beta1"),
+        ));
     }
     if kind != CONSTRAINT_KIND {
-        return Err(error("kind", format!("is {kind:?}; meshlife evaluates only {CONSTRAINT_KIND} constraints")));
+        return Err(error(
+            "kind",
+            format!("is {kind:?}; meshlife evaluates only {CONSTRAINT_KIND} constraints"),
+        ));
     }
 
-    let name = value.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+    let name = value
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let field_error = |(field, message): FieldError| error(&field, message);
-    let spec = mapping(value.get("spec"), "spec", &SPEC_KEYS).map_err(field_error)?.cloned().unwrap_or_default();
+    let spec = mapping(value.get("spec"), "spec", &SPEC_KEYS)
+        .map_err(field_error)?
+        .cloned()
+        .unwrap_or_default();
     let parameters = match spec.get("parameters") {
         None | Some(Value::Null) => Value::Object(Map::new()),
         Some(Value::Object(parameters)) => Value::Object(parameters.clone()),
         Some(other) => {
             return Err(error(
                 "spec.parameters",
-                format!("must be a mapping, got {}", manifests::json_type_name(other)),
+                format!(
+                    "must be a mapping, got {}",
+                    manifests::json_type_name(other)
+                ),
             ));
         }
     };
-    let action: Option<String> = typed_field(&spec, "spec", "enforcementAction").map_err(field_error)?;
+    let action: Option<String> =
+        typed_field(&spec, "spec", "enforcementAction").map_err(field_error)?;
     let scoped: Option<Vec<ScopedEnforcementAction>> =
         typed_field(&spec, "spec", "scopedEnforcementActions").map_err(field_error)?;
-    let enforcement_action =
-        enforcement_action(action.as_deref(), scoped.as_deref()).map_err(|(field, message)| error(field, message))?;
-    let matcher = match mapping(spec.get("match"), "spec.match", &MATCH_KEYS).map_err(field_error)? {
-        Some(fields) => Match::from_fields(fields).map_err(field_error)?,
-        None => Match::default(),
-    };
+    let enforcement_action = enforcement_action(action.as_deref(), scoped.as_deref())
+        .map_err(|(field, message)| error(field, message))?;
+    let matcher =
+        match mapping(spec.get("match"), "spec.match", &MATCH_KEYS).map_err(field_error)? {
+            Some(fields) => Match::from_fields(fields).map_err(field_error)?,
+            None => Match::default(),
+        };
     Ok(Some(Constraint {
         file: file.into(),
         document,
@@ -319,7 +397,10 @@ fn enforcement_action(
         "" | "deny" => Ok(EnforcementAction::Deny),
         "warn" => Ok(EnforcementAction::Warn),
         "dryrun" => Ok(EnforcementAction::Dryrun),
-        other => Err((field, format!("{other:?} is not one of deny, warn, dryrun, scoped"))),
+        other => Err((
+            field,
+            format!("{other:?} is not one of deny, warn, dryrun, scoped"),
+        )),
     };
     match action.unwrap_or("") {
         "scoped" => {
@@ -377,27 +458,47 @@ impl Match {
             Some("Namespaced") => Scope::Namespaced,
             // Gatekeeper treats a typo as `*`; an error is kinder than a silently wider match.
             Some(other) => {
-                return Err(("spec.match.scope".into(), format!("{other:?} is not one of *, Cluster, Namespaced")));
+                return Err((
+                    "spec.match.scope".into(),
+                    format!("{other:?} is not one of *, Cluster, Namespaced"),
+                ));
             }
         };
         // Only meaningful for expanded resources, which the CLI does not generate.
         let source: Option<String> = typed_field(fields, PARENT, "source")?;
-        if let Some(source) = source.as_deref() {
-            if !matches!(source, "" | "All" | "Original" | "Generated") {
-                return Err(("spec.match.source".into(), format!("{source:?} is not one of All, Original, Generated")));
-            }
+        if let Some(source) = source.as_deref()
+            && !matches!(source, "" | "All" | "Original" | "Generated")
+        {
+            return Err((
+                "spec.match.source".into(),
+                format!("{source:?} is not one of All, Original, Generated"),
+            ));
         }
         let selector = |key: &str| -> Result<Option<Selector>, FieldError> {
             let field = format!("{PARENT}.{key}");
-            mapping(fields.get(key), &field, &["matchLabels", "matchExpressions"])?;
-            typed_field::<LabelSelector>(fields, PARENT, key)?.map(|selector| Selector::new(selector, &field)).transpose()
+            mapping(
+                fields.get(key),
+                &field,
+                &["matchLabels", "matchExpressions"],
+            )?;
+            typed_field::<LabelSelector>(fields, PARENT, key)?
+                .map(|selector| Selector::new(selector, &field))
+                .transpose()
         };
         let kinds: Vec<KindsDocument> = typed_field(fields, PARENT, "kinds")?.unwrap_or_default();
-        let namespaces: Vec<String> = typed_field(fields, PARENT, "namespaces")?.unwrap_or_default();
-        let excluded_namespaces: Vec<String> = typed_field(fields, PARENT, "excludedNamespaces")?.unwrap_or_default();
+        let namespaces: Vec<String> =
+            typed_field(fields, PARENT, "namespaces")?.unwrap_or_default();
+        let excluded_namespaces: Vec<String> =
+            typed_field(fields, PARENT, "excludedNamespaces")?.unwrap_or_default();
         let name: Option<String> = typed_field(fields, PARENT, "name")?;
         Ok(Match {
-            kinds: kinds.into_iter().map(|kinds| KindsMatcher { api_groups: kinds.api_groups, kinds: kinds.kinds }).collect(),
+            kinds: kinds
+                .into_iter()
+                .map(|kinds| KindsMatcher {
+                    api_groups: kinds.api_groups,
+                    kinds: kinds.kinds,
+                })
+                .collect(),
             scope,
             namespaces: namespaces.into_iter().map(Wildcard).collect(),
             excluded_namespaces: excluded_namespaces.into_iter().map(Wildcard).collect(),
@@ -408,7 +509,11 @@ impl Match {
     }
 
     /// Gatekeeper's top-level matchers, ANDed, in Gatekeeper's order.
-    pub fn matches(&self, object: &ManifestObject, namespace_object: Option<&Value>) -> Result<bool, String> {
+    pub fn matches(
+        &self,
+        object: &ManifestObject,
+        namespace_object: Option<&Value>,
+    ) -> Result<bool, String> {
         Ok(self.kinds_match(object)
             && self.scope_match(object, namespace_object)
             && self.namespaces_match(object, namespace_object)
@@ -423,9 +528,16 @@ impl Match {
             return true;
         }
         self.kinds.iter().any(|entry| {
-            let kind_matches = entry.kinds.is_empty() || entry.kinds.iter().any(|kind| kind == "*" || *kind == object.kind);
-            let group_matches =
-                entry.api_groups.is_empty() || entry.api_groups.iter().any(|group| group == "*" || group == object.group());
+            let kind_matches = entry.kinds.is_empty()
+                || entry
+                    .kinds
+                    .iter()
+                    .any(|kind| kind == "*" || *kind == object.kind);
+            let group_matches = entry.api_groups.is_empty()
+                || entry
+                    .api_groups
+                    .iter()
+                    .any(|group| group == "*" || group == object.group());
             kind_matches && group_matches
         })
     }
@@ -442,11 +554,17 @@ impl Match {
 
     /// The namespace the namespace matchers look at: a Namespace's own name, else the object's
     /// namespace; `None` for cluster-scoped objects, which namespace matchers never exclude.
-    fn namespace_of<'a>(object: &'a ManifestObject, namespace_object: Option<&'a Value>) -> Option<&'a str> {
+    fn namespace_of<'a>(
+        object: &'a ManifestObject,
+        namespace_object: Option<&'a Value>,
+    ) -> Option<&'a str> {
         if object.is_namespace() {
             return Some(&object.name);
         }
-        if let Some(name) = namespace_object.and_then(|namespace| namespace.pointer("/metadata/name")).and_then(Value::as_str) {
+        if let Some(name) = namespace_object
+            .and_then(|namespace| namespace.pointer("/metadata/name"))
+            .and_then(Value::as_str)
+        {
             return Some(name);
         }
         (!object.namespace.is_empty()).then_some(object.namespace.as_str())
@@ -457,23 +575,39 @@ impl Match {
             return true;
         }
         match Match::namespace_of(object, namespace_object) {
-            Some(namespace) => self.namespaces.iter().any(|pattern| pattern.matches(namespace)),
+            Some(namespace) => self
+                .namespaces
+                .iter()
+                .any(|pattern| pattern.matches(namespace)),
             None => true,
         }
     }
 
-    fn excluded_namespaces_match(&self, object: &ManifestObject, namespace_object: Option<&Value>) -> bool {
+    fn excluded_namespaces_match(
+        &self,
+        object: &ManifestObject,
+        namespace_object: Option<&Value>,
+    ) -> bool {
         match Match::namespace_of(object, namespace_object) {
-            Some(namespace) => !self.excluded_namespaces.iter().any(|pattern| pattern.matches(namespace)),
+            Some(namespace) => !self
+                .excluded_namespaces
+                .iter()
+                .any(|pattern| pattern.matches(namespace)),
             None => true,
         }
     }
 
     fn label_selector_match(&self, object: &ManifestObject) -> bool {
-        self.label_selector.as_ref().is_none_or(|selector| selector.matches(&object.labels()))
+        self.label_selector
+            .as_ref()
+            .is_none_or(|selector| selector.matches(&object.labels()))
     }
 
-    fn namespace_selector_match(&self, object: &ManifestObject, namespace_object: Option<&Value>) -> Result<bool, String> {
+    fn namespace_selector_match(
+        &self,
+        object: &ManifestObject,
+        namespace_object: Option<&Value>,
+    ) -> Result<bool, String> {
         let Some(selector) = &self.namespace_selector else {
             return Ok(true);
         };
@@ -481,7 +615,9 @@ impl Match {
             return Ok(selector.matches(&object.labels()));
         }
         match namespace_object {
-            Some(namespace) => Ok(selector.matches(&manifests::string_map(namespace.pointer("/metadata/labels")))),
+            Some(namespace) => Ok(selector.matches(&manifests::string_map(
+                namespace.pointer("/metadata/labels"),
+            ))),
             // Cluster-scoped objects are not selected away by a namespace selector.
             None if object.namespace.is_empty() => Ok(true),
             None => Err(format!(
@@ -493,7 +629,9 @@ impl Match {
     }
 
     fn name_match(&self, object: &ManifestObject) -> bool {
-        self.name.as_ref().is_none_or(|pattern| pattern.matches(&object.name))
+        self.name
+            .as_ref()
+            .is_none_or(|pattern| pattern.matches(&object.name))
     }
 }
 
@@ -505,7 +643,9 @@ impl Wildcard {
     pub fn matches(&self, candidate: &str) -> bool {
         let pattern = self.0.as_str();
         match (pattern.strip_prefix('*'), pattern.strip_suffix('*')) {
-            (Some(after_star), Some(_)) => candidate.contains(after_star.strip_suffix('*').unwrap_or(after_star)),
+            (Some(after_star), Some(_)) => {
+                candidate.contains(after_star.strip_suffix('*').unwrap_or(after_star))
+            }
             (Some(suffix), None) => candidate.ends_with(suffix),
             (None, Some(prefix)) => candidate.starts_with(prefix),
             (None, None) => pattern == candidate,
@@ -532,39 +672,65 @@ enum Requirement {
 impl Selector {
     pub fn new(selector: LabelSelector, field: &str) -> Result<Selector, (String, String)> {
         let mut requirements = Vec::new();
-        for (index, expression) in selector.match_expressions.unwrap_or_default().into_iter().enumerate() {
+        for (index, expression) in selector
+            .match_expressions
+            .unwrap_or_default()
+            .into_iter()
+            .enumerate()
+        {
             let at = |name: &str| format!("{field}.matchExpressions[{index}].{name}");
             let values = expression.values.unwrap_or_default();
             let key = expression.key;
             let requirement = match expression.operator.as_str() {
                 "In" | "NotIn" if values.is_empty() => {
-                    return Err((at("values"), format!("must not be empty for operator {}", expression.operator)));
+                    return Err((
+                        at("values"),
+                        format!("must not be empty for operator {}", expression.operator),
+                    ));
                 }
                 "Exists" | "DoesNotExist" if !values.is_empty() => {
-                    return Err((at("values"), format!("must be empty for operator {}", expression.operator)));
+                    return Err((
+                        at("values"),
+                        format!("must be empty for operator {}", expression.operator),
+                    ));
                 }
                 "In" => Requirement::In(key, values),
                 "NotIn" => Requirement::NotIn(key, values),
                 "Exists" => Requirement::Exists(key),
                 "DoesNotExist" => Requirement::DoesNotExist(key),
                 other => {
-                    return Err((at("operator"), format!("{other:?} is not one of In, NotIn, Exists, DoesNotExist")));
+                    return Err((
+                        at("operator"),
+                        format!("{other:?} is not one of In, NotIn, Exists, DoesNotExist"),
+                    ));
                 }
             };
             requirements.push(requirement);
         }
-        Ok(Selector { match_labels: selector.match_labels.unwrap_or_default(), requirements })
+        Ok(Selector {
+            match_labels: selector.match_labels.unwrap_or_default(),
+            requirements,
+        })
     }
 
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.match_labels.iter().all(|(key, value)| labels.get(key) == Some(value))
-            && self.requirements.iter().all(|requirement| match requirement {
-                Requirement::In(key, values) => labels.get(key).is_some_and(|value| values.contains(value)),
-                // As in Kubernetes: an absent key satisfies NotIn.
-                Requirement::NotIn(key, values) => labels.get(key).is_none_or(|value| !values.contains(value)),
-                Requirement::Exists(key) => labels.contains_key(key),
-                Requirement::DoesNotExist(key) => !labels.contains_key(key),
-            })
+        self.match_labels
+            .iter()
+            .all(|(key, value)| labels.get(key) == Some(value))
+            && self
+                .requirements
+                .iter()
+                .all(|requirement| match requirement {
+                    Requirement::In(key, values) => {
+                        labels.get(key).is_some_and(|value| values.contains(value))
+                    }
+                    // As in Kubernetes: an absent key satisfies NotIn.
+                    Requirement::NotIn(key, values) => {
+                        labels.get(key).is_none_or(|value| !values.contains(value))
+                    }
+                    Requirement::Exists(key) => labels.contains_key(key),
+                    Requirement::DoesNotExist(key) => !labels.contains_key(key),
+                })
     }
 }
 
@@ -572,7 +738,13 @@ impl Selector {
 mod tests {
     use super::*;
 
-    fn object(kind: &str, api_version: &str, namespace: &str, name: &str, labels: Value) -> ManifestObject {
+    fn object(
+        kind: &str,
+        api_version: &str,
+        namespace: &str,
+        name: &str,
+        labels: Value,
+    ) -> ManifestObject {
         ManifestObject {
             file: "f.yaml".into(),
             document: 0,
@@ -592,7 +764,8 @@ mod tests {
         parse_constraint("c.yaml", 0, value).map(Option::unwrap)
     }
 
-    const HEADER: &str = "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: MeshLifecycle\nmetadata: {name: c}\n";
+    const HEADER: &str =
+        "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: MeshLifecycle\nmetadata: {name: c}\n";
 
     #[test]
     fn wildcards_follow_gatekeeper() {
@@ -612,12 +785,46 @@ mod tests {
             "{HEADER}spec:\n  match:\n    kinds: [{{apiGroups: [apps], kinds: [Deployment]}}]\n    excludedNamespaces: [kube-*]\n    labelSelector:\n      matchExpressions: [{{key: tier, operator: NotIn, values: [test]}}]\n"
         ))
         .unwrap();
-        let deployment = |namespace: &str, labels: Value| object("Deployment", "apps/v1", namespace, "web", labels);
-        assert!(constraint.matches(&deployment("shop", serde_json::json!({})), None).unwrap());
-        assert!(!constraint.matches(&deployment("kube-system", serde_json::json!({})), None).unwrap());
-        assert!(!constraint.matches(&deployment("shop", serde_json::json!({"tier": "test"})), None).unwrap());
-        assert!(!constraint.matches(&object("Deployment", "extensions/v1beta1", "shop", "web", Value::Null), None).unwrap());
-        assert!(!constraint.matches(&object("Pod", "v1", "shop", "web", Value::Null), None).unwrap());
+        let deployment = |namespace: &str, labels: Value| {
+            object("Deployment", "apps/v1", namespace, "web", labels)
+        };
+        assert!(
+            constraint
+                .matches(&deployment("shop", serde_json::json!({})), None)
+                .unwrap()
+        );
+        assert!(
+            !constraint
+                .matches(&deployment("kube-system", serde_json::json!({})), None)
+                .unwrap()
+        );
+        assert!(
+            !constraint
+                .matches(
+                    &deployment("shop", serde_json::json!({"tier": "test"})),
+                    None
+                )
+                .unwrap()
+        );
+        assert!(
+            !constraint
+                .matches(
+                    &object(
+                        "Deployment",
+                        "extensions/v1beta1",
+                        "shop",
+                        "web",
+                        Value::Null
+                    ),
+                    None
+                )
+                .unwrap()
+        );
+        assert!(
+            !constraint
+                .matches(&object("Pod", "v1", "shop", "web", Value::Null), None)
+                .unwrap()
+        );
     }
 
     #[test]
@@ -632,47 +839,133 @@ mod tests {
         assert!(constraint.matches(&pod, Some(&meshed)).unwrap());
         assert!(!constraint.matches(&pod, Some(&plain)).unwrap());
         assert!(constraint.matches(&pod, None).is_err());
-        let namespace = object("Namespace", "v1", "", "shop", serde_json::json!({"istio-injection": "enabled"}));
+        let namespace = object(
+            "Namespace",
+            "v1",
+            "",
+            "shop",
+            serde_json::json!({"istio-injection": "enabled"}),
+        );
         assert!(constraint.matches(&namespace, None).unwrap());
-        assert!(constraint.matches(&object("ClusterRole", "rbac.authorization.k8s.io/v1", "", "r", Value::Null), None).unwrap());
+        assert!(
+            constraint
+                .matches(
+                    &object(
+                        "ClusterRole",
+                        "rbac.authorization.k8s.io/v1",
+                        "",
+                        "r",
+                        Value::Null
+                    ),
+                    None
+                )
+                .unwrap()
+        );
     }
 
     #[test]
     fn scope_and_name() {
-        let namespaced =
-            constraint(&format!("{HEADER}spec:\n  match:\n    scope: Namespaced\n    name: web-*\n")).unwrap();
-        assert!(namespaced.matches(&object("Pod", "v1", "a", "web-1", Value::Null), None).unwrap());
-        assert!(!namespaced.matches(&object("Pod", "v1", "a", "api", Value::Null), None).unwrap());
-        assert!(!namespaced.matches(&object("Pod", "v1", "", "web-1", Value::Null), None).unwrap());
-        let namespaces = constraint(&format!("{HEADER}spec:\n  match:\n    namespaces: [shop]\n")).unwrap();
+        let namespaced = constraint(&format!(
+            "{HEADER}spec:\n  match:\n    scope: Namespaced\n    name: web-*\n"
+        ))
+        .unwrap();
+        assert!(
+            namespaced
+                .matches(&object("Pod", "v1", "a", "web-1", Value::Null), None)
+                .unwrap()
+        );
+        assert!(
+            !namespaced
+                .matches(&object("Pod", "v1", "a", "api", Value::Null), None)
+                .unwrap()
+        );
+        assert!(
+            !namespaced
+                .matches(&object("Pod", "v1", "", "web-1", Value::Null), None)
+                .unwrap()
+        );
+        let namespaces = constraint(&format!(
+            "{HEADER}spec:\n  match:\n    namespaces: [shop]\n"
+        ))
+        .unwrap();
         // Namespace matchers do not exclude cluster-scoped objects (Gatekeeper's caveat).
-        assert!(namespaces.matches(&object("ClusterRole", "rbac.authorization.k8s.io/v1", "", "r", Value::Null), None).unwrap());
-        assert!(!namespaces.matches(&object("Pod", "v1", "other", "p", Value::Null), None).unwrap());
+        assert!(
+            namespaces
+                .matches(
+                    &object(
+                        "ClusterRole",
+                        "rbac.authorization.k8s.io/v1",
+                        "",
+                        "r",
+                        Value::Null
+                    ),
+                    None
+                )
+                .unwrap()
+        );
+        assert!(
+            !namespaces
+                .matches(&object("Pod", "v1", "other", "p", Value::Null), None)
+                .unwrap()
+        );
     }
 
     #[test]
     fn malformed_constraints_name_the_field() {
         let field = |yaml: &str| constraint(yaml).unwrap_err().field.unwrap();
-        assert_eq!(field(&format!("{HEADER}spec:\n  match:\n    excludeNamespaces: [a]\n")), "spec.match.excludeNamespaces");
-        assert_eq!(field(&format!("{HEADER}spec:\n  match:\n    kinds: {{apiGroups: []}}\n")), "spec.match.kinds");
-        assert_eq!(field(&format!("{HEADER}spec:\n  enforcementAction: block\n")), "spec.enforcementAction");
-        assert_eq!(field(&format!("{HEADER}spec:\n  parameters: [1]\n")), "spec.parameters");
         assert_eq!(
-            field(&format!("{HEADER}spec:\n  match:\n    labelSelector: {{matchExpressions: [{{key: a, operator: In}}]}}\n")),
+            field(&format!(
+                "{HEADER}spec:\n  match:\n    excludeNamespaces: [a]\n"
+            )),
+            "spec.match.excludeNamespaces"
+        );
+        assert_eq!(
+            field(&format!(
+                "{HEADER}spec:\n  match:\n    kinds: {{apiGroups: []}}\n"
+            )),
+            "spec.match.kinds"
+        );
+        assert_eq!(
+            field(&format!("{HEADER}spec:\n  enforcementAction: block\n")),
+            "spec.enforcementAction"
+        );
+        assert_eq!(
+            field(&format!("{HEADER}spec:\n  parameters: [1]\n")),
+            "spec.parameters"
+        );
+        assert_eq!(
+            field(&format!(
+                "{HEADER}spec:\n  match:\n    labelSelector: {{matchExpressions: [{{key: a, operator: In}}]}}\n"
+            )),
             "spec.match.labelSelector.matchExpressions[0].values"
         );
-        assert_eq!(field("apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: K8sRequiredLabels\n"), "kind");
+        assert_eq!(
+            field("apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: K8sRequiredLabels\n"),
+            "kind"
+        );
         assert_eq!(field("apiVersion: v1\nkind: MeshLifecycle\n"), "apiVersion");
     }
 
     #[test]
     fn enforcement_actions() {
-        let action = |spec: &str| constraint(&format!("{HEADER}spec:\n{spec}")).unwrap().enforcement_action;
-        assert_eq!(action("  enforcementAction: warn\n"), EnforcementAction::Warn);
-        assert_eq!(action("  enforcementAction: dryrun\n"), EnforcementAction::Dryrun);
+        let action = |spec: &str| {
+            constraint(&format!("{HEADER}spec:\n{spec}"))
+                .unwrap()
+                .enforcement_action
+        };
+        assert_eq!(
+            action("  enforcementAction: warn\n"),
+            EnforcementAction::Warn
+        );
+        assert_eq!(
+            action("  enforcementAction: dryrun\n"),
+            EnforcementAction::Dryrun
+        );
         assert_eq!(action("  parameters: {}\n"), EnforcementAction::Deny);
         assert_eq!(
-            action("  enforcementAction: scoped\n  scopedEnforcementActions:\n  - action: warn\n    enforcementPoints: [{name: '*'}]\n"),
+            action(
+                "  enforcementAction: scoped\n  scopedEnforcementActions:\n  - action: warn\n    enforcementPoints: [{name: '*'}]\n"
+            ),
             EnforcementAction::Warn
         );
     }

@@ -65,12 +65,15 @@ struct HostState {
     limits: StoreLimits,
 }
 
+/// `opa_eval(reserved, entrypoint, data, input, input_len, heap_ptr, format) -> result cstr`.
+type OpaEval = TypedFunc<(i32, i32, i32, i32, i32, i32, i32), i32>;
+
 /// One instantiated module with the data document already parsed.
 struct WarmInstance {
     store: Store<HostState>,
     instance: Instance,
     memory: Memory,
-    opa_eval: TypedFunc<(i32, i32, i32, i32, i32, i32, i32), i32>,
+    opa_eval: OpaEval,
     data_address: i32,
     /// Heap pointer after the data document: inputs are written here and the heap restarts
     /// right after them on every evaluation, which is the ABI's whole-heap reset.
@@ -92,14 +95,17 @@ impl Engine {
     /// A module read from `path` (a `.wasm` file built for the OPA ABI).
     pub fn from_file(path: &Path) -> Result<Engine> {
         let origin = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(|error| anyhow!("cannot read module {origin}: {error}"))?;
+        let bytes =
+            std::fs::read(path).map_err(|error| anyhow!("cannot read module {origin}: {error}"))?;
         Engine::from_bytes(&bytes, &origin)
     }
 
     /// Compiles and validates `bytes`; `origin` names the module in every error.
     pub fn from_bytes(bytes: &[u8], origin: &str) -> Result<Engine> {
         if !bytes.starts_with(b"\0asm") {
-            bail!("{origin} is not a WebAssembly module (it does not start with the \\0asm header)");
+            bail!(
+                "{origin} is not a WebAssembly module (it does not start with the \\0asm header)"
+            );
         }
         let mut config = Config::new();
         config.parallel_compilation(true);
@@ -126,7 +132,11 @@ impl Engine {
         let mut trial = engine.instantiate()?;
         engine.check_abi_version(&mut trial)?;
         engine.entrypoint_id = engine.find_entrypoint(&mut trial)?;
-        engine.idle_instances.lock().map_err(|_| anyhow!("instance pool poisoned"))?.push(trial);
+        engine
+            .idle_instances
+            .lock()
+            .map_err(|_| anyhow!("instance pool poisoned"))?
+            .push(trial);
         Ok(engine)
     }
 
@@ -138,10 +148,10 @@ impl Engine {
         };
         let outcome = self.evaluate_in(&mut instance, input);
         // A trap can leave the module's statics half-updated; only a clean run is reused.
-        if outcome.is_ok() {
-            if let Ok(mut idle) = self.idle_instances.lock() {
-                idle.push(instance);
-            }
+        if outcome.is_ok()
+            && let Ok(mut idle) = self.idle_instances.lock()
+        {
+            idle.push(instance);
         }
         outcome
     }
@@ -178,8 +188,16 @@ impl Engine {
 
     fn instantiate(&self) -> Result<WarmInstance> {
         let origin = &self.origin;
-        let limits = StoreLimitsBuilder::new().memory_size(MEMORY_LIMIT_BYTES).build();
-        let mut store = Store::new(&self.wasm_engine, HostState { memory: None, limits });
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(MEMORY_LIMIT_BYTES)
+            .build();
+        let mut store = Store::new(
+            &self.wasm_engine,
+            HostState {
+                memory: None,
+                limits,
+            },
+        );
         store.limiter(|state| &mut state.limits);
         // The module's own declared minimum and no maximum, as the ABI asks of hosts.
         let memory = Memory::new(&mut store, self.memory_type.clone())
@@ -195,7 +213,8 @@ impl Engine {
             .map_err(|error| anyhow!("{origin}: instantiation failed: {error:#}"))?;
 
         let opa_eval = typed_export(&instance, &mut store, "opa_eval", origin)?;
-        let opa_malloc: TypedFunc<i32, i32> = typed_export(&instance, &mut store, "opa_malloc", origin)?;
+        let opa_malloc: TypedFunc<i32, i32> =
+            typed_export(&instance, &mut store, "opa_malloc", origin)?;
         let opa_json_parse: TypedFunc<(i32, i32), i32> =
             typed_export(&instance, &mut store, "opa_json_parse", origin)?;
         let opa_heap_ptr_get: TypedFunc<(), i32> =
@@ -219,7 +238,14 @@ impl Engine {
             .call(&mut store, ())
             .map_err(|error| anyhow!("{origin}: opa_heap_ptr_get failed: {error:#}"))?
             as u32;
-        Ok(WarmInstance { store, instance, memory, opa_eval, data_address, heap_base })
+        Ok(WarmInstance {
+            store,
+            instance,
+            memory,
+            opa_eval,
+            data_address,
+            heap_base,
+        })
     }
 
     fn evaluate_in(&self, instance: &mut WarmInstance, input: &[u8]) -> Result<Vec<Violation>> {
@@ -227,10 +253,19 @@ impl Engine {
         let input_address = instance.heap_base as u64;
         let input_end = input_address + input.len() as u64;
         if input_end > i32::MAX as u64 {
-            bail!("input of {} bytes does not fit into the module's 32-bit memory", input.len());
+            bail!(
+                "input of {} bytes does not fit into the module's 32-bit memory",
+                input.len()
+            );
         }
         grow_memory_to(instance, input_end).map_err(|error| anyhow!("{origin}: {error}"))?;
-        let WarmInstance { store, memory, opa_eval, data_address, .. } = instance;
+        let WarmInstance {
+            store,
+            memory,
+            opa_eval,
+            data_address,
+            ..
+        } = instance;
         memory
             .write(&mut *store, input_address as usize, input)
             .map_err(|_| anyhow!("{origin}: input does not fit into memory"))?;
@@ -255,11 +290,17 @@ impl Engine {
 
     fn check_abi_version(&self, instance: &mut WarmInstance) -> Result<()> {
         let origin = &self.origin;
-        let WarmInstance { store, instance: instance_handle, .. } = instance;
+        let WarmInstance {
+            store,
+            instance: instance_handle,
+            ..
+        } = instance;
         let read_global = |store: &mut Store<HostState>, name: &str| -> Result<i32> {
             let global = instance_handle
                 .get_global(&mut *store, name)
-                .ok_or_else(|| anyhow!("{origin} is not an OPA module: it does not export the global `{name}`"))?;
+                .ok_or_else(|| {
+                    anyhow!("{origin} is not an OPA module: it does not export the global `{name}`")
+                })?;
             global.get(&mut *store).i32().ok_or_else(|| {
                 anyhow!("{origin} is not an OPA module: the global `{name}` is not an i32")
             })
@@ -278,9 +319,16 @@ impl Engine {
 
     fn find_entrypoint(&self, instance: &mut WarmInstance) -> Result<i32> {
         let origin = &self.origin;
-        let WarmInstance { store, memory, instance: handle, .. } = instance;
-        let entrypoints: TypedFunc<(), i32> = typed_export(&handle, &mut *store, "entrypoints", origin)?;
-        let json_dump: TypedFunc<i32, i32> = typed_export(&handle, &mut *store, "opa_json_dump", origin)?;
+        let WarmInstance {
+            store,
+            memory,
+            instance: handle,
+            ..
+        } = instance;
+        let entrypoints: TypedFunc<(), i32> =
+            typed_export(handle, &mut *store, "entrypoints", origin)?;
+        let json_dump: TypedFunc<i32, i32> =
+            typed_export(handle, &mut *store, "opa_json_dump", origin)?;
         let value = entrypoints
             .call(&mut *store, ())
             .map_err(|error| anyhow!("{origin}: entrypoints() trapped: {error:#}"))?;
@@ -300,12 +348,15 @@ impl Engine {
                 bail!(
                     "{origin} has no `{}` entrypoint (it has: {})",
                     meshlife_policy::ENTRYPOINT,
-                    if names.is_empty() { "none".to_string() } else { names.join(", ") }
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
                 )
             }
         }
     }
-
 }
 
 /// Checks the import list: `env.memory` (32-bit, unshared) plus only OPA's host functions.
@@ -317,19 +368,23 @@ fn check_imports(module: &Module, origin: &str) -> Result<MemoryType> {
         match import.ty() {
             ExternType::Memory(ty) if import.module() == "env" && import.name() == "memory" => {
                 if ty.is_64() || ty.is_shared() {
-                    bail!("{origin}: env.memory must be a 32-bit, unshared memory as the OPA ABI defines it");
+                    bail!(
+                        "{origin}: env.memory must be a 32-bit, unshared memory as the OPA ABI defines it"
+                    );
                 }
                 memory_type = Some(MemoryType::new(ty.minimum() as u32, None));
             }
             ExternType::Func(_)
-                if import.module() == "env" && ALLOWED_FUNCTION_IMPORTS.contains(&import.name()) => {}
+                if import.module() == "env"
+                    && ALLOWED_FUNCTION_IMPORTS.contains(&import.name()) => {}
             _ => bail!(
                 "{origin} is not an OPA module: it imports `{qualified}`, which the OPA ABI does not \
                  provide (only env.memory, env.opa_abort, env.opa_println, env.opa_builtin0..4)"
             ),
         }
     }
-    memory_type.ok_or_else(|| anyhow!("{origin} is not an OPA module: it does not import env.memory"))
+    memory_type
+        .ok_or_else(|| anyhow!("{origin} is not an OPA module: it does not import env.memory"))
 }
 
 /// Checks that the exports evaluation needs are present, before anything is instantiated.
@@ -339,7 +394,12 @@ fn check_exports(module: &Module, origin: &str) -> Result<()> {
             bail!("{origin} is not an OPA module: it has no `{required}` export");
         }
     }
-    for required in ["opa_malloc", "opa_json_parse", "opa_json_dump", "opa_heap_ptr_get"] {
+    for required in [
+        "opa_malloc",
+        "opa_json_parse",
+        "opa_json_dump",
+        "opa_heap_ptr_get",
+    ] {
         if module.get_export(required).is_none() {
             bail!("{origin} is not a complete OPA module: it has no `{required}` export");
         }
@@ -348,7 +408,9 @@ fn check_exports(module: &Module, origin: &str) -> Result<()> {
         match module.get_export(global) {
             Some(ExternType::Global(_)) => {}
             Some(_) => bail!("{origin} is not an OPA module: `{global}` is not a global"),
-            None => bail!("{origin} is not an OPA module: it does not export the global `{global}`"),
+            None => {
+                bail!("{origin} is not an OPA module: it does not export the global `{global}`")
+            }
         }
     }
     Ok(())
@@ -357,36 +419,57 @@ fn check_exports(module: &Module, origin: &str) -> Result<()> {
 /// The host functions of the OPA ABI. Built once; none of them owns store state.
 fn host_linker(engine: &wasmtime::Engine, origin: &str) -> Result<Linker<HostState>> {
     let mut linker = Linker::new(engine);
-    let define_error = |error: wasmtime::Error| anyhow!("{origin}: cannot define host functions: {error}");
+    let define_error =
+        |error: wasmtime::Error| anyhow!("{origin}: cannot define host functions: {error}");
     linker
-        .func_wrap("env", "opa_abort", |caller: Caller<'_, HostState>, address: i32| -> wasmtime::Result<()> {
-            let message = read_guest_string(&caller, address);
-            Err(wasmtime::format_err!("module aborted: {message}"))
-        })
+        .func_wrap(
+            "env",
+            "opa_abort",
+            |caller: Caller<'_, HostState>, address: i32| -> wasmtime::Result<()> {
+                let message = read_guest_string(&caller, address);
+                Err(wasmtime::format_err!("module aborted: {message}"))
+            },
+        )
         .map_err(define_error)?;
     linker
-        .func_wrap("env", "opa_println", |caller: Caller<'_, HostState>, address: i32| {
-            eprintln!("{}", read_guest_string(&caller, address));
-        })
+        .func_wrap(
+            "env",
+            "opa_println",
+            |caller: Caller<'_, HostState>, address: i32| {
+                eprintln!("{}", read_guest_string(&caller, address));
+            },
+        )
         .map_err(define_error)?;
     // meshlife's module declares no builtins; an OPA-compiled module imports these anyway,
     // and must fail loudly if it ever calls one.
     fn unknown_builtin(id: i32) -> wasmtime::Result<i32> {
-        Err(wasmtime::format_err!("module called OPA builtin #{id}, which meshlife does not provide"))
+        Err(wasmtime::format_err!(
+            "module called OPA builtin #{id}, which meshlife does not provide"
+        ))
     }
     linker
-        .func_wrap("env", "opa_builtin0", |id: i32, _ctx: i32| unknown_builtin(id))
-        .map_err(define_error)?;
-    linker
-        .func_wrap("env", "opa_builtin1", |id: i32, _ctx: i32, _a: i32| unknown_builtin(id))
-        .map_err(define_error)?;
-    linker
-        .func_wrap("env", "opa_builtin2", |id: i32, _ctx: i32, _a: i32, _b: i32| unknown_builtin(id))
-        .map_err(define_error)?;
-    linker
-        .func_wrap("env", "opa_builtin3", |id: i32, _ctx: i32, _a: i32, _b: i32, _c: i32| {
+        .func_wrap("env", "opa_builtin0", |id: i32, _ctx: i32| {
             unknown_builtin(id)
         })
+        .map_err(define_error)?;
+    linker
+        .func_wrap("env", "opa_builtin1", |id: i32, _ctx: i32, _a: i32| {
+            unknown_builtin(id)
+        })
+        .map_err(define_error)?;
+    linker
+        .func_wrap(
+            "env",
+            "opa_builtin2",
+            |id: i32, _ctx: i32, _a: i32, _b: i32| unknown_builtin(id),
+        )
+        .map_err(define_error)?;
+    linker
+        .func_wrap(
+            "env",
+            "opa_builtin3",
+            |id: i32, _ctx: i32, _a: i32, _b: i32, _c: i32| unknown_builtin(id),
+        )
         .map_err(define_error)?;
     linker
         .func_wrap(
@@ -410,7 +493,9 @@ where
 {
     instance
         .get_typed_func::<Params, Results>(&mut *store, name)
-        .map_err(|error| anyhow!("{origin}: export `{name}` is missing or has the wrong signature: {error}"))
+        .map_err(|error| {
+            anyhow!("{origin}: export `{name}` is missing or has the wrong signature: {error}")
+        })
 }
 
 /// Grows memory so that `end` bytes are addressable; the module may also have grown it.
@@ -424,7 +509,9 @@ fn grow_memory_to(instance: &mut WarmInstance, end: u64) -> Result<()> {
         .memory
         .grow(&mut instance.store, missing_pages)
         .map(|_| ())
-        .map_err(|error| anyhow!("cannot grow memory by {missing_pages} pages for the input: {error}"))
+        .map_err(|error| {
+            anyhow!("cannot grow memory by {missing_pages} pages for the input: {error}")
+        })
 }
 
 /// The NUL-terminated string at `address`, or `None` when it runs outside memory.
@@ -451,7 +538,10 @@ fn parse_result_set(text: &[u8]) -> Result<Vec<Violation>> {
         let preview: String = String::from_utf8_lossy(&text[..text.len().min(200)]).into_owned();
         anyhow!("the result is not a meshlife result set ({error}): {preview}")
     })?;
-    Ok(bindings.into_iter().flat_map(|binding| binding.result).collect())
+    Ok(bindings
+        .into_iter()
+        .flat_map(|binding| binding.result)
+        .collect())
 }
 
 #[cfg(test)]

@@ -61,7 +61,11 @@ impl ManifestObject {
 
     /// `Kind namespace/name`, or `Kind name` for objects without a namespace.
     pub fn display_name(&self) -> String {
-        let name = if self.name.is_empty() { "<unnamed>" } else { &self.name };
+        let name = if self.name.is_empty() {
+            "<unnamed>"
+        } else {
+            &self.name
+        };
         if self.namespace.is_empty() {
             format!("{} {name}", self.kind)
         } else {
@@ -83,7 +87,9 @@ impl ManifestObject {
         if let Some(request) = &self.admission_request {
             let mut review = request.clone();
             if let (Some(fields), Some(namespace)) = (review.as_object_mut(), namespace_object) {
-                fields.entry("namespaceObject").or_insert_with(|| namespace.clone());
+                fields
+                    .entry("namespaceObject")
+                    .or_insert_with(|| namespace.clone());
             }
             return review;
         }
@@ -120,10 +126,22 @@ pub struct InputError {
 
 impl InputError {
     fn file(file: &str, message: impl Into<String>) -> InputError {
-        InputError { file: file.into(), document: None, item: None, line: None, field: None, message: message.into() }
+        InputError {
+            file: file.into(),
+            document: None,
+            item: None,
+            line: None,
+            field: None,
+            message: message.into(),
+        }
     }
 
-    fn document(file: &str, document: usize, line: usize, message: impl Into<String>) -> InputError {
+    fn document(
+        file: &str,
+        document: usize,
+        line: usize,
+        message: impl Into<String>,
+    ) -> InputError {
         InputError {
             file: file.into(),
             document: Some(document),
@@ -235,7 +253,9 @@ pub fn load_with_progress(
                 }
             }
             Ok(_) => files.push(InputFile::Path(path_buf)),
-            Err(error) => loaded.errors.push(InputError::file(path, format!("cannot read: {error}"))),
+            Err(error) => loaded
+                .errors
+                .push(InputError::file(path, format!("cannot read: {error}"))),
         }
     }
     on_files(files.len());
@@ -251,7 +271,10 @@ pub fn load_with_progress(
                         Err(error) => (
                             STDIN_NAME.to_string(),
                             FileContents {
-                                errors: vec![InputError::file(STDIN_NAME, format!("cannot read: {error}"))],
+                                errors: vec![InputError::file(
+                                    STDIN_NAME,
+                                    format!("cannot read: {error}"),
+                                )],
                                 ..FileContents::default()
                             },
                         ),
@@ -282,23 +305,31 @@ fn walk_folder(
     visited: &mut HashSet<PathBuf>,
 ) {
     // Symlinked folders are followed, but each real folder only once, so loops end.
-    if let Ok(real) = folder.canonicalize() {
-        if !visited.insert(real) {
-            return;
-        }
+    if let Ok(real) = folder.canonicalize()
+        && !visited.insert(real)
+    {
+        return;
     }
     let entries = match std::fs::read_dir(folder) {
         Ok(entries) => entries,
         Err(error) => {
-            errors.push(InputError::file(&folder.display().to_string(), format!("cannot read folder: {error}")));
+            errors.push(InputError::file(
+                &folder.display().to_string(),
+                format!("cannot read folder: {error}"),
+            ));
             return;
         }
     };
-    let mut paths: Vec<PathBuf> = entries.filter_map(|entry| entry.ok().map(|entry| entry.path())).collect();
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .collect();
     // Sorted, so reports are the same on every machine.
     paths.sort();
     for path in paths {
-        let file_name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        let file_name = path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let Ok(metadata) = std::fs::metadata(&path) else {
             continue; // a dangling symlink is not a manifest
         };
@@ -314,7 +345,10 @@ fn walk_folder(
 
 fn has_manifest_extension(path: &Path) -> bool {
     matches!(
-        path.extension().and_then(|extension| extension.to_str()).map(str::to_ascii_lowercase).as_deref(),
+        path.extension()
+            .and_then(|extension| extension.to_str())
+            .map(str::to_ascii_lowercase)
+            .as_deref(),
         Some("yaml" | "yml" | "json")
     )
 }
@@ -323,7 +357,10 @@ fn read_file(path: &Path, name: &str) -> FileContents {
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(error) => {
-            return FileContents { errors: vec![InputError::file(name, format!("cannot read: {error}"))], ..Default::default() };
+            return FileContents {
+                errors: vec![InputError::file(name, format!("cannot read: {error}"))],
+                ..Default::default()
+            };
         }
     };
     let text = match String::from_utf8(bytes) {
@@ -335,7 +372,9 @@ fn read_file(path: &Path, name: &str) -> FileContents {
             };
         }
     };
-    let is_json = path.extension().is_some_and(|extension| extension.eq_ignore_ascii_case("json"));
+    let is_json = path
+        .extension()
+        .is_some_and(|extension| extension.eq_ignore_ascii_case("json"));
     parse_text(name, &text, is_json)
 }
 
@@ -349,7 +388,13 @@ fn parse_text(file: &str, text: &str, is_json: bool) -> FileContents {
     } else {
         for document in split_yaml_documents(text) {
             match parse_yaml_document(&document) {
-                Ok(Some(value)) => add_document(file, document.index, document.first_line, value, &mut contents),
+                Ok(Some(value)) => add_document(
+                    file,
+                    document.index,
+                    document.first_line,
+                    value,
+                    &mut contents,
+                ),
                 Ok(None) => {}
                 Err(error) => contents.errors.push(yaml_error(file, &document, &error)),
             }
@@ -371,7 +416,12 @@ fn parse_json_stream(file: &str, text: &str, contents: &mut FileContents) {
                 // After a syntax error the rest of the stream cannot be resynchronised.
                 contents.errors.push(InputError {
                     line: Some(error.line()),
-                    ..InputError::document(file, index, first_line, format!("invalid JSON: {error}"))
+                    ..InputError::document(
+                        file,
+                        index,
+                        first_line,
+                        format!("invalid JSON: {error}"),
+                    )
                 });
                 break;
             }
@@ -381,11 +431,17 @@ fn parse_json_stream(file: &str, text: &str, contents: &mut FileContents) {
 }
 
 fn skip_whitespace(text: &str, offset: usize) -> usize {
-    text[offset..].find(|character: char| !character.is_whitespace()).map_or(text.len(), |skip| offset + skip)
+    text[offset..]
+        .find(|character: char| !character.is_whitespace())
+        .map_or(text.len(), |skip| offset + skip)
 }
 
 fn line_of_offset(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())].iter().filter(|&&byte| byte == b'\n').count() + 1
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&byte| byte == b'\n')
+        .count()
+        + 1
 }
 
 /// One YAML document's text and where it sits in the file.
@@ -415,18 +471,30 @@ fn split_yaml_documents<'a>(text: &'a str) -> Vec<YamlDocument<'a>> {
     let mut documents = Vec::new();
     let finish = |pending: Pending, documents: &mut Vec<YamlDocument<'a>>| {
         let body = &text[pending.start_offset..pending.end_offset];
-        let (text, text_first_line): (std::borrow::Cow<'a, str>, usize) = match pending.inline_head {
+        let (text, text_first_line): (std::borrow::Cow<'a, str>, usize) = match pending.inline_head
+        {
             Some(head) => (format!("{head}\n{body}").into(), pending.start_line),
             None if pending.explicit => (body.into(), pending.start_line + 1),
             None => (body.into(), pending.start_line),
         };
         if pending.explicit || has_yaml_content(&text) {
             let index = documents.len();
-            documents.push(YamlDocument { index, first_line: pending.start_line, text_first_line, text });
+            documents.push(YamlDocument {
+                index,
+                first_line: pending.start_line,
+                text_first_line,
+                text,
+            });
         }
     };
 
-    let mut pending = Pending { start_line: 1, start_offset: 0, end_offset: 0, inline_head: None, explicit: false };
+    let mut pending = Pending {
+        start_line: 1,
+        start_offset: 0,
+        end_offset: 0,
+        inline_head: None,
+        explicit: false,
+    };
     // Directives (`%YAML`) and comments before `---` belong to the next document, not a new one.
     let mut offset = 0;
     for (line_index, line) in text.split_inclusive('\n').enumerate() {
@@ -434,7 +502,8 @@ fn split_yaml_documents<'a>(text: &'a str) -> Vec<YamlDocument<'a>> {
         let content = line.trim_end_matches(['\n', '\r']);
         let is_start_marker =
             content == "---" || content.starts_with("--- ") || content.starts_with("---\t");
-        let is_end_marker = content == "..." || content.starts_with("... ") || content.starts_with("...\t");
+        let is_end_marker =
+            content == "..." || content.starts_with("... ") || content.starts_with("...\t");
         if is_start_marker {
             pending.end_offset = offset;
             let previous = std::mem::replace(
@@ -450,7 +519,11 @@ fn split_yaml_documents<'a>(text: &'a str) -> Vec<YamlDocument<'a>> {
             let previous_is_only_directives = !previous.explicit
                 && text[previous.start_offset..previous.end_offset]
                     .lines()
-                    .all(|line| line.trim().is_empty() || line.trim_start().starts_with('#') || line.starts_with('%'));
+                    .all(|line| {
+                        line.trim().is_empty()
+                            || line.trim_start().starts_with('#')
+                            || line.starts_with('%')
+                    });
             if !previous_is_only_directives {
                 finish(previous, &mut documents);
             }
@@ -507,34 +580,65 @@ fn parse_yaml_document(document: &YamlDocument<'_>) -> Result<Option<Value>, ser
 /// A YAML error with its line moved from the document's numbering to the file's.
 fn yaml_error(file: &str, document: &YamlDocument<'_>, error: &serde_yaml_ng::Error) -> InputError {
     static LOCATION: OnceLock<Regex> = OnceLock::new();
-    let location = LOCATION.get_or_init(|| Regex::new(r" at line \d+ column (\d+)").expect("valid regex"));
+    let location =
+        LOCATION.get_or_init(|| Regex::new(r" at line (\d+) column (\d+)").expect("valid regex"));
     let lines_before = document.text_first_line - 1;
-    let file_line = error.location().map(|location| location.line() + lines_before);
+    let file_line = error
+        .location()
+        .map(|location| location.line() + lines_before);
     let message = error.to_string();
     let message = match file_line {
-        Some(line) => location.replace(&message, format!(" at line {line} column $1")).into_owned(),
+        // The message may name several positions ("... while parsing a flow sequence at line 4").
+        Some(_) => location
+            .replace_all(&message, |captures: &regex::Captures<'_>| {
+                let line = captures[1]
+                    .parse::<usize>()
+                    .map_or(0, |line| line + lines_before);
+                format!(" at line {line} column {}", &captures[2])
+            })
+            .into_owned(),
         None => message,
     };
     InputError {
         line: file_line.or(Some(document.first_line)),
-        ..InputError::document(file, document.index, document.first_line, format!("invalid YAML: {message}"))
+        ..InputError::document(
+            file,
+            document.index,
+            document.first_line,
+            format!("invalid YAML: {message}"),
+        )
     }
 }
 
 /// Turns one parsed document into objects: a List is expanded, an AdmissionReview contributes
 /// its request, anything that is not a Kubernetes object is an error naming the field.
-fn add_document(file: &str, document: usize, first_line: usize, value: Value, contents: &mut FileContents) {
+fn add_document(
+    file: &str,
+    document: usize,
+    first_line: usize,
+    value: Value,
+    contents: &mut FileContents,
+) {
     if value.is_null() {
         return;
     }
     match object_identity(&value) {
-        Err(error) => contents.errors.push(error.at(file, document, first_line, None)),
+        Err(error) => contents
+            .errors
+            .push(error.at(file, document, first_line, None)),
         Ok((_, kind)) if is_list(&kind, &value) => {
-            let Value::Object(mut fields) = value else { return };
+            let Value::Object(mut fields) = value else {
+                return;
+            };
             let Some(Value::Array(items)) = fields.remove("items") else {
                 contents.errors.push(
-                    InputError::document(file, document, first_line, format!("a {kind} needs `items` to be a list"))
-                        .with_field("items"),
+                    InputError::document(
+                        file,
+                        document,
+                        first_line,
+                        format!("a {kind} needs `items` to be a list"),
+                    )
+                    .with_field("items"),
                 );
                 return;
             };
@@ -543,7 +647,11 @@ fn add_document(file: &str, document: usize, first_line: usize, value: Value, co
                     continue;
                 }
                 match object_identity(&item) {
-                    Err(error) => contents.errors.push(error.at(file, document, first_line, Some(item_index))),
+                    Err(error) => {
+                        contents
+                            .errors
+                            .push(error.at(file, document, first_line, Some(item_index)))
+                    }
                     Ok((item_api_version, item_kind)) => match build_object(
                         file,
                         document,
@@ -582,7 +690,9 @@ struct FieldProblem {
 
 impl FieldProblem {
     fn at(self, file: &str, document: usize, first_line: usize, item: Option<usize>) -> InputError {
-        InputError::document(file, document, first_line, self.message).with_field(self.field).with_item(item)
+        InputError::document(file, document, first_line, self.message)
+            .with_field(self.field)
+            .with_item(item)
     }
 }
 
@@ -590,14 +700,26 @@ fn object_identity(value: &Value) -> Result<(String, String), FieldProblem> {
     let Some(fields) = value.as_object() else {
         return Err(FieldProblem {
             field: "(document)",
-            message: format!("expected a Kubernetes object (a mapping), got {}", json_type_name(value)),
+            message: format!(
+                "expected a Kubernetes object (a mapping), got {}",
+                json_type_name(value)
+            ),
         });
     };
     let string_field = |field: &'static str| match fields.get(field) {
         Some(Value::String(text)) if !text.is_empty() => Ok(text.clone()),
-        Some(Value::String(_)) => Err(FieldProblem { field, message: "is empty".into() }),
-        Some(other) => Err(FieldProblem { field, message: format!("must be a string, got {}", json_type_name(other)) }),
-        None => Err(FieldProblem { field, message: "is missing: not a Kubernetes object".into() }),
+        Some(Value::String(_)) => Err(FieldProblem {
+            field,
+            message: "is empty".into(),
+        }),
+        Some(other) => Err(FieldProblem {
+            field,
+            message: format!("must be a string, got {}", json_type_name(other)),
+        }),
+        None => Err(FieldProblem {
+            field,
+            message: "is missing: not a Kubernetes object".into(),
+        }),
     };
     let api_version = string_field("apiVersion")?;
     let kind = string_field("kind")?;
@@ -640,39 +762,66 @@ fn admission_review_object(
     mut value: Value,
 ) -> Result<ManifestObject, InputError> {
     let error = |field: &str, message: String| {
-        InputError::document(file, document, first_line, message).with_field(field).with_item(item)
+        InputError::document(file, document, first_line, message)
+            .with_field(field)
+            .with_item(item)
     };
     let request = match value.get_mut("request").map(Value::take) {
         Some(Value::Object(request)) => request,
         Some(other) => {
-            return Err(error("request", format!("must be an object, got {}", json_type_name(&other))));
+            return Err(error(
+                "request",
+                format!("must be an object, got {}", json_type_name(&other)),
+            ));
         }
-        None => return Err(error("request", "is missing: an AdmissionReview to check needs its request".into())),
+        None => {
+            return Err(error(
+                "request",
+                "is missing: an AdmissionReview to check needs its request".into(),
+            ));
+        }
     };
     let mut request = Value::Object(request);
     // Gatekeeper reviews the old object on DELETE; it copies it into `object` likewise.
     let object_is_missing = request.get("object").is_none_or(Value::is_null);
-    if object_is_missing {
-        if let Some(old_object) = request.get("oldObject").cloned() {
-            request["object"] = old_object;
-        }
+    if object_is_missing && let Some(old_object) = request.get("oldObject").cloned() {
+        request["object"] = old_object;
     }
     let object = request.get("object").cloned().unwrap_or(Value::Null);
-    let kind_field = |key: &str| request.pointer(&format!("/kind/{key}")).and_then(Value::as_str).map(str::to_string);
-    let (api_version, kind) = match (object.get("apiVersion").and_then(Value::as_str), object.get("kind").and_then(Value::as_str)) {
+    let kind_field = |key: &str| {
+        request
+            .pointer(&format!("/kind/{key}"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let (api_version, kind) = match (
+        object.get("apiVersion").and_then(Value::as_str),
+        object.get("kind").and_then(Value::as_str),
+    ) {
         (Some(api_version), Some(kind)) => (api_version.to_string(), kind.to_string()),
         _ => {
             let group = kind_field("group").unwrap_or_default();
             let version = kind_field("version").unwrap_or_default();
             let Some(kind) = kind_field("kind") else {
-                return Err(error("request.kind", "is missing and the request has no object to take it from".into()));
+                return Err(error(
+                    "request.kind",
+                    "is missing and the request has no object to take it from".into(),
+                ));
             };
-            let api_version = if group.is_empty() { version } else { format!("{group}/{version}") };
+            let api_version = if group.is_empty() {
+                version
+            } else {
+                format!("{group}/{version}")
+            };
             (api_version, kind)
         }
     };
     let (object_namespace, object_name) = namespace_and_name(&object);
-    let namespace = request.get("namespace").and_then(Value::as_str).map(str::to_string).unwrap_or(object_namespace);
+    let namespace = request
+        .get("namespace")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .unwrap_or(object_namespace);
     let name = request
         .get("name")
         .and_then(Value::as_str)
@@ -695,7 +844,12 @@ fn admission_review_object(
 
 /// Read leniently: wrong types here are the policy's to report (as ML000), not the reader's.
 fn namespace_and_name(value: &Value) -> (String, String) {
-    let metadata_string = |key: &str| value.pointer(&format!("/metadata/{key}")).and_then(Value::as_str).unwrap_or("");
+    let metadata_string = |key: &str| {
+        value
+            .pointer(&format!("/metadata/{key}"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
     let name = match metadata_string("name") {
         "" => metadata_string("generateName"),
         name => name,
@@ -717,7 +871,9 @@ pub fn string_map(value: Option<&Value>) -> BTreeMap<String, String> {
         .map(|fields| {
             fields
                 .iter()
-                .filter_map(|(key, value)| value.as_str().map(|text| (key.clone(), text.to_string())))
+                .filter_map(|(key, value)| {
+                    value.as_str().map(|text| (key.clone(), text.to_string()))
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -755,19 +911,35 @@ mod tests {
     fn documents(text: &str) -> Vec<(usize, usize, String)> {
         split_yaml_documents(text)
             .into_iter()
-            .map(|document| (document.index, document.first_line, document.text.trim().to_string()))
+            .map(|document| {
+                (
+                    document.index,
+                    document.first_line,
+                    document.text.trim().to_string(),
+                )
+            })
             .collect()
     }
 
     #[test]
     fn splitting_numbers_documents_like_a_yaml_parser() {
-        assert_eq!(documents("a: 1\n---\nb: 2\n"), vec![(0, 1, "a: 1".into()), (1, 2, "b: 2".into())]);
+        assert_eq!(
+            documents("a: 1\n---\nb: 2\n"),
+            vec![(0, 1, "a: 1".into()), (1, 2, "b: 2".into())]
+        );
         // A leading marker does not create an empty first document; an empty explicit one counts.
         assert_eq!(
             documents("# header\n---\na: 1\n---\n---\nb: 2"),
-            vec![(0, 2, "a: 1".into()), (1, 4, "".into()), (2, 5, "b: 2".into())]
+            vec![
+                (0, 2, "a: 1".into()),
+                (1, 4, "".into()),
+                (2, 5, "b: 2".into())
+            ]
         );
-        assert_eq!(documents("%YAML 1.2\n---\na: 1\n...\n"), vec![(0, 2, "a: 1".into())]);
+        assert_eq!(
+            documents("%YAML 1.2\n---\na: 1\n...\n"),
+            vec![(0, 2, "a: 1".into())]
+        );
         assert_eq!(documents("--- {a: 1}\n"), vec![(0, 1, "{a: 1}".into())]);
         assert!(documents("").is_empty());
     }
@@ -782,6 +954,17 @@ mod tests {
         let error = &contents.errors[0];
         assert_eq!(error.document, Some(1));
         assert_eq!(error.line, Some(6), "{error}");
+        // Every position in the message is a file line, including the parser's context.
+        let positions: Vec<usize> = error
+            .message
+            .split(" at line ")
+            .skip(1)
+            .map(|rest| rest.split(' ').next().unwrap().parse().unwrap())
+            .collect();
+        assert!(
+            positions.len() >= 2 && positions.iter().all(|&line| line >= 5),
+            "{error}"
+        );
     }
 
     #[test]
@@ -790,7 +973,11 @@ mod tests {
 {"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","kind":{"group":"batch","version":"v1","kind":"Job"},"name":"j","namespace":"x","operation":"CREATE","object":{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j"}}}}"#;
         let contents = parse_text("f.json", text, true);
         assert!(contents.errors.is_empty(), "{:?}", contents.errors);
-        let names: Vec<_> = contents.objects.iter().map(|o| (o.document, o.item, o.display_name())).collect();
+        let names: Vec<_> = contents
+            .objects
+            .iter()
+            .map(|o| (o.document, o.item, o.display_name()))
+            .collect();
         assert_eq!(
             names,
             vec![
@@ -805,8 +992,16 @@ mod tests {
 
     #[test]
     fn documents_that_are_not_objects_name_the_field() {
-        let contents = parse_text("f.yaml", "- a\n---\nkind: Pod\n---\napiVersion: v1\nkind: 3\n", false);
-        let fields: Vec<_> = contents.errors.iter().map(|e| e.field.clone().unwrap_or_default()).collect();
+        let contents = parse_text(
+            "f.yaml",
+            "- a\n---\nkind: Pod\n---\napiVersion: v1\nkind: 3\n",
+            false,
+        );
+        let fields: Vec<_> = contents
+            .errors
+            .iter()
+            .map(|e| e.field.clone().unwrap_or_default())
+            .collect();
         assert_eq!(fields, vec!["(document)", "apiVersion", "kind"]);
     }
 

@@ -58,7 +58,11 @@ impl ObjectIdentity {
 
     /// `Deployment shop/web (document 0)`.
     pub fn title(&self) -> String {
-        let name = if self.name.is_empty() { "<unnamed>" } else { &self.name };
+        let name = if self.name.is_empty() {
+            "<unnamed>"
+        } else {
+            &self.name
+        };
         let location = match self.item {
             Some(item) => format!("document {}, item {item}", self.document),
             None => format!("document {}", self.document),
@@ -92,7 +96,8 @@ pub struct Finding {
 impl Finding {
     pub fn new(violation: Violation, constraint: &Constraint, fail_on: Severity) -> Finding {
         let details = violation.details;
-        let fails_run = constraint.enforcement_action == EnforcementAction::Deny && details.severity >= fail_on;
+        let fails_run =
+            constraint.enforcement_action == EnforcementAction::Deny && details.severity >= fail_on;
         Finding {
             rule: details.rule,
             check: details.name,
@@ -154,7 +159,8 @@ impl Exemption {
         Some(Exemption {
             identity: ObjectIdentity::of(object),
             rules: annotation(metadata, EXEMPT_ANNOTATION).unwrap_or_default(),
-            reason: annotation(metadata, EXEMPT_REASON_ANNOTATION).filter(|reason| !reason.trim().is_empty()),
+            reason: annotation(metadata, EXEMPT_REASON_ANNOTATION)
+                .filter(|reason| !reason.trim().is_empty()),
             misplaced,
         })
     }
@@ -173,7 +179,12 @@ pub struct Report {
 
 impl Report {
     pub fn findings(&self) -> impl Iterator<Item = (&ObjectIdentity, &Finding)> {
-        self.objects.iter().flat_map(|object| object.findings.iter().map(move |finding| (&object.identity, finding)))
+        self.objects.iter().flat_map(|object| {
+            object
+                .findings
+                .iter()
+                .map(move |finding| (&object.identity, finding))
+        })
     }
 
     pub fn fails(&self) -> bool {
@@ -181,7 +192,9 @@ impl Report {
     }
 
     fn count(&self, severity: Severity) -> usize {
-        self.findings().filter(|(_, finding)| finding.severity == severity).count()
+        self.findings()
+            .filter(|(_, finding)| finding.severity == severity)
+            .count()
     }
 
     /// The closing line of the text and GitHub formats.
@@ -194,17 +207,28 @@ impl Report {
             plural(self.count(Severity::Warning), "warning"),
             plural(self.count(Severity::Info), "info finding"),
         );
-        let not_failing = self.findings().filter(|(_, finding)| !finding.fails_run).count();
+        let not_failing = self
+            .findings()
+            .filter(|(_, finding)| !finding.fails_run)
+            .count();
         if not_failing > 0 && not_failing < self.findings().count() {
             let _ = write!(line, " ({not_failing} not failing the run)");
         } else if not_failing > 0 {
             line.push_str(" (none failing the run)");
         }
         if !self.exemptions.is_empty() {
-            let _ = write!(line, "; {} in use", plural(self.exemptions.len(), "exemption"));
+            let _ = write!(
+                line,
+                "; {} in use",
+                plural(self.exemptions.len(), "exemption")
+            );
         }
         if !self.errors.is_empty() {
-            let _ = write!(line, "; {} could not be read", plural(self.errors.len(), "input"));
+            let _ = write!(
+                line,
+                "; {} could not be checked (see the errors above)",
+                plural(self.errors.len(), "input")
+            );
         }
         line
     }
@@ -219,7 +243,11 @@ impl Report {
             index_of: &mut BTreeMap<&'r str, usize>,
         ) -> usize {
             *index_of.entry(file).or_insert_with(|| {
-                groups.push(FileGroup { file, objects: Vec::new(), errors: Vec::new() });
+                groups.push(FileGroup {
+                    file,
+                    objects: Vec::new(),
+                    errors: Vec::new(),
+                });
                 groups.len() - 1
             })
         }
@@ -245,7 +273,11 @@ struct FileGroup<'a> {
 }
 
 fn plural(count: usize, noun: &str) -> String {
-    if count == 1 { format!("1 {noun}") } else { format!("{count} {noun}s") }
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
 }
 
 /// Renders `report` in `format`. `colour` only affects the text format.
@@ -266,7 +298,11 @@ struct Palette {
 
 impl Palette {
     fn paint(&self, code: &str, text: &str) -> String {
-        if self.colour { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
+        if self.colour {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
     }
 
     fn severity(&self, severity: Severity) -> String {
@@ -283,14 +319,16 @@ fn render_text(report: &Report, colour: bool) -> String {
     let palette = Palette { colour };
     let mut out = String::new();
     for group in report.by_file() {
-        let objects_with_findings: Vec<_> = group.objects.iter().filter(|object| !object.findings.is_empty()).collect();
-        if objects_with_findings.is_empty() && group.errors.is_empty() {
+        let objects_with_findings: Vec<_> = group
+            .objects
+            .iter()
+            .filter(|object| !object.findings.is_empty())
+            .collect();
+        // Input errors are not repeated here: the CLI has written them to stderr already.
+        if objects_with_findings.is_empty() {
             continue;
         }
         let _ = writeln!(out, "{}", palette.paint("1", group.file));
-        for error in &group.errors {
-            let _ = writeln!(out, "  {} {}", palette.paint("1;31", "cannot read"), error_location_and_message(error));
-        }
         for object in objects_with_findings {
             let _ = writeln!(out, "  {}", object.identity.title());
             for finding in &object.findings {
@@ -308,7 +346,11 @@ fn render_text(report: &Report, colour: bool) -> String {
                     finding.rule,
                     finding.check,
                     marker,
-                    if finding.path.is_empty() { "(object)" } else { &finding.path }
+                    if finding.path.is_empty() {
+                        "(object)"
+                    } else {
+                        &finding.path
+                    }
                 );
                 let _ = writeln!(out, "      {}", finding.msg);
                 if !finding.fix.is_empty() {
@@ -444,7 +486,11 @@ fn xml_escape(text: &str) -> String {
             '\t' | '\r' => {
                 let _ = write!(out, "&#{};", character as u32);
             }
-            character if (character as u32) < 0x20 || character == '\u{fffe}' || character == '\u{ffff}' => {
+            character
+                if (character as u32) < 0x20
+                    || character == '\u{fffe}'
+                    || character == '\u{ffff}' =>
+            {
                 out.push('\u{fffd}')
             }
             character => out.push(character),
@@ -459,7 +505,10 @@ fn xml_escape(text: &str) -> String {
 /// Unreadable documents are testcases with an `<error>`.
 fn render_junit(report: &Report) -> String {
     let groups = report.by_file();
-    let failures: usize = report.findings().filter(|(_, finding)| finding.fails_run).count();
+    let failures: usize = report
+        .findings()
+        .filter(|(_, finding)| finding.fails_run)
+        .count();
     let tests = report.objects.len() + report.errors.len();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
@@ -468,8 +517,12 @@ fn render_junit(report: &Report) -> String {
         report.errors.len()
     );
     for group in groups {
-        let suite_failures: usize =
-            group.objects.iter().flat_map(|object| &object.findings).filter(|finding| finding.fails_run).count();
+        let suite_failures: usize = group
+            .objects
+            .iter()
+            .flat_map(|object| &object.findings)
+            .filter(|finding| finding.fails_run)
+            .count();
         let _ = writeln!(
             out,
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{suite_failures}\" errors=\"{}\">",
@@ -515,7 +568,11 @@ fn render_junit(report: &Report) -> String {
                 }
             }
             if !not_failing.is_empty() {
-                let _ = writeln!(out, "      <system-out>{}</system-out>", xml_escape(not_failing.trim_end()));
+                let _ = writeln!(
+                    out,
+                    "      <system-out>{}</system-out>",
+                    xml_escape(not_failing.trim_end())
+                );
             }
             out.push_str("    </testcase>\n");
         }
@@ -559,7 +616,11 @@ fn sarif_uri(file: &str) -> String {
             character => uri.push(character),
         }
     }
-    if uri.starts_with('/') { format!("file://{uri}") } else { uri.trim_start_matches("./").to_string() }
+    if uri.starts_with('/') {
+        format!("file://{uri}")
+    } else {
+        uri.trim_start_matches("./").to_string()
+    }
 }
 
 fn render_sarif(report: &Report) -> String {
@@ -567,9 +628,15 @@ fn render_sarif(report: &Report) -> String {
     // the module at hand may not have.
     let mut rules: BTreeMap<&str, (&str, Severity)> = BTreeMap::new();
     for (_, finding) in report.findings() {
-        rules.entry(&finding.rule).or_insert((&finding.check, finding.severity));
+        rules
+            .entry(&finding.rule)
+            .or_insert((&finding.check, finding.severity));
     }
-    let rule_index: BTreeMap<&str, usize> = rules.keys().enumerate().map(|(index, rule)| (*rule, index)).collect();
+    let rule_index: BTreeMap<&str, usize> = rules
+        .keys()
+        .enumerate()
+        .map(|(index, rule)| (*rule, index))
+        .collect();
     let rule_descriptors: Vec<Value> = rules
         .iter()
         .map(|(id, (name, severity))| {
@@ -656,7 +723,9 @@ fn render_sarif(report: &Report) -> String {
 
 /// TAP descriptions end at `#` (it starts a directive), so it is escaped.
 fn tap_description(text: &str) -> String {
-    text.replace('\\', "\\\\").replace('#', "\\#").replace('\n', " ")
+    text.replace('\\', "\\\\")
+        .replace('#', "\\#")
+        .replace('\n', " ")
 }
 
 /// A YAML double-quoted scalar for TAP's diagnostic blocks.
@@ -677,7 +746,11 @@ fn render_tap(report: &Report) -> String {
             out,
             "{} {number} - {}",
             if failed { "not ok" } else { "ok" },
-            tap_description(&format!("{}: {}", object.identity.file, object.identity.title()))
+            tap_description(&format!(
+                "{}: {}",
+                object.identity.file,
+                object.identity.title()
+            ))
         );
         if object.findings.is_empty() {
             continue;
@@ -690,14 +763,22 @@ fn render_tap(report: &Report) -> String {
             let _ = writeln!(out, "      path: {}", yaml_quoted(&finding.path));
             let _ = writeln!(out, "      message: {}", yaml_quoted(&finding.msg));
             let _ = writeln!(out, "      fix: {}", yaml_quoted(&finding.fix));
-            let _ = writeln!(out, "      enforcementAction: {}", finding.enforcement_action.as_str());
+            let _ = writeln!(
+                out,
+                "      enforcementAction: {}",
+                finding.enforcement_action.as_str()
+            );
             let _ = writeln!(out, "      failsRun: {}", finding.fails_run);
         }
         out.push_str("  ...\n");
     }
     for error in &report.errors {
         number += 1;
-        let _ = writeln!(out, "not ok {number} - {}", tap_description(&format!("{}: cannot read", error.file)));
+        let _ = writeln!(
+            out,
+            "not ok {number} - {}",
+            tap_description(&format!("{}: cannot read", error.file))
+        );
         out.push_str("  ---\n");
         let _ = writeln!(out, "  message: {}", yaml_quoted(&error.to_string()));
         out.push_str("  ...\n");
@@ -707,7 +788,9 @@ fn render_tap(report: &Report) -> String {
 
 /// Workflow command escaping: data escapes `%`, CR, LF; properties also `:` and `,`.
 fn github_data(text: &str) -> String {
-    text.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+    text.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
 }
 
 fn github_property(text: &str) -> String {
@@ -757,7 +840,10 @@ mod tests {
 
     #[test]
     fn escaping() {
-        assert_eq!(xml_escape("a<b & \"c\"\u{1}"), "a&lt;b &amp; &quot;c&quot;\u{fffd}");
+        assert_eq!(
+            xml_escape("a<b & \"c\"\u{1}"),
+            "a&lt;b &amp; &quot;c&quot;\u{fffd}"
+        );
         assert_eq!(github_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
         assert_eq!(tap_description("x # y"), "x \\# y");
         assert_eq!(sarif_uri("./dir/a b.yaml"), "dir/a%20b.yaml");
