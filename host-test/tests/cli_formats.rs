@@ -1,0 +1,438 @@
+//! Every `-o` format, parsed and checked structurally.
+
+mod cli_support;
+
+use cli_support::*;
+use quick_xml::events::Event;
+use serde_json::Value;
+
+/// A meshed Job (ML101, ML301, ML303) and a clean ConfigMap in one file, a meshed Deployment
+/// (ML101) in another.
+fn fixture() -> Workspace {
+    let workspace = Workspace::new();
+    workspace.write(
+        "jobs.yaml",
+        &stream(&[
+            meshed_job("migrate", "shop"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: shop}\n"
+                .to_string(),
+        ]),
+    );
+    workspace.write("web.yaml", &meshed_deployment("web", "shop"));
+    workspace
+}
+
+#[test]
+fn json_findings_carry_every_documented_field() {
+    let outcome = fixture().run(&["check", "jobs.yaml", "web.yaml", "-o", "json"]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    let findings = outcome.json();
+    assert!(!findings.is_empty());
+    for finding in &findings {
+        for field in [
+            "file",
+            "document",
+            "apiVersion",
+            "kind",
+            "namespace",
+            "name",
+            "rule",
+            "check",
+            "severity",
+            "msg",
+            "path",
+            "fix",
+            "enforcementAction",
+        ] {
+            assert!(finding.get(field).is_some(), "missing {field} in {finding}");
+        }
+        assert_eq!(finding["enforcementAction"], "deny");
+        assert!(["error", "warning", "info"].contains(&finding["severity"].as_str().unwrap()));
+        let msg = finding["msg"].as_str().unwrap();
+        let rule = finding["rule"].as_str().unwrap();
+        let check = finding["check"].as_str().unwrap();
+        assert!(msg.starts_with(&format!("[{rule} {check}]")), "{msg}");
+    }
+    let job_rules = sorted(
+        findings
+            .iter()
+            .filter(|f| f["name"] == "migrate")
+            .map(|f| f["rule"].as_str().unwrap().to_string())
+            .collect(),
+    );
+    assert_eq!(job_rules, vec!["ML101", "ML301", "ML303"]);
+    let ml301 = findings.iter().find(|f| f["rule"] == "ML301").unwrap();
+    assert_eq!(ml301["check"], "job-sidecar-never-exits");
+    assert_eq!(ml301["severity"], "error");
+    assert_eq!(ml301["apiVersion"], "batch/v1");
+    assert_eq!(ml301["file"], "jobs.yaml");
+    assert_eq!(ml301["document"], 0);
+}
+
+#[test]
+fn json_is_an_empty_array_without_findings() {
+    let workspace = Workspace::new();
+    workspace.write("ok.yaml", &plain_deployment("a", "b"));
+    let outcome = workspace.run(&["check", "ok.yaml", "-o", "json"]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    assert_eq!(outcome.json(), Vec::<Value>::new());
+}
+
+#[test]
+fn text_groups_by_file_and_ends_with_a_summary() {
+    let outcome = fixture().run(&["check", "jobs.yaml", "web.yaml"]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    let text = &outcome.stdout;
+    assert!(!text.contains('\x1b'), "no colour off a terminal: {text}");
+    let jobs = text.find("jobs.yaml\n").expect("a jobs.yaml heading");
+    let web = text.find("web.yaml\n").expect("a web.yaml heading");
+    assert!(jobs < web);
+    assert!(text.contains("Job shop/migrate (document 0)"), "{text}");
+    assert!(text.contains("ML301 job-sidecar-never-exits"), "{text}");
+    assert!(text.contains("fix:"), "{text}");
+    // The clean ConfigMap is not listed.
+    assert!(!text.contains("settings"), "{text}");
+    let summary = text.lines().last().unwrap();
+    assert_eq!(
+        summary,
+        "3 objects checked in 2 files: 1 error, 2 warnings, 1 info finding (1 not failing the run)"
+    );
+}
+
+#[test]
+fn exemptions_in_use_are_listed_with_their_reason() {
+    let workspace = Workspace::new();
+    let exempted = meshed_deployment("legacy", "shop").replace(
+        "    metadata:\n      labels:\n",
+        "    metadata:\n      annotations:\n        meshlife.io/exempt: ML101\n        meshlife.io/exempt-reason: \"waits for its own readiness gate, see TICKET-12\"\n      labels:\n",
+    );
+    let unexplained = meshed_deployment("other", "shop").replace(
+        "    metadata:\n      labels:\n",
+        "    metadata:\n      annotations:\n        meshlife.io/exempt: \"*\"\n      labels:\n",
+    );
+    workspace.write("exempt.yaml", &stream(&[exempted, unexplained]));
+    let outcome = workspace.run(&["check", "exempt.yaml"]);
+    assert_eq!(
+        outcome.code, 0,
+        "exempted findings do not fail the run: {outcome:?}"
+    );
+    let text = &outcome.stdout;
+    assert!(text.contains("Exemptions in use:"), "{text}");
+    assert!(text.contains("Deployment shop/legacy (document 0): ML101 — reason: waits for its own readiness gate, see TICKET-12"), "{text}");
+    assert!(
+        text.contains("Deployment shop/other (document 1): * — no reason given"),
+        "{text}"
+    );
+    assert!(
+        text.lines().last().unwrap().contains("2 exemptions in use"),
+        "{text}"
+    );
+}
+
+/// A minimal element tree from quick-xml events: enough to check the JUnit structure.
+#[derive(Debug, Default)]
+struct Element {
+    name: String,
+    attributes: Vec<(String, String)>,
+    children: Vec<Element>,
+    text: String,
+}
+
+impl Element {
+    fn attribute(&self, name: &str) -> &str {
+        self.attributes
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+            .unwrap_or_else(|| {
+                panic!("<{}> has no attribute {name}", self.name);
+            })
+    }
+
+    fn children_named<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Element> + 'a {
+        self.children.iter().filter(move |child| child.name == name)
+    }
+}
+
+fn parse_xml(text: &str) -> Element {
+    let mut reader = quick_xml::Reader::from_str(text);
+    let mut stack: Vec<Element> = vec![Element::default()];
+    let element_of = |start: &quick_xml::events::BytesStart<'_>| Element {
+        name: start.name().as_ref().to_string(),
+        attributes: start
+            .attributes()
+            .map(|attribute| {
+                let attribute = attribute.expect("well-formed attribute");
+                (
+                    attribute.key.as_ref().to_string(),
+                    attribute
+                        .normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                        .expect("valid escapes")
+                        .into_owned(),
+                )
+            })
+            .collect(),
+        ..Element::default()
+    };
+    loop {
+        match reader.read_event().expect("well-formed XML") {
+            Event::Start(start) => stack.push(element_of(&start)),
+            Event::Empty(start) => {
+                let element = element_of(&start);
+                stack.last_mut().unwrap().children.push(element);
+            }
+            Event::End(_) => {
+                let element = stack.pop().unwrap();
+                stack.last_mut().unwrap().children.push(element);
+            }
+            Event::Text(text) => stack
+                .last_mut()
+                .unwrap()
+                .text
+                .push_str(&text.xml10_content()),
+            Event::GeneralRef(reference) => {
+                let name = reference.xml10_content().into_owned();
+                let resolved = quick_xml::escape::unescape(&format!("&{name};"))
+                    .expect("known entity")
+                    .into_owned();
+                stack.last_mut().unwrap().text.push_str(&resolved);
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    assert_eq!(stack.len(), 1, "every element is closed");
+    stack.pop().unwrap()
+}
+
+#[test]
+fn junit_has_a_suite_per_file_a_case_per_object_and_a_failure_per_failing_finding() {
+    let outcome = fixture().run(&["check", "jobs.yaml", "web.yaml", "-o", "junit"]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    assert!(
+        outcome
+            .stdout
+            .starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>")
+    );
+    let document = parse_xml(&outcome.stdout);
+    let root = document
+        .children_named("testsuites")
+        .next()
+        .expect("<testsuites>");
+    assert_eq!(root.attribute("tests"), "3");
+    // ML301 (error) and both ML101 (warning) fail the run at --fail-on warning; ML303 (info) does not.
+    assert_eq!(root.attribute("failures"), "3");
+    assert_eq!(root.attribute("errors"), "0");
+    let suites: Vec<&Element> = root.children_named("testsuite").collect();
+    let names: Vec<&str> = suites.iter().map(|suite| suite.attribute("name")).collect();
+    assert_eq!(names, vec!["jobs.yaml", "web.yaml"]);
+    let jobs = suites[0];
+    assert_eq!(jobs.attribute("tests"), "2");
+    assert_eq!(jobs.attribute("failures"), "2");
+    let cases: Vec<&Element> = jobs.children_named("testcase").collect();
+    assert_eq!(cases.len(), 2);
+    assert_eq!(cases[0].attribute("name"), "Job shop/migrate (document 0)");
+    assert_eq!(cases[0].attribute("classname"), "jobs.yaml");
+    let failure_types: Vec<&str> = cases[0]
+        .children_named("failure")
+        .map(|failure| failure.attribute("type"))
+        .collect();
+    assert_eq!(
+        sorted(failure_types.iter().map(|s| s.to_string()).collect()),
+        vec!["ML101", "ML301"]
+    );
+    let ml301 = cases[0]
+        .children_named("failure")
+        .find(|failure| failure.attribute("type") == "ML301")
+        .unwrap();
+    assert!(
+        ml301
+            .attribute("message")
+            .starts_with("[ML301 job-sidecar-never-exits]")
+    );
+    assert!(ml301.text.contains("fix:"), "{}", ml301.text);
+    let system_out = cases[0]
+        .children_named("system-out")
+        .next()
+        .expect("the info finding");
+    assert!(system_out.text.contains("ML303"), "{}", system_out.text);
+    assert!(cases[1].children.is_empty(), "the ConfigMap passes");
+}
+
+#[test]
+fn junit_reports_unreadable_documents_as_errors() {
+    let workspace = Workspace::new();
+    workspace.write("broken.yaml", "apiVersion: v1\nkind: [\n");
+    let outcome = workspace.run(&["check", "broken.yaml", "-o", "junit"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    let document = parse_xml(&outcome.stdout);
+    let root = document.children_named("testsuites").next().unwrap();
+    assert_eq!(root.attribute("errors"), "1");
+    let suite = root.children_named("testsuite").next().unwrap();
+    let case = suite.children_named("testcase").next().unwrap();
+    assert_eq!(case.attribute("name"), "document 0");
+    let error = case.children_named("error").next().expect("<error>");
+    assert!(error.attribute("message").contains("invalid YAML"));
+}
+
+#[test]
+fn sarif_is_version_2_1_0_with_rules_results_and_locations() {
+    let outcome = fixture().run(&["check", "jobs.yaml", "web.yaml", "-o", "sarif"]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    let sarif: Value = serde_json::from_str(&outcome.stdout).expect("SARIF is JSON");
+    assert_eq!(sarif["version"], "2.1.0");
+    assert!(sarif["$schema"].as_str().unwrap().contains("sarif-2.1.0"));
+    let runs = sarif["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 1);
+    let driver = &runs[0]["tool"]["driver"];
+    assert_eq!(driver["name"], "meshlife");
+    let rules = driver["rules"].as_array().expect("rules");
+    let rule_ids: Vec<&str> = rules
+        .iter()
+        .map(|rule| rule["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(rule_ids, vec!["ML101", "ML301", "ML303"]);
+    let results = runs[0]["results"].as_array().expect("results");
+    assert_eq!(results.len(), 4);
+    for result in results {
+        let rule_id = result["ruleId"].as_str().unwrap();
+        let index = result["ruleIndex"].as_u64().unwrap() as usize;
+        assert_eq!(rules[index]["id"], rule_id);
+        assert!(["error", "warning", "note"].contains(&result["level"].as_str().unwrap()));
+        assert!(
+            result["message"]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("[{rule_id}"))
+        );
+        let location = &result["locations"][0]["physicalLocation"];
+        let uri = location["artifactLocation"]["uri"].as_str().unwrap();
+        assert!(uri == "jobs.yaml" || uri == "web.yaml", "{uri}");
+        assert!(location["region"]["startLine"].as_u64().unwrap() >= 1);
+    }
+    let level_of = |rule: &str| {
+        results.iter().find(|r| r["ruleId"] == rule).unwrap()["level"]
+            .as_str()
+            .unwrap()
+    };
+    assert_eq!(level_of("ML301"), "error");
+    assert_eq!(level_of("ML101"), "warning");
+    assert_eq!(level_of("ML303"), "note");
+    assert_eq!(runs[0]["invocations"][0]["executionSuccessful"], true);
+}
+
+#[test]
+fn sarif_carries_input_errors_as_notifications() {
+    let workspace = Workspace::new();
+    workspace.write("broken.yaml", "kind: [\n");
+    let outcome = workspace.run(&["check", "broken.yaml", "-o", "sarif"]);
+    assert_eq!(outcome.code, 2);
+    let sarif: Value = serde_json::from_str(&outcome.stdout).unwrap();
+    let invocation = &sarif["runs"][0]["invocations"][0];
+    assert_eq!(invocation["executionSuccessful"], false);
+    let notification = &invocation["toolExecutionNotifications"][0];
+    assert_eq!(notification["level"], "error");
+    assert!(
+        notification["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("broken.yaml: document 0")
+    );
+    assert_eq!(sarif["runs"][0]["results"].as_array().unwrap().len(), 0);
+}
+
+#[test]
+fn tap_13_has_a_plan_and_a_test_point_per_object() {
+    let outcome = fixture().run(&["check", "jobs.yaml", "web.yaml", "-o", "tap"]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    let lines: Vec<&str> = outcome.stdout.lines().collect();
+    assert_eq!(lines[0], "TAP version 13");
+    assert_eq!(lines[1], "1..3");
+    let points: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|line| line.starts_with("ok ") || line.starts_with("not ok "))
+        .collect();
+    assert_eq!(points.len(), 3);
+    assert!(
+        points[0].starts_with("not ok 1 - jobs.yaml: Job shop/migrate"),
+        "{}",
+        points[0]
+    );
+    assert!(
+        points[1].starts_with("ok 2 - jobs.yaml: ConfigMap shop/settings"),
+        "{}",
+        points[1]
+    );
+    assert!(
+        points[2].starts_with("not ok 3 - web.yaml: Deployment shop/web"),
+        "{}",
+        points[2]
+    );
+    // The YAML diagnostic block lists the findings.
+    assert!(
+        outcome
+            .stdout
+            .contains("  ---\n  findings:\n    - rule: \"ML101\""),
+        "{}",
+        outcome.stdout
+    );
+    assert!(outcome.stdout.contains("  ...\n"));
+}
+
+#[test]
+fn github_annotations_point_at_file_and_line() {
+    let outcome = fixture().run(&["check", "jobs.yaml", "web.yaml", "-o", "github"]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    let commands: Vec<&str> = outcome
+        .stdout
+        .lines()
+        .filter(|line| line.starts_with("::"))
+        .collect();
+    assert_eq!(commands.len(), 4, "{}", outcome.stdout);
+    assert!(commands.iter().any(|c| {
+        c.starts_with("::error file=jobs.yaml,line=1,title=ML301 job-sidecar-never-exits")
+    }));
+    assert!(
+        commands
+            .iter()
+            .any(|c| c.starts_with("::warning file=web.yaml,line=1,title=ML101"))
+    );
+    assert!(
+        commands
+            .iter()
+            .any(|c| c.starts_with("::notice file=jobs.yaml,line=1,title=ML303"))
+    );
+    for command in &commands {
+        let (properties, message) = command[2..]
+            .split_once("::")
+            .expect("::command props::message");
+        assert!(!properties.contains('\n') && !message.contains('\n'));
+        assert!(message.contains("%0Afix: "), "{message}");
+    }
+    assert!(
+        outcome
+            .stdout
+            .lines()
+            .last()
+            .unwrap()
+            .starts_with("3 objects checked in 2 files")
+    );
+}
+
+#[test]
+fn github_line_is_the_start_of_the_document() {
+    let workspace = Workspace::new();
+    workspace.write(
+        "two.yaml",
+        &stream(&[plain_deployment("a", "b"), meshed_job("j", "b")]),
+    );
+    let outcome = workspace.run(&["check", "two.yaml", "-o", "github"]);
+    let plain_lines = plain_deployment("a", "b").lines().count();
+    let expected = format!("::error file=two.yaml,line={},", plain_lines + 1);
+    assert!(
+        outcome.stdout.contains(&expected),
+        "{expected} in {}",
+        outcome.stdout
+    );
+}

@@ -1,0 +1,191 @@
+//! Running the real `meshlife` binary on files in a temporary folder.
+
+#![allow(dead_code)] // each cli_*.rs test crate uses a different part of this
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub struct Outcome {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Outcome {
+    /// `-o json` output, parsed.
+    pub fn json(&self) -> Vec<serde_json::Value> {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|error| {
+            panic!(
+                "stdout is not a JSON array ({error}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// The `rule` of every JSON finding, in order.
+    pub fn rules(&self) -> Vec<String> {
+        self.json()
+            .iter()
+            .map(|finding| finding["rule"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+}
+
+impl std::fmt::Debug for Outcome {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            formatter,
+            "exit {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Runs `meshlife ARGS` in `folder` with `stdin` (empty when `None`), colour off.
+pub fn run_in(folder: &Path, args: &[&str], stdin: Option<&str>) -> Outcome {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_meshlife"))
+        .args(args)
+        .current_dir(folder)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the meshlife binary runs");
+    let input = stdin.unwrap_or("").to_string();
+    let mut child_stdin = child.stdin.take().expect("stdin is piped");
+    // Written from a thread: a large stdin must not deadlock against a full stdout pipe.
+    let writer = std::thread::spawn(move || {
+        let _ = child_stdin.write_all(input.as_bytes());
+    });
+    let output = child.wait_with_output().expect("meshlife finishes");
+    writer.join().expect("stdin writer");
+    Outcome {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// A temporary folder with files written into it.
+pub struct Workspace {
+    pub folder: tempfile::TempDir,
+}
+
+impl Workspace {
+    pub fn new() -> Workspace {
+        Workspace {
+            folder: tempfile::tempdir().expect("a temporary folder"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.folder.path()
+    }
+
+    pub fn write(&self, relative: &str, contents: &str) -> PathBuf {
+        let path = self.folder.path().join(relative);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("folders");
+        std::fs::write(&path, contents).expect("write");
+        path
+    }
+
+    pub fn run(&self, args: &[&str]) -> Outcome {
+        run_in(self.path(), args, None)
+    }
+
+    pub fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Outcome {
+        run_in(self.path(), args, Some(stdin))
+    }
+}
+
+// Fixtures. Predicted rule behaviour from rules.md: a template with
+// `sidecar.istio.io/inject: "true"`, classic sidecars and no hold is ML101 (warning); a Job so
+// meshed has no exit mechanism either, so also ML301 (error) and ML303 (info, no deadline).
+
+/// An Istio-meshed Deployment without hold: exactly ML101.
+pub fn meshed_deployment(name: &str, namespace: &str) -> String {
+    format!(
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  selector:
+    matchLabels: {{app: {name}}}
+  template:
+    metadata:
+      labels:
+        app: {name}
+        sidecar.istio.io/inject: "true"
+    spec:
+      containers:
+      - name: app
+        image: registry.example/app:1
+"#
+    )
+}
+
+/// A Job meshed with classic Istio: ML101, ML301 (error) and ML303.
+pub fn meshed_job(name: &str, namespace: &str) -> String {
+    format!(
+        r#"apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  template:
+    metadata:
+      labels:
+        sidecar.istio.io/inject: "true"
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: task
+        image: registry.example/task:1
+"#
+    )
+}
+
+/// A Deployment no mesh touches: no findings.
+pub fn plain_deployment(name: &str, namespace: &str) -> String {
+    format!(
+        r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+  namespace: {namespace}
+spec:
+  selector:
+    matchLabels: {{app: {name}}}
+  template:
+    metadata:
+      labels: {{app: {name}}}
+    spec:
+      containers:
+      - name: app
+        image: registry.example/app:1
+"#
+    )
+}
+
+/// A Deployment in `namespace` that only the namespace's injection label can mesh.
+pub fn unlabelled_deployment(name: &str, namespace: &str) -> String {
+    plain_deployment(name, namespace)
+}
+
+pub fn namespace(name: &str, labels: &str) -> String {
+    format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n  labels: {{{labels}}}\n")
+}
+
+pub fn stream(documents: &[String]) -> String {
+    documents.join("---\n")
+}
+
+pub fn sorted(mut rules: Vec<String>) -> Vec<String> {
+    rules.sort();
+    rules
+}
