@@ -109,6 +109,10 @@ impl Engine {
         }
         let mut config = Config::new();
         config.parallel_compilation(true);
+        // Compiling the module takes about half a second; wasmtime's on-disk cache (the user's
+        // cache directory, keyed by module and engine) turns later starts into a file read.
+        // Without a usable cache directory the module is simply compiled every time.
+        config.cache(wasmtime::Cache::from_file(None).ok());
         let wasm_engine = wasmtime::Engine::new(&config)
             .map_err(|error| anyhow!("cannot set up the wasm engine: {error}"))?;
         let module = Module::new(&wasm_engine, bytes)
