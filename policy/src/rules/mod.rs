@@ -218,7 +218,7 @@ fn script_sleep_seconds(script: &str) -> Option<i64> {
     for (index, word) in words.iter().enumerate() {
         if word.rsplit('/').next() == Some("sleep") {
             let seconds = parse_sleep_seconds(words.get(index + 1)?)?;
-            total = Some(total.unwrap_or(0) + seconds);
+            total = Some(total.unwrap_or(0i64).saturating_add(seconds));
         }
     }
     total

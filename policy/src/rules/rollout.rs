@@ -30,9 +30,9 @@ fn resolve(value: Option<&IntOrString>, replicas: i64, round_up: bool) -> Option
         IntOrString::Int(number) => Some(*number),
         IntOrString::Str(text) => {
             let percent: i64 = text.strip_suffix('%')?.trim().parse().ok()?;
-            let scaled = percent * replicas;
+            let scaled = percent.saturating_mul(replicas);
             Some(if round_up {
-                (scaled + 99) / 100
+                scaled.saturating_add(99) / 100
             } else {
                 scaled / 100
             })
@@ -105,7 +105,7 @@ fn rollout_capacity(context: &Context, findings: &mut Vec<Finding>) {
         unavailable = 1;
     }
     let min_available = context.settings.raw.min_available;
-    let remaining = replicas - unavailable;
+    let remaining = replicas.saturating_sub(unavailable);
     if remaining >= min_available {
         return;
     }
@@ -121,7 +121,7 @@ fn rollout_capacity(context: &Context, findings: &mut Vec<Finding>) {
     );
     let fix = format!(
         "Raise spec.replicas to at least {}, or set {field}: 0 with a maxSurge of 1 or more.",
-        min_available + unavailable
+        min_available.saturating_add(unavailable)
     );
     findings.push(context.finding(&ROLLOUT_CAPACITY, field.to_string(), message, fix));
 }

@@ -39,7 +39,7 @@ fn grace_path(context: &Context) -> String {
 fn drain_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
     let decision = context.decision;
     let grace = grace_seconds(context);
-    let grace_ms = grace.max(0) as u64 * 1000;
+    let grace_ms = (grace.max(0) as u64).saturating_mul(1000);
     let proxy = context.proxy_phrase();
     if decision.drain_ms >= grace_ms {
         let drain = format_ms(decision.drain_ms);
@@ -114,7 +114,7 @@ fn proxy_exits_before_app(context: &Context, findings: &mut Vec<Finding>) {
     }
     let drain = format_ms(decision.drain_ms);
     for (index, container, delay) in known_prestop_delays(context) {
-        if (delay.max(0) as u64) * 1000 < decision.drain_ms {
+        if (delay.max(0) as u64).saturating_mul(1000) < decision.drain_ms {
             continue;
         }
         let name = container.name();
