@@ -152,7 +152,9 @@ pub fn run_check(args: &CheckArgs) -> u8 {
             bar.inc(1);
         }
     };
+    let module_loaded = Instant::now();
     let loaded = manifests::load_with_progress(&args.paths, &show_progress, &tick);
+    let inputs_read = Instant::now();
     for folder in &loaded.empty_folders {
         eprintln!("meshlife: warning: {folder}: no .yaml, .yml or .json files found");
     }
@@ -192,6 +194,7 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         bar.set_message("checking");
     }
     let outcomes = engine.evaluate_many_with_progress(&inputs, &tick);
+    let evaluated = Instant::now();
     if let Some(bar) = progress.get() {
         bar.finish_and_clear();
     }
@@ -244,11 +247,17 @@ pub fn run_check(args: &CheckArgs) -> u8 {
     if args.stats {
         let elapsed = started.elapsed().as_secs_f64();
         let objects = report.objects.len();
+        let seconds = |from: Instant, to: Instant| to.duration_since(from).as_secs_f64();
         eprintln!(
-            "meshlife: {objects} objects, {} files, {} evaluations in {elapsed:.3} s ({:.0} objects/s)",
+            "meshlife: {objects} objects, {} files, {} evaluations in {elapsed:.3} s ({:.0} objects/s; \
+             module {:.3} s, reading {:.3} s, evaluating {:.3} s, reporting {:.3} s)",
             report.files.len(),
             inputs.len(),
-            objects as f64 / elapsed.max(1e-9)
+            objects as f64 / elapsed.max(1e-9),
+            seconds(started, module_loaded),
+            seconds(module_loaded, inputs_read),
+            seconds(inputs_read, evaluated),
+            seconds(evaluated, Instant::now()),
         );
     }
 

@@ -386,18 +386,29 @@ fn parse_text(file: &str, text: &str, is_json: bool) -> FileContents {
     if is_json {
         parse_json_stream(file, text, &mut contents);
     } else {
-        for document in split_yaml_documents(text) {
-            match parse_yaml_document(&document) {
-                Ok(Some(value)) => add_document(
-                    file,
-                    document.index,
-                    document.first_line,
-                    value,
-                    &mut contents,
-                ),
-                Ok(None) => {}
-                Err(error) => contents.errors.push(yaml_error(file, &document, &error)),
-            }
+        // Documents are parsed in parallel: one rendered stream on stdin (a whole Helm
+        // release) would otherwise keep every core but one idle. Merged in document order.
+        let parsed: Vec<FileContents> = split_yaml_documents(text)
+            .par_iter()
+            .map(|document| {
+                let mut parsed = FileContents::default();
+                match parse_yaml_document(document) {
+                    Ok(Some(value)) => add_document(
+                        file,
+                        document.index,
+                        document.first_line,
+                        value,
+                        &mut parsed,
+                    ),
+                    Ok(None) => {}
+                    Err(error) => parsed.errors.push(yaml_error(file, document, &error)),
+                }
+                parsed
+            })
+            .collect();
+        for document in parsed {
+            contents.objects.extend(document.objects);
+            contents.errors.extend(document.errors);
         }
     }
     contents
@@ -406,9 +417,11 @@ fn parse_text(file: &str, text: &str, is_json: bool) -> FileContents {
 fn parse_json_stream(file: &str, text: &str, contents: &mut FileContents) {
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     let mut index = 0;
+    // Lines are counted from the previous document on, so a long stream stays linear.
+    let mut counted = LineCounter::default();
     loop {
         let start = stream.byte_offset();
-        let first_line = line_of_offset(text, skip_whitespace(text, start));
+        let first_line = counted.line_at(text, skip_whitespace(text, start));
         match stream.next() {
             None => break,
             Some(Ok(value)) => add_document(file, index, first_line, value, contents),
@@ -434,6 +447,29 @@ fn skip_whitespace(text: &str, offset: usize) -> usize {
     text[offset..]
         .find(|character: char| !character.is_whitespace())
         .map_or(text.len(), |skip| offset + skip)
+}
+
+/// 1-based line numbers of increasing offsets, counting each newline once.
+#[derive(Default)]
+struct LineCounter {
+    offset: usize,
+    newlines: usize,
+}
+
+impl LineCounter {
+    fn line_at(&mut self, text: &str, offset: usize) -> usize {
+        let offset = offset.min(text.len());
+        if offset >= self.offset {
+            self.newlines += text.as_bytes()[self.offset..offset]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count();
+            self.offset = offset;
+            self.newlines + 1
+        } else {
+            line_of_offset(text, offset)
+        }
+    }
 }
 
 fn line_of_offset(text: &str, offset: usize) -> usize {
@@ -684,22 +720,25 @@ fn is_list(kind: &str, value: &Value) -> bool {
 
 /// A problem with one field, before the file and document are attached.
 struct FieldProblem {
-    field: &'static str,
+    /// `None` when the whole document is wrong (not a mapping).
+    field: Option<&'static str>,
     message: String,
 }
 
 impl FieldProblem {
     fn at(self, file: &str, document: usize, first_line: usize, item: Option<usize>) -> InputError {
-        InputError::document(file, document, first_line, self.message)
-            .with_field(self.field)
-            .with_item(item)
+        let error = InputError::document(file, document, first_line, self.message).with_item(item);
+        match self.field {
+            Some(field) => error.with_field(field),
+            None => error,
+        }
     }
 }
 
 fn object_identity(value: &Value) -> Result<(String, String), FieldProblem> {
     let Some(fields) = value.as_object() else {
         return Err(FieldProblem {
-            field: "(document)",
+            field: None,
             message: format!(
                 "expected a Kubernetes object (a mapping), got {}",
                 json_type_name(value)
@@ -709,15 +748,15 @@ fn object_identity(value: &Value) -> Result<(String, String), FieldProblem> {
     let string_field = |field: &'static str| match fields.get(field) {
         Some(Value::String(text)) if !text.is_empty() => Ok(text.clone()),
         Some(Value::String(_)) => Err(FieldProblem {
-            field,
+            field: Some(field),
             message: "is empty".into(),
         }),
         Some(other) => Err(FieldProblem {
-            field,
+            field: Some(field),
             message: format!("must be a string, got {}", json_type_name(other)),
         }),
         None => Err(FieldProblem {
-            field,
+            field: Some(field),
             message: "is missing: not a Kubernetes object".into(),
         }),
     };
@@ -1002,7 +1041,7 @@ mod tests {
             .iter()
             .map(|e| e.field.clone().unwrap_or_default())
             .collect();
-        assert_eq!(fields, vec!["(document)", "apiVersion", "kind"]);
+        assert_eq!(fields, vec!["", "apiVersion", "kind"]);
     }
 
     #[test]
