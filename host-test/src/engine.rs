@@ -559,6 +559,106 @@ mod tests {
         assert!(parse_result_set(b"[{\"result\":[{\"msg\":1}]}]").is_err());
     }
 
+    fn inputs() -> Vec<Vec<u8>> {
+        let job = serde_json::json!({
+            "review": {
+                "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+                "name": "j", "namespace": "n", "operation": "CREATE",
+                "object": {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": "n"},
+                    "spec": {"template": {"metadata": {"labels": {"sidecar.istio.io/inject": "true"}},
+                        "spec": {"restartPolicy": "Never", "containers": [{"name": "task", "image": "busybox"}]}}}}
+            },
+            "parameters": {}
+        });
+        let mistyped = serde_json::json!({"review": {"object": {"apiVersion": "v1", "kind": "Pod", "spec": {"containers": "web"}}}});
+        let big_annotation = serde_json::json!({
+            "review": {"object": {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "big", "annotations": {"a": "x".repeat(3 << 20)}}}}
+        });
+        vec![
+            serde_json::to_vec(&job).unwrap(),
+            serde_json::to_vec(&mistyped).unwrap(),
+            b"not json".to_vec(),
+            Vec::new(),
+            serde_json::to_vec(&big_annotation).unwrap(),
+        ]
+    }
+
+    #[test]
+    fn the_embedded_module_agrees_with_native_evaluation() {
+        let engine = Engine::embedded().expect("the embedded module loads");
+        assert_eq!(engine.entrypoint_id(), 0);
+        for input in inputs() {
+            let hosted = engine.evaluate(&input).expect("the module never traps");
+            assert_eq!(
+                hosted,
+                meshlife_policy::evaluate(&input),
+                "{}",
+                String::from_utf8_lossy(&input[..input.len().min(200)])
+            );
+        }
+        let many = engine.evaluate_many(&inputs());
+        let native: Vec<_> = inputs()
+            .iter()
+            .map(|input| meshlife_policy::evaluate(input))
+            .collect();
+        assert_eq!(
+            many.into_iter().map(Result::unwrap).collect::<Vec<_>>(),
+            native
+        );
+    }
+
+    #[test]
+    fn the_heap_is_reset_between_evaluations() {
+        let engine = Engine::embedded().unwrap();
+        let input = &inputs()[0];
+        let first = engine.evaluate(input).unwrap();
+        let memory_after = |engine: &Engine| {
+            let idle = engine.idle_instances.lock().unwrap();
+            idle.iter()
+                .map(|instance| instance.memory.data_size(&instance.store))
+                .max()
+                .unwrap()
+        };
+        let warm = memory_after(&engine);
+        for _ in 0..2_000 {
+            assert_eq!(engine.evaluate(input).unwrap(), first);
+        }
+        assert_eq!(
+            memory_after(&engine),
+            warm,
+            "memory grows only with the largest input"
+        );
+    }
+
+    #[test]
+    fn load_errors_name_the_module() {
+        let not_wasm = Engine::from_bytes(b"(module)", "m.wat")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            not_wasm.contains("m.wat is not a WebAssembly module"),
+            "{not_wasm}"
+        );
+        let garbage = Engine::from_bytes(b"\0asm\x01\0\0\0\x99", "g.wasm")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            garbage.contains("g.wasm is not a valid WebAssembly module"),
+            "{garbage}"
+        );
+        let missing = Engine::from_file(Path::new("/nonexistent/m.wasm"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            missing.contains("cannot read module /nonexistent/m.wasm"),
+            "{missing}"
+        );
+    }
+
     #[test]
     fn c_strings_stop_at_nul_and_never_read_past_memory() {
         let memory = b"abc\0def";
