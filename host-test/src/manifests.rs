@@ -343,14 +343,39 @@ fn walk_folder(
     }
 }
 
+/// `.yaml`, `.yml` and `.json` files, and generated YAML named after its source such as
+/// Istio's `hello.yaml.injected` or `x.yaml.cni.injected`; editor and backup copies
+/// (`deploy.yaml.bak`) are left out.
 fn has_manifest_extension(path: &Path) -> bool {
-    matches!(
-        path.extension()
-            .and_then(|extension| extension.to_str())
-            .map(str::to_ascii_lowercase)
-            .as_deref(),
-        Some("yaml" | "yml" | "json")
-    )
+    let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
+        return false;
+    };
+    let name = name.to_ascii_lowercase();
+    let mut parts = name.split('.').skip(1).collect::<Vec<_>>();
+    let Some(last) = parts.pop() else {
+        return false;
+    };
+    if matches!(last, "yaml" | "yml" | "json") {
+        return true;
+    }
+    let backup = matches!(last, "bak" | "orig" | "old" | "swp" | "tmp" | "rej");
+    !backup && parts.iter().any(|part| matches!(*part, "yaml" | "yml"))
+}
+
+#[cfg(test)]
+mod manifest_extension_tests {
+    use super::has_manifest_extension;
+    use std::path::Path;
+
+    #[test]
+    fn reads_manifests_and_generated_yaml_but_not_backups() {
+        for name in ["a.yaml", "a.YML", "a.json", "hello.yaml.injected", "x.yaml.cni.injected"] {
+            assert!(has_manifest_extension(Path::new(name)), "{name}");
+        }
+        for name in ["a.txt", "README.md", "deploy.yaml.bak", "yaml", "a.json.orig", ".yaml"] {
+            assert!(!has_manifest_extension(Path::new(name)), "{name}");
+        }
+    }
 }
 
 fn read_file(path: &Path, name: &str) -> FileContents {
