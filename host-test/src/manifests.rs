@@ -350,6 +350,10 @@ fn has_manifest_extension(path: &Path) -> bool {
     let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
         return false;
     };
+    // Hidden files, like hidden folders, are not manifests.
+    if name.starts_with('.') {
+        return false;
+    }
     let name = name.to_ascii_lowercase();
     let mut parts = name.split('.').skip(1).collect::<Vec<_>>();
     let Some(last) = parts.pop() else {
