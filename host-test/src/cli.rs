@@ -317,9 +317,19 @@ fn run_build(args: &BuildArgs) -> u8 {
             return EXIT_INPUT_ERROR;
         }
     };
-    match crate::module_build::build_dist(&workspace) {
-        Ok(dist) => {
-            println!("{}", dist.display());
+    // The module, then the Kubewarden module and the OPA bundle made from the same bytes.
+    let built = crate::module_build::build_dist(&workspace).and_then(|dist| {
+        let module = std::fs::read(&dist)
+            .map_err(|error| format!("reading {}: {error}", dist.display()))?;
+        let mut written = vec![dist];
+        written.extend(crate::artefacts::write_release_artefacts(&workspace, &module)?);
+        Ok(written)
+    });
+    match built {
+        Ok(written) => {
+            for path in written {
+                println!("{}", path.display());
+            }
             EXIT_OK
         }
         Err(error) => {

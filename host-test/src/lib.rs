@@ -1,6 +1,7 @@
 //! The `meshlife` CLI as a library: the wasm host, manifest reading, Gatekeeper constraints,
 //! report formats and the command line. `main.rs` only calls [`cli::run`].
 
+pub mod artefacts;
 pub mod cli;
 pub mod constraint;
 pub mod engine;
