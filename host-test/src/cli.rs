@@ -319,11 +319,10 @@ fn run_build(args: &BuildArgs) -> u8 {
     };
     // The module, then the Kubewarden module and the OPA bundle made from the same bytes.
     let built = crate::module_build::build_dist(&workspace).and_then(|dist| {
-        let module = std::fs::read(&dist)
-            .map_err(|error| format!("reading {}: {error}", dist.display()))?;
-        let mut written = vec![dist];
-        written.extend(crate::artefacts::write_release_artefacts(&workspace, &module)?);
-        Ok(written)
+        let module =
+            std::fs::read(&dist).map_err(|error| format!("reading {}: {error}", dist.display()))?;
+        let others = crate::artefacts::write_release_artefacts(&workspace, &module)?;
+        Ok([vec![dist], others].concat())
     });
     match built {
         Ok(written) => {
