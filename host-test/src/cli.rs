@@ -47,6 +47,9 @@ pub enum Command {
     /// Run gator `verify` suites (test.gatekeeper.sh Suite files, or folders of them) against the
     /// meshlife ConstraintTemplate, with the wasm module standing in for its Rego.
     Verify(crate::suite::VerifyArgs),
+    /// Write a Gatekeeper MeshLifecycle constraint for a cluster from its facts (Kubernetes,
+    /// Istio and Linkerd versions and settings), with comments on what each fact changes.
+    Constraint(Box<crate::constraint_gen::ConstraintArgs>),
 }
 
 #[derive(Args, Debug)]
@@ -107,6 +110,7 @@ pub fn run(cli: Cli) -> u8 {
         Command::Check(args) => run_check(&args),
         Command::Build(args) => run_build(&args),
         Command::Verify(args) => crate::suite::run_verify(&args),
+        Command::Constraint(args) => crate::constraint_gen::run_constraint(&args),
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod artefacts;
 pub mod cli;
 pub mod constraint;
+pub mod constraint_gen;
 pub mod engine;
 pub mod manifests;
 pub mod module_build;
