@@ -183,6 +183,14 @@ pub fn decide(workload: &Workload, settings: &Settings) -> Decision {
     }
     for mesh in [Mesh::Istio, Mesh::Linkerd] {
         let proxy = mesh.proxy_name();
+        // A native proxy wins over a placeholder of the same name left in `containers` (Istio's
+        // spire template leaves an image-less one there).
+        if let Some(index) = inits
+            .iter()
+            .position(|c| c.name() == proxy && c.is_restartable_init())
+        {
+            return Decision::Meshed(Box::new(injected(workload, settings, mesh, true, index)));
+        }
         if let Some(index) = find(containers, proxy) {
             if mesh == Mesh::Istio && is_istio_gateway(containers, index) {
                 return Decision::Gateway;
@@ -410,6 +418,16 @@ fn istio_predicted(workload: &Workload, settings: &Settings) -> bool {
         .label(ISTIO_INJECT)
         .or_else(|| workload.annotation(ISTIO_INJECT));
     if pod_request == Some("false") {
+        return false;
+    }
+    // Custom injection templates (proxyless gRPC, a platform's own) may add no proxy at all:
+    // only the sidecar templates can be predicted.
+    if let Some(templates) = workload.annotation("inject.istio.io/templates")
+        && !templates
+            .split(',')
+            .map(str::trim)
+            .any(|template| matches!(template, "sidecar" | "grpc-agent"))
+    {
         return false;
     }
     let istio = &settings.raw.istio;
