@@ -80,7 +80,13 @@ pub struct ConstraintArgs {
 
     /// What istiod injects by default, overriding the version's default (ENABLE_NATIVE_SIDECARS:
     /// false up to 1.26; auto from 1.27, native when every kubelet is 1.33 or later).
-    #[arg(long, value_name = "true|false", value_parser = parse_switch, requires = "istio", help_heading = "Istio")]
+    #[arg(
+        long,
+        value_name = "true|false",
+        value_parser = parse_switch,
+        requires = "istio",
+        help_heading = "Istio",
+    )]
     pub istio_native_sidecars: Option<bool>,
 
     /// meshConfig.defaultConfig.holdApplicationUntilProxyStarts is on.
@@ -129,15 +135,32 @@ pub struct ConstraintArgs {
     pub istio_proxy_uid: Option<u32>,
 
     /// Installed Linkerd version (`linkerd version`): 2.19, stable-2.14.10, edge-26.5.2.
-    #[arg(long, value_name = "VERSION", value_parser = parse_linkerd_version, help_heading = "Linkerd")]
+    #[arg(
+        long,
+        value_name = "VERSION",
+        value_parser = parse_linkerd_version,
+        help_heading = "Linkerd",
+    )]
     pub linkerd: Option<LinkerdVersion>,
 
     /// Helm proxy.nativeSidecar, overriding the version's default (native from 2.20).
-    #[arg(long, value_name = "true|false", value_parser = parse_switch, requires = "linkerd", help_heading = "Linkerd")]
+    #[arg(
+        long,
+        value_name = "true|false",
+        value_parser = parse_switch,
+        requires = "linkerd",
+        help_heading = "Linkerd",
+    )]
     pub linkerd_native_sidecars: Option<bool>,
 
     /// Helm proxy.await, the default of config.linkerd.io/proxy-await (default true).
-    #[arg(long, value_name = "true|false", value_parser = parse_switch, requires = "linkerd", help_heading = "Linkerd")]
+    #[arg(
+        long,
+        value_name = "true|false",
+        value_parser = parse_switch,
+        requires = "linkerd",
+        help_heading = "Linkerd",
+    )]
     pub linkerd_await: Option<bool>,
 
     /// linkerd-cni captures traffic (no linkerd-init container).
@@ -849,8 +872,10 @@ fn match_section(args: &ConstraintArgs, facts: &Facts) -> Result<Yaml, String> {
         }
         None => {
             excluded.push(
-                Item::list(&["kube-system", "kube-public", "kube-node-lease"])
-                    .comment("Kubernetes' own namespaces (neither mesh injects into kube-system or kube-public)."),
+                Item::list(&["kube-system", "kube-public", "kube-node-lease"]).comment(
+                    "Kubernetes' own namespaces (neither mesh injects into kube-system or \
+                         kube-public).",
+                ),
             );
             if facts.istio.is_some() {
                 excluded.push(
@@ -1136,7 +1161,9 @@ fn istio_parameters(istio: &IstioFacts, k: u32, warnings: &mut Vec<String>) -> P
     };
     map.push("nativeSidecars", Value::Bool(istio.native), native_comment);
 
-    let only_classic = if istio.native {
+    // Below 1.29 a native request is judged as classic: every pod reads the classic settings.
+    let native_effective = istio.native && k >= NATIVE_MIN_MINOR;
+    let only_classic = if native_effective {
         " Only pods that opt out of native sidecars read it."
     } else {
         ""
@@ -1175,7 +1202,7 @@ fn istio_parameters(istio: &IstioFacts, k: u32, warnings: &mut Vec<String>) -> P
     };
     map.push("holdForced", Value::Bool(istio.hold_forced), forced_comment);
 
-    let cni_comment = match (istio.cni, istio.native) {
+    let cni_comment = match (istio.cni, native_effective) {
         (true, false) => format!(
             "istio-cni: traffic is captured before the init containers run and a classic proxy \
              starts only after them, so each user init container not running as UID {uid} is {}.",
@@ -1344,7 +1371,8 @@ fn linkerd_parameters(linkerd: &LinkerdFacts, k: u32, warnings: &mut Vec<String>
         await_comment,
     );
 
-    let cni_comment = match (linkerd.cni, linkerd.native) {
+    let native_effective = linkerd.native && k >= NATIVE_MIN_MINOR;
+    let cni_comment = match (linkerd.cni, native_effective) {
         (true, false) => format!(
             "linkerd-cni: traffic is captured before the init containers run and a classic proxy \
              starts only after them, so each user init container not running as UID {uid} is {}.",
