@@ -207,7 +207,7 @@ impl IstioParameters {
             termination_drain_duration: fields
                 .string("terminationDrainDuration")?
                 .unwrap_or(defaults.termination_drain_duration),
-            proxy_uid: fields.int("proxyUID")?.unwrap_or(defaults.proxy_uid),
+            proxy_uid: non_negative(fields, "proxyUID")?.unwrap_or(defaults.proxy_uid),
             ..IstioParameters::default()
         };
         string_list(fields, "injectedNamespaces", &mut istio.injected_namespaces)?;
@@ -241,7 +241,7 @@ impl LinkerdParameters {
             shutdown_endpoint: fields
                 .boolean("shutdownEndpoint")?
                 .unwrap_or(defaults.shutdown_endpoint),
-            proxy_uid: fields.int("proxyUID")?.unwrap_or(defaults.proxy_uid),
+            proxy_uid: non_negative(fields, "proxyUID")?.unwrap_or(defaults.proxy_uid),
             ..LinkerdParameters::default()
         };
         string_list(
