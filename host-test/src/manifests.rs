@@ -373,10 +373,23 @@ mod manifest_extension_tests {
 
     #[test]
     fn reads_manifests_and_generated_yaml_but_not_backups() {
-        for name in ["a.yaml", "a.YML", "a.json", "hello.yaml.injected", "x.yaml.cni.injected"] {
+        for name in [
+            "a.yaml",
+            "a.YML",
+            "a.json",
+            "hello.yaml.injected",
+            "x.yaml.cni.injected",
+        ] {
             assert!(has_manifest_extension(Path::new(name)), "{name}");
         }
-        for name in ["a.txt", "README.md", "deploy.yaml.bak", "yaml", "a.json.orig", ".yaml"] {
+        for name in [
+            "a.txt",
+            "README.md",
+            "deploy.yaml.bak",
+            "yaml",
+            "a.json.orig",
+            ".yaml",
+        ] {
             assert!(!has_manifest_extension(Path::new(name)), "{name}");
         }
     }

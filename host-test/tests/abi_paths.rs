@@ -172,7 +172,11 @@ fn example_inputs() -> Vec<(String, Vec<u8>)> {
             inputs.push((label, serde_json::to_vec(&input).unwrap()));
         }
     }
-    assert!(inputs.len() > 50, "expected the example manifests, found {}", inputs.len());
+    assert!(
+        inputs.len() > 50,
+        "expected the example manifests, found {}",
+        inputs.len()
+    );
     inputs
 }
 
@@ -186,7 +190,10 @@ fn example_manifests_agree_with_native_evaluation_on_every_path() {
         fired += usize::from(!meshlife_policy::evaluate(&input).is_empty());
     }
     // The examples exist to fire rules: a module that found nothing would pass vacuously.
-    assert!(fired > 30, "only {fired} example objects produced violations");
+    assert!(
+        fired > 30,
+        "only {fired} example objects produced violations"
+    );
 }
 
 #[test]
