@@ -16,6 +16,11 @@ wasm:
 verify:
     cargo run --release -- verify examples/
 
+# The compatibility matrix: dist/meshlife.wasm in npm, PyPI, Rust, Kubewarden and OPA Go hosts
+# (installs the hosts from their registries; exits non-zero on any difference).
+compat *ARGS:
+    bash compat/run.sh {{ARGS}}
+
 # Lint and format check.
 lint:
     cargo fmt --all --check

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod constraint;
 pub mod constraint_gen;
 pub mod engine;
+pub mod fixtures;
 pub mod manifests;
 pub mod module_build;
 pub mod report;

@@ -9,83 +9,26 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{Host, assert_result_set, native_context_json, native_json, native_rego};
-use serde::Deserialize;
+use meshlife::fixtures;
 use serde_json::{Value, json};
 
 /// Memory sizes hosts provide: opa-py-wasm and old rust opa-wasm 2 pages, npm, burrego and
 /// wasmer 5.
 const MEMORY_PAGES: [u32; 2] = [2, 5];
 
-#[derive(Deserialize)]
-struct CaseFile {
-    cases: Vec<Case>,
-}
-
-/// One entry of `policy/tests/cases/*.yaml`; fields about expectations are the policy tests'.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Case {
-    name: String,
-    object: Value,
-    #[serde(default)]
-    parameters: Option<Value>,
-    #[serde(default)]
-    namespace_object: Option<Value>,
-    #[serde(default)]
-    operation: Option<Value>,
-}
-
-impl Case {
-    /// The Gatekeeper input: `{"review": {"object", "namespaceObject", "operation"}, "parameters"}`.
-    fn input(&self) -> Vec<u8> {
-        let mut review = json!({ "object": self.object });
-        if let Some(namespace) = &self.namespace_object {
-            review["namespaceObject"] = namespace.clone();
-        }
-        if let Some(operation) = &self.operation {
-            review["operation"] = operation.clone();
-        }
-        let mut input = json!({ "review": review });
-        if let Some(parameters) = &self.parameters {
-            input["parameters"] = parameters.clone();
-        }
-        serde_json::to_vec(&input).unwrap()
-    }
-}
-
-fn case_directory() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../policy/tests/cases")
+fn workspace_path(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(relative)
 }
 
 /// Every case of every case file, as (file: name, input JSON).
 fn policy_cases() -> Vec<(String, Vec<u8>)> {
-    let directory = case_directory();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&directory)
-        .unwrap_or_else(|error| panic!("{}: {error}", directory.display()))
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| {
-            path.extension()
-                .is_some_and(|extension| extension == "yaml")
-        })
-        .collect();
-    files.sort();
-    assert!(
-        !files.is_empty(),
-        "no case files in {}",
-        directory.display()
-    );
-    let mut cases = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
-        let parsed: CaseFile = serde_yaml_ng::from_str(&text)
-            .unwrap_or_else(|error| panic!("{}: {error}", file.display()));
-        let file_name = file.file_name().unwrap().to_string_lossy().into_owned();
-        for case in parsed.cases {
-            cases.push((format!("{file_name}: {}", case.name), case.input()));
-        }
-    }
-    assert!(!cases.is_empty(), "the case files hold no cases");
-    cases
+    fixtures::rule_cases(&workspace_path("policy/tests/cases"))
+        .expect("the policy's rule cases load")
+        .into_iter()
+        .map(|fixture| (fixture.label, fixture.input))
+        .collect()
 }
 
 /// A Deployment injected by a classic Istio sidecar without hold: ML101 fires by default.
@@ -138,40 +81,15 @@ fn policy_cases_agree_with_native_evaluation_on_every_path() {
     }
 }
 
-/// Every object of the example manifests (`examples/**/*.yaml`), each with the Namespace of its
-/// file as `namespaceObject`, as `meshlife check` sends them.
+/// Every object of the example manifests, each with the Namespace of its file as
+/// `namespaceObject`, as `meshlife check` sends them.
 fn example_inputs() -> Vec<(String, Vec<u8>)> {
-    let mut files = Vec::new();
-    let mut folders = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")];
-    while let Some(folder) = folders.pop() {
-        for entry in std::fs::read_dir(&folder).expect("examples/ is readable") {
-            let path = entry.expect("readable entry").path();
-            if path.is_dir() {
-                folders.push(path);
-            } else if path.extension().is_some_and(|ext| ext == "yaml") {
-                files.push(path);
-            }
-        }
-    }
-    files.sort();
-    let mut inputs = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).expect("readable example");
-        let documents: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&text)
-            .map(|document| Value::deserialize(document).expect("example YAML parses"))
-            .filter(|document| document.is_object())
-            .collect();
-        let namespace = documents.iter().find(|d| d["kind"] == "Namespace").cloned();
-        for (index, object) in documents.iter().enumerate() {
-            let mut review = json!({"object": object, "operation": "CREATE"});
-            if let Some(namespace) = &namespace {
-                review["namespaceObject"] = namespace.clone();
-            }
-            let input = json!({"review": review, "parameters": {}});
-            let label = format!("{} document {index}", file.display());
-            inputs.push((label, serde_json::to_vec(&input).unwrap()));
-        }
-    }
+    let examples = workspace_path("examples").to_string_lossy().into_owned();
+    let inputs: Vec<(String, Vec<u8>)> = fixtures::manifest_objects(&[examples], &json!({}))
+        .expect("the examples load")
+        .into_iter()
+        .map(|fixture| (fixture.label, fixture.input))
+        .collect();
     assert!(
         inputs.len() > 50,
         "expected the example manifests, found {}",

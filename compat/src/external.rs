@@ -1,0 +1,141 @@
+//! Hosts in other languages (npm on Node.js, the PyPI packages), run as child processes that
+//! read the fixture index and print what each host returned, as JSON on stdout:
+//!
+//! ```json
+//! {"columns": [{"host", "version", "how", "memory_capped",
+//!               "results": {"<fixture id>": {"msgs": [..]} | {"error": ".."} | {"not_applicable": ".."}}}],
+//!  "checks": [{"host", "name", "ok", "detail"}]}
+//! ```
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::fixtures::{Fixture, native_msgs};
+use crate::matrix::{Check, Column, Outcome, Verdict, judge, judge_against};
+
+#[derive(Deserialize)]
+struct RunnerOutput {
+    columns: Vec<RunnerColumn>,
+    #[serde(default)]
+    checks: Vec<RunnerCheck>,
+}
+
+#[derive(Deserialize)]
+struct RunnerColumn {
+    host: String,
+    version: String,
+    how: String,
+    #[serde(default)]
+    memory_capped: bool,
+    results: serde_json::Map<String, Value>,
+}
+
+#[derive(Deserialize)]
+struct RunnerCheck {
+    host: String,
+    name: String,
+    ok: bool,
+    detail: String,
+}
+
+/// Runs `program args...` and judges every column it reports.
+pub fn run(
+    description: &str,
+    program: &Path,
+    args: &[String],
+    fixtures: &[Fixture],
+) -> Result<(Vec<Column>, Vec<Check>)> {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .with_context(|| format!("{description}: starting {}", program.display()))?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        bail!(
+            "{description}: {} {} exited with {}:\n{stderr}",
+            program.display(),
+            args.join(" "),
+            output.status
+        );
+    }
+    let parsed: RunnerOutput = serde_json::from_slice(&output.stdout).with_context(|| {
+        format!(
+            "{description}: the runner's output is not the matrix JSON (stderr: {stderr:.2000})"
+        )
+    })?;
+    let mut checks = Vec::new();
+    let mut columns = Vec::new();
+    for column in parsed.columns {
+        let mut resent = Vec::new();
+        let verdicts = fixtures
+            .iter()
+            .map(|fixture| match column.results.get(&fixture.id) {
+                None => Verdict::Differs("the runner reported nothing for this fixture".into()),
+                Some(result) => match result.get("sent").and_then(Value::as_str) {
+                    // The host sent other bytes than the fixture's: judge against those.
+                    Some(sent) => {
+                        resent.push(fixture.id.as_str());
+                        judge_against(
+                            &native_msgs(sent.as_bytes()),
+                            sent.len(),
+                            outcome(result),
+                            column.memory_capped,
+                        )
+                    }
+                    None => judge(fixture, outcome(result), column.memory_capped),
+                },
+            })
+            .collect();
+        if !resent.is_empty() {
+            checks.push(Check::new(
+                &column.host,
+                &format!("input as the host re-serialised it ({})", column.how),
+                Ok(format!(
+                    "{} fixtures reach the module changed by the host ({}): judged against the \
+                     native build on the bytes the host sent",
+                    resent.len(),
+                    resent.join(", ")
+                )),
+            ));
+        }
+        columns.push(Column {
+            host: column.host,
+            version: column.version,
+            how: column.how,
+            verdicts,
+        });
+    }
+    checks.extend(parsed.checks.into_iter().map(|check| {
+        let outcome = if check.ok {
+            Ok(check.detail)
+        } else {
+            Err(check.detail)
+        };
+        Check::new(&check.host, &check.name, outcome)
+    }));
+    Ok((columns, checks))
+}
+
+fn outcome(result: &Value) -> Outcome {
+    if let Some(msgs) = result.get("msgs").and_then(Value::as_array) {
+        let strings: Option<Vec<String>> = msgs
+            .iter()
+            .map(|msg| msg.as_str().map(str::to_string))
+            .collect();
+        return match strings {
+            Some(strings) => Outcome::Msgs(strings),
+            None => Outcome::Error(format!("msgs that are not all strings: {result}")),
+        };
+    }
+    if let Some(reason) = result.get("not_applicable").and_then(Value::as_str) {
+        return Outcome::NotApplicable(reason.into());
+    }
+    match result.get("error").and_then(Value::as_str) {
+        Some(error) => Outcome::Error(error.into()),
+        None => Outcome::Error(format!("an answer the matrix cannot read: {result}")),
+    }
+}
