@@ -21,6 +21,12 @@ verify:
 compat *ARGS:
     bash compat/run.sh {{ARGS}}
 
+# Measure evaluation latency (module warm and fresh, native, parse floor, regorus, npm SDK) and
+# write BENCHMARKS.md from the figures; `cargo bench -p meshlife` runs the criterion benchmarks.
+bench:
+    cd compat/node && npm ci --no-audit --no-fund --loglevel=error
+    cargo run --release -- bench --memory --markdown BENCHMARKS.md
+
 # Lint and format check.
 lint:
     cargo fmt --all --check

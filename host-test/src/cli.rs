@@ -50,6 +50,9 @@ pub enum Command {
     /// Write a Gatekeeper MeshLifecycle constraint for a cluster from its facts (Kubernetes,
     /// Istio and Linkerd versions and settings), with comments on what each fact changes.
     Constraint(Box<crate::constraint_gen::ConstraintArgs>),
+    /// Measure evaluation latency: the module warm and fresh in wasmtime, the native build, the
+    /// JSON parse floor, a Rego rendition of three rules in regorus, and the npm SDK.
+    Bench(crate::bench::BenchArgs),
 }
 
 #[derive(Args, Debug)]
@@ -111,6 +114,7 @@ pub fn run(cli: Cli) -> u8 {
         Command::Build(args) => run_build(&args),
         Command::Verify(args) => crate::suite::run_verify(&args),
         Command::Constraint(args) => crate::constraint_gen::run_constraint(&args),
+        Command::Bench(args) => crate::bench::run_bench(&args),
     }
 }
 

@@ -27,6 +27,11 @@ use wasmtime::{
 /// The module this binary was built with, so that an installed `meshlife` works on its own.
 static EMBEDDED_MODULE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/meshlife.wasm"));
 
+/// The module built into this binary.
+pub fn embedded_module() -> &'static [u8] {
+    EMBEDDED_MODULE
+}
+
 /// Wasm page size in bytes.
 const PAGE_SIZE: u64 = 65_536;
 
@@ -179,6 +184,23 @@ impl Engine {
                 outcome
             })
             .collect()
+    }
+
+    /// Evaluates in a new instance that is dropped afterwards: the cost a host pays when it keeps
+    /// no instance between requests (instantiation, data parse, evaluation).
+    pub fn evaluate_in_fresh_instance(&self, input: &[u8]) -> Result<Vec<Violation>> {
+        let mut instance = self.instantiate()?;
+        self.evaluate_in(&mut instance, input)
+    }
+
+    /// The largest linear memory among the idle pooled instances, in bytes.
+    pub fn pooled_memory_bytes(&self) -> usize {
+        self.idle_instances.lock().map_or(0, |idle| {
+            idle.iter()
+                .map(|instance| instance.memory.data_size(&instance.store))
+                .max()
+                .unwrap_or(0)
+        })
     }
 
     /// The entrypoint id `opa_eval` is called with (0 for meshlife's own module).

@@ -2,6 +2,7 @@
 //! report formats and the command line. `main.rs` only calls [`cli::run`].
 
 pub mod artefacts;
+pub mod bench;
 pub mod cli;
 pub mod constraint;
 pub mod constraint_gen;

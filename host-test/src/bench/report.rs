@@ -1,0 +1,211 @@
+//! The benchmark's printed table and BENCHMARKS.md, both made from the measured figures.
+
+use std::fmt::Write as _;
+
+use super::BenchReport;
+
+pub const INPUTS: [&str; 4] = [
+    "pod-small",
+    "deployment-typical",
+    "pod-50-containers",
+    "object-1mb",
+];
+pub const ENGINES: [&str; 7] = [
+    "wasm-warm",
+    "wasm-fresh",
+    "native",
+    "parse-floor",
+    "wasm-warm-3-rules",
+    "regorus-3-rules",
+    "node-sdk",
+];
+
+pub fn duration(nanoseconds: u64) -> String {
+    match nanoseconds {
+        0..10_000 => format!("{:.2} µs", nanoseconds as f64 / 1e3),
+        10_000..10_000_000 => format!("{:.1} µs", nanoseconds as f64 / 1e3),
+        _ => format!("{:.1} ms", nanoseconds as f64 / 1e6),
+    }
+}
+
+fn median(report: &BenchReport, input: &str, engine: &str) -> Option<u64> {
+    report
+        .results
+        .iter()
+        .find(|m| m.input == input && m.engine == engine)
+        .map(|m| m.median_ns)
+}
+
+/// A ratio of two medians, `None` when either is missing.
+fn ratio(report: &BenchReport, input: &str, top: &str, bottom: &str) -> Option<f64> {
+    Some(median(report, input, top)? as f64 / median(report, input, bottom)?.max(1) as f64)
+}
+
+pub fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|line| line.starts_with("model name"))
+                .and_then(|line| line.split(':').nth(1))
+                .map(|name| name.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    format!("{cpu}, {cores} cores, {}", std::env::consts::ARCH)
+}
+
+pub fn versions() -> Vec<(String, String)> {
+    vec![
+        ("meshlife".into(), env!("CARGO_PKG_VERSION").into()),
+        ("wasmtime".into(), "48".into()),
+        ("regorus".into(), "0.14".into()),
+        ("serde_json".into(), "1".into()),
+    ]
+}
+
+struct Target {
+    text: &'static str,
+    figure: Option<f64>,
+    met: Option<bool>,
+}
+
+fn targets(report: &BenchReport) -> Vec<Target> {
+    let typical = "deployment-typical";
+    let warm_vs_native = ratio(report, typical, "wasm-warm", "native");
+    let regorus_vs_wasm = ratio(report, typical, "regorus-3-rules", "wasm-warm-3-rules");
+    let warm_vs_floor = ratio(report, typical, "wasm-warm", "parse-floor");
+    let memory_flat = match (report.memory_bytes_after_1e3, report.memory_bytes_after_1e6) {
+        (Some(before), Some(after)) => Some(after as f64 / before.max(1) as f64),
+        _ => None,
+    };
+    vec![
+        Target {
+            text: "wasm-warm / native, typical Deployment (target at most 1.5)",
+            figure: warm_vs_native,
+            met: warm_vs_native.map(|r| r <= 1.5),
+        },
+        Target {
+            text: "regorus-3-rules / wasm-warm-3-rules, typical Deployment (target at least 20)",
+            figure: regorus_vs_wasm,
+            met: regorus_vs_wasm.map(|r| r >= 20.0),
+        },
+        Target {
+            text: "wasm-warm / parse-floor, typical Deployment (target at most 3)",
+            figure: warm_vs_floor,
+            met: warm_vs_floor.map(|r| r <= 3.0),
+        },
+        Target {
+            text: "memory after 1e6 / after 1e3 evaluations (target 1.0, flat)",
+            figure: memory_flat,
+            met: memory_flat.map(|r| r <= 1.0),
+        },
+    ]
+}
+
+fn table(report: &BenchReport, out: &mut String, separator: &str, markdown: bool) {
+    let _ = write!(out, "{separator}{:<18}", "engine");
+    for input in INPUTS {
+        let _ = write!(out, "{separator}{input:>24}");
+    }
+    let _ = writeln!(out, "{}", if markdown { "|" } else { "" });
+    if markdown {
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|");
+    }
+    for engine in ENGINES {
+        let _ = write!(out, "{separator}{engine:<18}");
+        for input in INPUTS {
+            let cell = report
+                .results
+                .iter()
+                .find(|m| m.input == input && m.engine == engine)
+                .map(|m| format!("{} / {}", duration(m.median_ns), duration(m.p99_ns)))
+                .unwrap_or_else(|| "not measured".into());
+            let _ = write!(out, "{separator}{cell:>24}");
+        }
+        let _ = writeln!(out, "{}", if markdown { "|" } else { "" });
+    }
+}
+
+fn summary(report: &BenchReport, out: &mut String, bullet: &str) {
+    let _ = writeln!(
+        out,
+        "{bullet}module: {} bytes, cold compile {:.0} ms (wasmtime, Cranelift, no cache)",
+        report.module_bytes, report.compile_ms
+    );
+    for throughput in &report.throughput {
+        let _ = writeln!(
+            out,
+            "{bullet}throughput, {} thread(s), {}: {:.0} evaluations/s",
+            throughput.threads, throughput.input, throughput.evaluations_per_second
+        );
+    }
+    if let (Some(before), Some(after)) =
+        (report.memory_bytes_after_1e3, report.memory_bytes_after_1e6)
+    {
+        let _ = writeln!(
+            out,
+            "{bullet}instance memory: {before} bytes after 1,000 evaluations, {after} after 1,000,000"
+        );
+    }
+    let sizes: Vec<String> = report
+        .input_bytes
+        .iter()
+        .map(|(name, bytes)| format!("{name} {bytes} B"))
+        .collect();
+    let _ = writeln!(out, "{bullet}input sizes: {}", sizes.join(", "));
+    for (engine, reason) in &report.not_measured {
+        let _ = writeln!(out, "{bullet}not measured: {engine}: {reason}");
+    }
+    for target in targets(report) {
+        let verdict = match target.met {
+            Some(true) => "met",
+            Some(false) => "MISSED",
+            None => "not measured",
+        };
+        let figure = target.figure.map_or("-".into(), |f| format!("{f:.2}"));
+        let _ = writeln!(out, "{bullet}{}: {figure} ({verdict})", target.text);
+    }
+}
+
+/// The terminal table: median / p99 per engine and input, then the summary.
+pub fn text(report: &BenchReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "median / p99 per evaluation ({})", report.machine);
+    table(report, &mut out, " ", false);
+    out.push('\n');
+    summary(report, &mut out, "  ");
+    out
+}
+
+/// BENCHMARKS.md.
+pub fn markdown(report: &BenchReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Benchmarks\n");
+    let _ = writeln!(
+        out,
+        "Written by `meshlife bench --memory --markdown BENCHMARKS.md` (`just bench`) from the \
+         figures it measured; do not edit by hand.\n"
+    );
+    let _ = writeln!(out, "Machine: {}.", report.machine);
+    let versions: Vec<String> = report
+        .versions
+        .iter()
+        .map(|(name, version)| format!("{name} {version}"))
+        .collect();
+    let _ = writeln!(out, "Versions: {}.\n", versions.join(", "));
+    let _ = writeln!(out, "Median / p99 per evaluation:\n");
+    table(report, &mut out, "|", true);
+    let _ = writeln!(
+        out,
+        "\nEngines: `wasm-warm` the module in wasmtime on a warm instance with a heap reset (as \
+         `meshlife check` runs it); `wasm-fresh` a new instance per evaluation (no `InstancePre`: \
+         the module imports its memory, which belongs to one store); `native` the same rules \
+         compiled natively; `parse-floor` serde_json reading the bytes into `IgnoredAny`; \
+         `regorus-3-rules` regorus evaluating a Rego rendition of ML101, ML301 and ML401 \
+         (host-test/src/bench/three_rules.rego) against `wasm-warm-3-rules`, the module limited to \
+         the same rules; `node-sdk` the module in @open-policy-agent/opa-wasm on Node.js.\n"
+    );
+    summary(report, &mut out, "- ");
+    out
+}
