@@ -339,7 +339,11 @@ mod tests {
             read_rego_result_set(r#"{{"result": {{"msg": "a"}, {"msg": "b"}}}}"#).unwrap(),
             vec!["a", "b"]
         );
-        assert!(read_rego_result_set(r#"{{"result": set()}}"#).unwrap().is_empty());
+        assert!(
+            read_rego_result_set(r#"{{"result": set()}}"#)
+                .unwrap()
+                .is_empty()
+        );
         assert!(read_rego_result_set("set()").unwrap().is_empty());
         let long = format!(r#"{{{{"result": {{{{"msg": "{}"}}}}}}}}"#, "x".repeat(5000));
         assert_eq!(read_rego_result_set(&long).unwrap()[0].len(), 5000);

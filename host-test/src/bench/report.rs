@@ -127,6 +127,56 @@ fn table(report: &BenchReport, out: &mut String, separator: &str, markdown: bool
     }
 }
 
+/// Cost per KB of input (median), to show how each engine grows with size.
+fn growth_table(report: &BenchReport, out: &mut String, separator: &str, markdown: bool) {
+    let _ = write!(out, "{separator}{:<18}", "µs per KB");
+    for input in INPUTS {
+        let _ = write!(out, "{separator}{input:>20}");
+    }
+    let _ = writeln!(out, "{}", if markdown { "|" } else { "" });
+    if markdown {
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|");
+    }
+    for engine in ENGINES {
+        let _ = write!(out, "{separator}{engine:<18}");
+        for input in INPUTS {
+            let kilobytes = report
+                .input_bytes
+                .iter()
+                .find(|(name, _)| *name == input)
+                .map_or(1.0, |(_, bytes)| *bytes as f64 / 1024.0);
+            let cell = median(report, input, engine)
+                .map(|nanoseconds| format!("{:.2}", nanoseconds as f64 / 1e3 / kilobytes))
+                .unwrap_or_else(|| "-".into());
+            let _ = write!(out, "{separator}{cell:>20}");
+        }
+        let _ = writeln!(out, "{}", if markdown { "|" } else { "" });
+    }
+}
+
+/// Today's date (UTC) as YYYY-MM-DD, from the system clock.
+fn today() -> String {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs());
+    // Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+    let days = (seconds / 86_400) as i64 + 719_468;
+    let era = days.div_euclid(146_097);
+    let day_of_era = days.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
 fn summary(report: &BenchReport, out: &mut String, bullet: &str) {
     let _ = writeln!(
         out,
@@ -174,6 +224,8 @@ pub fn text(report: &BenchReport) -> String {
     let _ = writeln!(out, "median / p99 per evaluation ({})", report.machine);
     table(report, &mut out, " ", false);
     out.push('\n');
+    growth_table(report, &mut out, " ", false);
+    out.push('\n');
     summary(report, &mut out, "  ");
     out
 }
@@ -187,7 +239,7 @@ pub fn markdown(report: &BenchReport) -> String {
         "Written by `meshlife bench --memory --markdown BENCHMARKS.md` (`just bench`) from the \
          figures it measured; do not edit by hand.\n"
     );
-    let _ = writeln!(out, "Machine: {}.", report.machine);
+    let _ = writeln!(out, "Measured {} on: {}.", today(), report.machine);
     let versions: Vec<String> = report
         .versions
         .iter()
@@ -206,6 +258,12 @@ pub fn markdown(report: &BenchReport) -> String {
          (host-test/src/bench/three_rules.rego) against `wasm-warm-3-rules`, the module limited to \
          the same rules; `node-sdk` the module in @open-policy-agent/opa-wasm on Node.js.\n"
     );
+    let _ = writeln!(
+        out,
+        "How the cost grows with size (median µs per KB of input):\n"
+    );
+    growth_table(report, &mut out, "|", true);
+    out.push('\n');
     summary(report, &mut out, "- ");
     out
 }
