@@ -1,5 +1,7 @@
 //! The pipeline: bytes, typed view, workload, mesh decision, rules, filtered violations.
 
+use serde_json::error::Category;
+
 use crate::catalogue::{INVALID_INPUT, Rule};
 use crate::input::{Fields, InputError, ObjectMeta, Parsed, Path, PodSpec, Strategy};
 use crate::mesh::{Decision, decide};
@@ -14,7 +16,37 @@ pub const EXEMPT_ANNOTATION: &str = "meshlife.io/exempt";
 pub const EXEMPT_REASON_ANNOTATION: &str = "meshlife.io/exempt-reason";
 
 pub fn evaluate(input: &[u8]) -> Vec<Violation> {
-    let mut violations = evaluate_checked(input).unwrap_or_else(|error| vec![invalid_input(error)]);
+    finish(evaluate_checked(input))
+}
+
+/// [`evaluate`] for callers whose input may also be OPA value text: `None` when the bytes are
+/// not JSON syntax at all (Rego sets, Go string escapes), so the caller can convert them first
+/// and pay for that conversion only then.
+pub fn evaluate_if_json(input: &[u8]) -> Option<Vec<Violation>> {
+    match evaluate_checked(input) {
+        Err(Rejection::NotJson(_)) => None,
+        outcome => Some(finish(outcome)),
+    }
+}
+
+/// Why an input produced no rule results.
+enum Rejection {
+    /// Readable, but not an input the policy can evaluate: ML000.
+    Invalid(InputError),
+    /// Not JSON syntax (also ML000 when nothing else reads it).
+    NotJson(InputError),
+}
+
+impl From<InputError> for Rejection {
+    fn from(error: InputError) -> Self {
+        Rejection::Invalid(error)
+    }
+}
+
+fn finish(outcome: Result<Vec<Violation>, Rejection>) -> Vec<Violation> {
+    let mut violations = outcome.unwrap_or_else(|rejection| match rejection {
+        Rejection::Invalid(error) | Rejection::NotJson(error) => vec![invalid_input(error)],
+    });
     violations.sort_by(|a, b| {
         (&a.details.rule, &a.details.path, &a.msg).cmp(&(&b.details.rule, &b.details.path, &b.msg))
     });
@@ -62,28 +94,31 @@ fn is_skipped_operation(operation: Option<&str>) -> bool {
     matches!(operation, Some("DELETE" | "CONNECT"))
 }
 
-fn evaluate_checked(input: &[u8]) -> Result<Vec<Violation>, InputError> {
+fn evaluate_checked(input: &[u8]) -> Result<Vec<Violation>, Rejection> {
     let text = core::str::from_utf8(trim_input(input))
         .map_err(|error| InputError::new("", format!("not UTF-8 ({error})")))?;
     if text.is_empty() {
-        return Err(InputError::new(
+        return Err(Rejection::Invalid(InputError::new(
             "",
             "empty; expected {\"review\": ..., \"parameters\": ...}",
-        ));
+        )));
     }
     let document = parse_sparse(text).map_err(|error| {
+        let syntax = matches!(error.classify(), Category::Syntax | Category::Eof);
         let text = error.to_string();
         if text.contains("nests deeper") {
-            InputError::new("", text)
+            Rejection::Invalid(InputError::new("", text))
+        } else if syntax {
+            Rejection::NotJson(InputError::new("", format!("not valid JSON: {text}")))
         } else {
-            InputError::new("", format!("not valid JSON: {text}"))
+            Rejection::Invalid(InputError::new("", format!("not valid JSON: {text}")))
         }
     })?;
     let Some(top) = Fields::of(&document, Path::Root(""))? else {
-        return Err(InputError::new(
+        return Err(Rejection::Invalid(InputError::new(
             "",
             "expected a JSON object {\"review\": ..., \"parameters\": ...}, got null",
-        ));
+        )));
     };
     let review_node = top.get("review");
     // A DELETE or CONNECT never yields violations, even when the rest of the input is malformed.
@@ -273,4 +308,38 @@ fn is_selected(rule: &Rule, settings: &Settings) -> bool {
             .exclude_rules
             .iter()
             .any(|entry| rule.is_named_by(entry))
+}
+
+#[cfg(test)]
+mod json_first_tests {
+    use super::*;
+
+    const POD: &str = r#"{"review": {"object": {"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "j", "namespace": "shop"}, "spec": {"template": {"metadata":
+        {"labels": {"sidecar.istio.io/inject": "true"}}, "spec": {"restartPolicy": "Never",
+        "containers": [{"name": "a", "image": "a"}]}}}}}}"#;
+
+    #[test]
+    fn json_is_answered_as_evaluate_answers_it() {
+        let answer = evaluate_if_json(POD.as_bytes()).expect("JSON is evaluated");
+        assert!(!answer.is_empty());
+        assert_eq!(answer, evaluate(POD.as_bytes()));
+        // Valid JSON of the wrong shape is still JSON: the ML000 comes from here.
+        let wrong_shape = evaluate_if_json(b"[1, 2]").expect("JSON is evaluated");
+        assert_eq!(wrong_shape[0].details.rule, "ML000");
+        let deep = format!("{{\"review\": {}{}}}", "[".repeat(100), "]".repeat(100));
+        assert!(evaluate_if_json(deep.as_bytes()).is_some());
+    }
+
+    #[test]
+    fn text_that_is_not_json_is_left_to_the_rego_converter() {
+        for text in [
+            r#"{"review": {"object": {"kind": "Pod", "x": "\x1f"}}}"#,
+            r#"{"review": {"object": {"kind": "Pod"}}, "parameters": {"rules": {"ML101"}}}"#,
+            "set()",
+            r#"{"review": "#,
+        ] {
+            assert!(evaluate_if_json(text.as_bytes()).is_none(), "{text}");
+        }
+    }
 }

@@ -32,4 +32,10 @@ pub fn evaluate(input: &[u8]) -> Vec<Violation> {
     evaluate::evaluate(input)
 }
 
+/// [`evaluate`], or `None` when the bytes are not JSON syntax at all, for the ABI glue whose
+/// input may also be OPA value text (Rego sets, Go escapes): only then does it convert first.
+pub fn evaluate_if_json(input: &[u8]) -> Option<Vec<Violation>> {
+    evaluate::evaluate_if_json(input)
+}
+
 pub use evaluate::{EXEMPT_ANNOTATION, EXEMPT_REASON_ANNOTATION};
