@@ -103,55 +103,57 @@ fn targets(report: &BenchReport) -> Vec<Target> {
     ]
 }
 
-fn table(report: &BenchReport, out: &mut String, separator: &str, markdown: bool) {
-    let _ = write!(out, "{separator}{:<18}", "engine");
+/// A table with a row per engine and a column per input; `cell` fills each cell.
+fn engine_table(
+    out: &mut String,
+    corner: &str,
+    width: usize,
+    markdown: bool,
+    cell: impl Fn(&str, &str) -> String,
+) {
+    let separator = if markdown { "|" } else { " " };
+    let row_end = if markdown { "|" } else { "" };
+    let _ = write!(out, "{separator}{corner:<18}");
     for input in INPUTS {
-        let _ = write!(out, "{separator}{input:>24}");
+        let _ = write!(out, "{separator}{input:>width$}");
     }
-    let _ = writeln!(out, "{}", if markdown { "|" } else { "" });
+    let _ = writeln!(out, "{row_end}");
     if markdown {
         let _ = writeln!(out, "|---|---:|---:|---:|---:|");
     }
     for engine in ENGINES {
         let _ = write!(out, "{separator}{engine:<18}");
         for input in INPUTS {
-            let cell = report
-                .results
-                .iter()
-                .find(|m| m.input == input && m.engine == engine)
-                .map(|m| format!("{} / {}", duration(m.median_ns), duration(m.p99_ns)))
-                .unwrap_or_else(|| "not measured".into());
-            let _ = write!(out, "{separator}{cell:>24}");
+            let _ = write!(out, "{separator}{:>width$}", cell(input, engine));
         }
-        let _ = writeln!(out, "{}", if markdown { "|" } else { "" });
+        let _ = writeln!(out, "{row_end}");
     }
 }
 
+/// Median / p99 per evaluation.
+fn table(report: &BenchReport, out: &mut String, markdown: bool) {
+    engine_table(out, "engine", 24, markdown, |input, engine| {
+        report
+            .results
+            .iter()
+            .find(|m| m.input == input && m.engine == engine)
+            .map(|m| format!("{} / {}", duration(m.median_ns), duration(m.p99_ns)))
+            .unwrap_or_else(|| "not measured".into())
+    });
+}
+
 /// Cost per KB of input (median), to show how each engine grows with size.
-fn growth_table(report: &BenchReport, out: &mut String, separator: &str, markdown: bool) {
-    let _ = write!(out, "{separator}{:<18}", "µs per KB");
-    for input in INPUTS {
-        let _ = write!(out, "{separator}{input:>20}");
-    }
-    let _ = writeln!(out, "{}", if markdown { "|" } else { "" });
-    if markdown {
-        let _ = writeln!(out, "|---|---:|---:|---:|---:|");
-    }
-    for engine in ENGINES {
-        let _ = write!(out, "{separator}{engine:<18}");
-        for input in INPUTS {
-            let kilobytes = report
-                .input_bytes
-                .iter()
-                .find(|(name, _)| *name == input)
-                .map_or(1.0, |(_, bytes)| *bytes as f64 / 1024.0);
-            let cell = median(report, input, engine)
-                .map(|nanoseconds| format!("{:.2}", nanoseconds as f64 / 1e3 / kilobytes))
-                .unwrap_or_else(|| "-".into());
-            let _ = write!(out, "{separator}{cell:>20}");
-        }
-        let _ = writeln!(out, "{}", if markdown { "|" } else { "" });
-    }
+fn growth_table(report: &BenchReport, out: &mut String, markdown: bool) {
+    engine_table(out, "µs per KB", 20, markdown, |input, engine| {
+        let kilobytes = report
+            .input_bytes
+            .iter()
+            .find(|(name, _)| *name == input)
+            .map_or(1.0, |(_, bytes)| *bytes as f64 / 1024.0);
+        median(report, input, engine)
+            .map(|nanoseconds| format!("{:.2}", nanoseconds as f64 / 1e3 / kilobytes))
+            .unwrap_or_else(|| "-".into())
+    });
 }
 
 /// Today's date (UTC) as YYYY-MM-DD, from the system clock.
@@ -222,9 +224,9 @@ fn summary(report: &BenchReport, out: &mut String, bullet: &str) {
 pub fn text(report: &BenchReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "median / p99 per evaluation ({})", report.machine);
-    table(report, &mut out, " ", false);
+    table(report, &mut out, false);
     out.push('\n');
-    growth_table(report, &mut out, " ", false);
+    growth_table(report, &mut out, false);
     out.push('\n');
     summary(report, &mut out, "  ");
     out
@@ -247,7 +249,7 @@ pub fn markdown(report: &BenchReport) -> String {
         .collect();
     let _ = writeln!(out, "Versions: {}.\n", versions.join(", "));
     let _ = writeln!(out, "Median / p99 per evaluation:\n");
-    table(report, &mut out, "|", true);
+    table(report, &mut out, true);
     let _ = writeln!(
         out,
         "\nEngines: `wasm-warm` the module in wasmtime on a warm instance with a heap reset (as \
@@ -262,7 +264,7 @@ pub fn markdown(report: &BenchReport) -> String {
         out,
         "How the cost grows with size (median µs per KB of input):\n"
     );
-    growth_table(report, &mut out, "|", true);
+    growth_table(report, &mut out, true);
     out.push('\n');
     summary(report, &mut out, "- ");
     out
