@@ -6,6 +6,7 @@ use crate::catalogue::{INVALID_INPUT, Rule};
 use crate::input::{Fields, InputError, ObjectMeta, Parsed, Path, PodSpec, Strategy};
 use crate::mesh::{Decision, decide};
 use crate::node::{Node, parse_sparse};
+use crate::one_pass::{self, Reading};
 use crate::params::{Parameters, Settings};
 use crate::rules::{Context, run_all};
 use crate::violation::{Details, Violation};
@@ -16,14 +17,28 @@ pub const EXEMPT_ANNOTATION: &str = "meshlife.io/exempt";
 pub const EXEMPT_REASON_ANNOTATION: &str = "meshlife.io/exempt-reason";
 
 pub fn evaluate(input: &[u8]) -> Vec<Violation> {
-    finish(evaluate_checked(input))
+    finish(evaluate_checked(input, Reader::OnePassFirst))
+}
+
+/// [`evaluate`] reading every input the exact way, for the tests that hold the two readers to
+/// the same answers.
+pub fn evaluate_with_exact_reader(input: &[u8]) -> Vec<Violation> {
+    finish(evaluate_checked(input, Reader::Exact))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reader {
+    /// `one_pass`, and the exact reader when it gives up.
+    OnePassFirst,
+    /// `node` + `input` only.
+    Exact,
 }
 
 /// [`evaluate`] for callers whose input may also be OPA value text: `None` when the bytes are
 /// not JSON syntax at all (Rego sets, Go string escapes), so the caller can convert them first
 /// and pay for that conversion only then.
 pub fn evaluate_if_json(input: &[u8]) -> Option<Vec<Violation>> {
-    match evaluate_checked(input) {
+    match evaluate_checked(input, Reader::OnePassFirst) {
         Err(Rejection::NotJson(_)) => None,
         outcome => Some(finish(outcome)),
     }
@@ -94,7 +109,7 @@ fn is_skipped_operation(operation: Option<&str>) -> bool {
     matches!(operation, Some("DELETE" | "CONNECT"))
 }
 
-fn evaluate_checked(input: &[u8]) -> Result<Vec<Violation>, Rejection> {
+fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Rejection> {
     let text = core::str::from_utf8(trim_input(input))
         .map_err(|error| InputError::new("", format!("not UTF-8 ({error})")))?;
     if text.is_empty() {
@@ -102,6 +117,15 @@ fn evaluate_checked(input: &[u8]) -> Result<Vec<Violation>, Rejection> {
             "",
             "empty; expected {\"review\": ..., \"parameters\": ...}",
         )));
+    }
+    if reader == Reader::OnePassFirst {
+        match one_pass::read(text) {
+            Some(Reading::NothingToReview) => return Ok(Vec::new()),
+            Some(Reading::Review(workload, settings)) => {
+                return Ok(review_workload(&workload, &settings));
+            }
+            None => {}
+        }
     }
     let document = parse_sparse(text).map_err(|error| {
         let syntax = matches!(error.classify(), Category::Syntax | Category::Eof);

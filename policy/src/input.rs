@@ -4,6 +4,10 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 
 use crate::node::Node;
 
@@ -206,12 +210,14 @@ impl<'n, 'p> Fields<'n, 'p> {
     }
 }
 
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ObjectMeta {
     pub name: Option<String>,
     pub namespace: Option<String>,
     pub labels: Option<BTreeMap<String, String>>,
     pub annotations: Option<BTreeMap<String, String>>,
+    #[serde(default, deserialize_with = "objects")]
     pub owner_references: Option<Vec<OwnerReference>>,
 }
 
@@ -239,17 +245,23 @@ impl ObjectMeta {
     }
 }
 
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct OwnerReference {
     pub kind: Option<String>,
 }
 
 /// Deployment `strategy` and Argo Rollout `strategy` share this shape.
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Strategy {
+    #[serde(rename = "type")]
     pub kind: Option<String>,
+    #[serde(default, deserialize_with = "object")]
     pub rolling_update: Option<RollingUpdate>,
+    #[serde(default, deserialize_with = "object")]
     pub canary: Option<RollingUpdate>,
+    #[serde(default, deserialize_with = "is_present")]
     pub blue_green: bool,
 }
 
@@ -264,7 +276,8 @@ impl Strategy {
     }
 }
 
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct RollingUpdate {
     pub max_unavailable: Option<IntOrString>,
     pub max_surge: Option<IntOrString>,
@@ -279,14 +292,18 @@ impl RollingUpdate {
     }
 }
 
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PodSpec {
+    #[serde(default, deserialize_with = "objects")]
     pub containers: Option<Vec<Container>>,
+    #[serde(default, deserialize_with = "objects")]
     pub init_containers: Option<Vec<Container>>,
     pub termination_grace_period_seconds: Option<i64>,
     pub active_deadline_seconds: Option<i64>,
     pub restart_policy: Option<String>,
     pub host_network: Option<bool>,
+    #[serde(default, deserialize_with = "object")]
     pub security_context: Option<SecurityContext>,
 }
 
@@ -317,18 +334,25 @@ impl PodSpec {
     }
 }
 
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Container {
     pub name: Option<String>,
     pub image: Option<String>,
     pub command: Option<Vec<String>>,
     pub args: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "objects")]
     pub env: Option<Vec<EnvVar>>,
+    #[serde(default, deserialize_with = "objects")]
     pub ports: Option<Vec<ContainerPort>>,
+    #[serde(default, deserialize_with = "object")]
     pub lifecycle: Option<Lifecycle>,
+    #[serde(rename = "readinessProbe", default, deserialize_with = "is_object")]
     pub has_readiness_probe: bool,
+    #[serde(rename = "startupProbe", default, deserialize_with = "is_object")]
     pub has_startup_probe: bool,
     pub restart_policy: Option<String>,
+    #[serde(default, deserialize_with = "object")]
     pub security_context: Option<SecurityContext>,
 }
 
@@ -421,29 +445,38 @@ impl Container {
     }
 }
 
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct EnvVar {
     pub name: Option<String>,
     pub value: Option<String>,
 }
 
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ContainerPort {
     pub name: Option<String>,
     pub container_port: Option<IntOrString>,
     pub app_protocol: Option<String>,
 }
 
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Lifecycle {
+    #[serde(default, deserialize_with = "object")]
     pub post_start: Option<Handler>,
+    #[serde(default, deserialize_with = "object")]
     pub pre_stop: Option<Handler>,
 }
 
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Handler {
+    #[serde(default, deserialize_with = "object")]
     pub exec: Option<ExecAction>,
+    #[serde(default, deserialize_with = "object")]
     pub sleep: Option<SleepAction>,
+    #[serde(default, deserialize_with = "object")]
     pub http_get: Option<HttpGetAction>,
 }
 
@@ -481,22 +514,26 @@ impl Handler {
     }
 }
 
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ExecAction {
     pub command: Option<Vec<String>>,
 }
 
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SleepAction {
     pub seconds: Option<i64>,
 }
 
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct HttpGetAction {
     pub path: Option<String>,
 }
 
-#[derive(Default, Debug, Clone)]
+#[derive(Default, Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SecurityContext {
     pub run_as_user: Option<i64>,
 }
@@ -514,4 +551,103 @@ impl SecurityContext {
 pub enum IntOrString {
     Int(i64),
     Str(String),
+}
+
+impl<'de> Deserialize<'de> for IntOrString {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct IntOrStringVisitor;
+        impl Visitor<'_> for IntOrStringVisitor {
+            type Value = IntOrString;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("an integer or a string")
+            }
+
+            fn visit_i64<E: de::Error>(self, number: i64) -> Result<IntOrString, E> {
+                Ok(IntOrString::Int(number))
+            }
+
+            fn visit_u64<E: de::Error>(self, number: u64) -> Result<IntOrString, E> {
+                i64::try_from(number)
+                    .map(IntOrString::Int)
+                    .map_err(|_| E::custom("integer out of range"))
+            }
+
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<IntOrString, E> {
+                Ok(IntOrString::Str(text.to_owned()))
+            }
+        }
+        deserializer.deserialize_any(IntOrStringVisitor)
+    }
+}
+
+/// An object and nothing else: serde's derived structs also accept a JSON array of the field
+/// values, which the exact reader refuses.
+pub(crate) struct ObjectOnly<T>(pub T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOnly<T> {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+            type Value = ObjectOnly<T>;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("an object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ObjectOnly<T>, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(ObjectOnly)
+            }
+        }
+        deserializer.deserialize_map(ObjectVisitor(std::marker::PhantomData))
+    }
+}
+
+/// An optional object field (`deserialize_with`), read as the exact reader's `object` reads it.
+pub(crate) fn object<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: de::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<ObjectOnly<T>>::deserialize(deserializer)?.map(|object| object.0))
+}
+
+/// An optional list of objects, read as the exact reader's `objects` reads it (except null
+/// items, which it refuses and leaves to the exact reader).
+pub(crate) fn objects<'de, D, T>(deserializer: D) -> Result<Option<Vec<T>>, D::Error>
+where
+    D: de::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Vec<ObjectOnly<T>>>::deserialize(deserializer)?
+        .map(|objects| objects.into_iter().map(|object| object.0).collect()))
+}
+
+/// `present(key)` of the exact reader: any value but null.
+fn is_present<'de, D: de::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    Ok(Option::<IgnoredAny>::deserialize(deserializer)?.is_some())
+}
+
+/// `object(key, ..).is_some()` of the exact reader: an object, or null for absent.
+fn is_object<'de, D: de::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    struct AnyObject;
+    impl<'de> Deserialize<'de> for AnyObject {
+        fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct ObjectVisitor;
+            impl<'de> Visitor<'de> for ObjectVisitor {
+                type Value = AnyObject;
+
+                fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                    formatter.write_str("an object")
+                }
+
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AnyObject, A::Error> {
+                    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                    Ok(AnyObject)
+                }
+            }
+            deserializer.deserialize_map(ObjectVisitor)
+        }
+    }
+    Ok(Option::<AnyObject>::deserialize(deserializer)?.is_some())
 }

@@ -9,6 +9,7 @@ mod evaluate;
 pub mod input;
 pub mod mesh;
 mod node;
+mod one_pass;
 pub mod params;
 pub mod proxy_config;
 mod rules;
@@ -36,6 +37,14 @@ pub fn evaluate(input: &[u8]) -> Vec<Violation> {
 /// input may also be OPA value text (Rego sets, Go escapes): only then does it convert first.
 pub fn evaluate_if_json(input: &[u8]) -> Option<Vec<Violation>> {
     evaluate::evaluate_if_json(input)
+}
+
+/// [`evaluate`] without its one-pass reader: every input is read the exact way (a sparse tree,
+/// then the typed view with a path for every field). The answers must be the same; this exists
+/// so tests can hold the two readers to that.
+#[doc(hidden)]
+pub fn evaluate_with_exact_reader(input: &[u8]) -> Vec<Violation> {
+    evaluate::evaluate_with_exact_reader(input)
 }
 
 pub use evaluate::{EXEMPT_ANNOTATION, EXEMPT_REASON_ANNOTATION};

@@ -126,11 +126,29 @@ fn keep_for_child(key: &str) -> Keep {
 
 /// Parses JSON into a sparse `Node`, refusing kept nesting deeper than `MAX_DEPTH`.
 pub fn parse_sparse(json: &str) -> Result<Node<'_>, serde_json::Error> {
+    parse_with(
+        json,
+        NodeSeed {
+            keep: Keep::RuleKeys,
+            depth: 0,
+        },
+    )
+}
+
+/// Parses the text of the input's `parameters` as `parse_sparse` parses it in place: every key
+/// kept, nesting counted from the depth it has inside the input.
+pub fn parse_parameters(json: &str) -> Result<Node<'_>, serde_json::Error> {
+    parse_with(
+        json,
+        NodeSeed {
+            keep: Keep::All,
+            depth: 1,
+        },
+    )
+}
+
+fn parse_with(json: &str, root: NodeSeed) -> Result<Node<'_>, serde_json::Error> {
     let mut deserializer = serde_json::Deserializer::from_str(json);
-    let root = NodeSeed {
-        keep: Keep::RuleKeys,
-        depth: 0,
-    };
     let node = root.deserialize(&mut deserializer)?;
     deserializer.end()?;
     Ok(node)

@@ -4,7 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use meshlife_policy::{Severity, evaluate};
+use std::sync::OnceLock;
+
+use meshlife_policy::{Severity, evaluate, evaluate_with_exact_reader};
+use proptest::prelude::*;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -49,6 +52,23 @@ fn case_files() -> Vec<PathBuf> {
     files
 }
 
+fn load_cases() -> Vec<(String, Case)> {
+    let mut cases = Vec::new();
+    for file in case_files() {
+        let text = std::fs::read_to_string(&file).expect("readable case file");
+        let parsed: CaseFile = serde_yaml_ng::from_str(&text)
+            .unwrap_or_else(|error| panic!("{}: {error}", file.display()));
+        let file_name = file.file_name().unwrap().to_string_lossy().into_owned();
+        cases.extend(
+            parsed
+                .cases
+                .into_iter()
+                .map(|case| (file_name.clone(), case)),
+        );
+    }
+    cases
+}
+
 fn input_of(case: &Case) -> Value {
     let mut review = json!({ "object": case.object });
     if let Some(namespace) = &case.namespace_object {
@@ -68,11 +88,8 @@ fn input_of(case: &Case) -> Value {
 fn every_case_gives_exactly_its_expected_rules() {
     let mut failures = Vec::new();
     let mut count = 0;
-    for file in case_files() {
-        let text = std::fs::read_to_string(&file).expect("readable case file");
-        let cases: CaseFile = serde_yaml_ng::from_str(&text)
-            .unwrap_or_else(|error| panic!("{}: {error}", file.display()));
-        for case in cases.cases {
+    for (file_name, case) in load_cases() {
+        {
             count += 1;
             let input = serde_json::to_vec(&input_of(&case)).expect("serialisable");
             let violations = evaluate(&input);
@@ -80,11 +97,7 @@ fn every_case_gives_exactly_its_expected_rules() {
             got.sort();
             let mut expected: Vec<&str> = case.expect.iter().map(String::as_str).collect();
             expected.sort();
-            let label = format!(
-                "{} / {}",
-                file.file_name().unwrap().to_string_lossy(),
-                case.name
-            );
+            let label = format!("{file_name} / {}", case.name);
             if got != expected {
                 let messages: Vec<&str> = violations.iter().map(|v| v.msg.as_str()).collect();
                 failures.push(format!(
@@ -130,4 +143,146 @@ fn every_case_gives_exactly_its_expected_rules() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// Every case's input, serialised once.
+fn case_inputs() -> &'static [(String, Value)] {
+    static INPUTS: OnceLock<Vec<(String, Value)>> = OnceLock::new();
+    INPUTS.get_or_init(|| {
+        load_cases()
+            .into_iter()
+            .map(|(file_name, case)| (format!("{file_name} / {}", case.name), input_of(&case)))
+            .collect()
+    })
+}
+
+#[test]
+fn both_readers_answer_every_case_alike() {
+    for (label, input) in case_inputs() {
+        let bytes = serde_json::to_vec(input).expect("serialisable");
+        assert_eq!(
+            evaluate(&bytes),
+            evaluate_with_exact_reader(&bytes),
+            "{label}"
+        );
+    }
+}
+
+/// Values of every JSON type and the edges of the ones the rules read.
+const SUBSTITUTES: &[&str] = &[
+    "null",
+    "true",
+    "0",
+    "-1",
+    "30",
+    "1.5",
+    "1e3",
+    "9223372036854775807",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "\"\"",
+    "\"30\"",
+    "\"25%\"",
+    "\"Always\"",
+    "\"DELETE\"",
+    "\"istio-proxy\"",
+    "[]",
+    "[null]",
+    "[\"x\"]",
+    "[1]",
+    "{}",
+    "{\"x\": 1}",
+    "{\"name\": \"istio-proxy\"}",
+    "[{}]",
+];
+
+/// Every place in `value`: object members and list items, as paths of keys and indices.
+fn places(value: &Value, path: &mut Vec<Value>, found: &mut Vec<Vec<Value>>) {
+    match value {
+        Value::Object(members) => {
+            for (key, member) in members {
+                path.push(json!(key));
+                found.push(path.clone());
+                places(member, path, found);
+                path.pop();
+            }
+        }
+        Value::Array(items) => {
+            for (index, item) in items.iter().enumerate() {
+                path.push(json!(index));
+                found.push(path.clone());
+                places(item, path, found);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The parent of the place and the place's key or index.
+fn parent_of<'v>(root: &'v mut Value, path: &[Value]) -> (&'v mut Value, Value) {
+    let (last, parents) = path.split_last().expect("a place has a path");
+    let mut parent = root;
+    for step in parents {
+        parent = match step {
+            Value::String(key) => &mut parent[key.as_str()],
+            _ => &mut parent[step.as_u64().unwrap() as usize],
+        };
+    }
+    (parent, last.clone())
+}
+
+/// One change to a case's input, as JSON text: a value replaced, a member removed, or a
+/// member given a duplicate (which `serde_json::Value` cannot hold, hence text).
+fn mutate(input: &Value, place: usize, substitute: usize, change: u8) -> String {
+    const DUPLICATE_MARK: &str = "__meshlife_duplicate__";
+    let mut input = input.clone();
+    let mut found = Vec::new();
+    places(&input, &mut Vec::new(), &mut found);
+    let path = &found[place % found.len()];
+    let replacement: Value =
+        serde_json::from_str(SUBSTITUTES[substitute % SUBSTITUTES.len()]).unwrap();
+    let (parent, last) = parent_of(&mut input, path);
+    let mut duplicate_of = None;
+    match (change % 3, parent, &last) {
+        (1, Value::Object(members), Value::String(key)) => {
+            members.remove(key);
+        }
+        (2, Value::Object(members), Value::String(key)) => {
+            members.insert(DUPLICATE_MARK.into(), replacement);
+            duplicate_of = Some(key.clone());
+        }
+        (_, parent, Value::String(key)) => parent[key.as_str()] = replacement,
+        (_, parent, index) => parent[index.as_u64().unwrap() as usize] = replacement,
+    }
+    let text = serde_json::to_string(&input).unwrap();
+    match duplicate_of {
+        Some(key) => text.replace(
+            &format!("\"{DUPLICATE_MARK}\""),
+            &serde_json::to_string(&key).unwrap(),
+        ),
+        None => text,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4000))]
+
+    /// Wherever the one-pass reader answers, it answers as the exact reader does: a wrong
+    /// type, a null, a missing or duplicated member anywhere in any case.
+    #[test]
+    fn both_readers_answer_every_mutated_case_alike(
+        case in any::<prop::sample::Index>(),
+        place in any::<usize>(),
+        substitute in any::<usize>(),
+        change in any::<u8>(),
+    ) {
+        let (label, input) = case.get(case_inputs());
+        let text = mutate(input, place, substitute, change);
+        prop_assert_eq!(
+            evaluate(text.as_bytes()),
+            evaluate_with_exact_reader(text.as_bytes()),
+            "{} mutated: {}", label, text
+        );
+    }
 }
