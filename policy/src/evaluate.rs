@@ -3,7 +3,7 @@
 use serde_json::error::Category;
 
 use crate::catalogue::{INVALID_INPUT, Rule};
-use crate::input::{Fields, InputError, ObjectMeta, Parsed, Path, PodSpec, Strategy};
+use crate::input::{Fields, InputError, ObjectMeta, Parsed, Path, PodSpec, Strategy, Text};
 use crate::mesh::{Decision, decide};
 use crate::node::{Node, parse_sparse};
 use crate::one_pass::{self, Reading};
@@ -214,12 +214,12 @@ fn trim_input(input: &[u8]) -> &[u8] {
 }
 
 /// The pod template of a controller: metadata and spec, each possibly absent.
-struct TemplateParts {
-    metadata: Option<ObjectMeta>,
-    spec: Option<PodSpec>,
+struct TemplateParts<'a> {
+    metadata: Option<ObjectMeta<'a>>,
+    spec: Option<PodSpec<'a>>,
 }
 
-fn read_template(fields: &Fields) -> Parsed<TemplateParts> {
+fn read_template<'a>(fields: &Fields<'a, '_>) -> Parsed<TemplateParts<'a>> {
     Ok(TemplateParts {
         metadata: fields.object("metadata", ObjectMeta::read)?,
         spec: fields.object("spec", PodSpec::read)?,
@@ -228,13 +228,13 @@ fn read_template(fields: &Fields) -> Parsed<TemplateParts> {
 
 /// Finds the pod spec of `kind` and builds the workload; `None` when there is none to review
 /// (a Rollout with `workloadRef`, a controller without a template).
-fn build_workload(
+fn build_workload<'a>(
     kind: WorkloadKind,
-    object: &Fields,
-    object_meta: ObjectMeta,
-    namespace: Option<String>,
-    namespace_meta: Option<ObjectMeta>,
-) -> Parsed<Option<Workload>> {
+    object: &Fields<'a, '_>,
+    object_meta: ObjectMeta<'a>,
+    namespace: Option<Text<'a>>,
+    namespace_meta: Option<ObjectMeta<'a>>,
+) -> Parsed<Option<Workload<'a>>> {
     let mut workload = Workload {
         kind,
         pod_meta: ObjectMeta::default(),

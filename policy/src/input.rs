@@ -2,9 +2,10 @@
 //! pod spec wherever it lives. Only the fields the rules read are typed (from the sparse parse
 //! in `node`); a field with the wrong JSON type becomes one `InputError` naming its path.
 
-use std::borrow::Cow;
+use std::borrow::{Borrow, Cow};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::ops::Deref;
 
 use serde::Deserialize;
 use serde::de::{self, IgnoredAny, MapAccess, Visitor};
@@ -30,6 +31,86 @@ impl InputError {
 }
 
 pub type Parsed<T> = Result<T, InputError>;
+
+/// A string of the input: borrowed from it, owned only when the JSON string held escapes.
+#[derive(Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Text<'a>(pub Cow<'a, str>);
+
+impl Text<'_> {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for Text<'_> {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for Text<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl Deref for Text<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for Text<'_> {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Text<'_> {
+    fn fmt(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), formatter)
+    }
+}
+
+impl fmt::Display for Text<'_> {
+    fn fmt(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str(self)
+    }
+}
+
+impl<'a> From<&'a str> for Text<'a> {
+    fn from(text: &'a str) -> Self {
+        Text(Cow::Borrowed(text))
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+        impl<'de> Visitor<'de> for TextVisitor {
+            type Value = Text<'de>;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(text)))
+            }
+
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(text.to_owned())))
+            }
+
+            fn visit_string<E: de::Error>(self, text: String) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(text)))
+            }
+        }
+        deserializer.deserialize_str(TextVisitor)
+    }
+}
 
 /// Where a field sits, built only when an error needs it: each level borrows its parent.
 #[derive(Clone, Copy)]
@@ -100,10 +181,10 @@ impl<'n, 'p> Fields<'n, 'p> {
         self.entries.iter().map(|(k, _)| k.as_ref())
     }
 
-    pub fn string(&self, key: &str) -> Parsed<Option<String>> {
+    pub fn string(&self, key: &str) -> Parsed<Option<Text<'n>>> {
         match self.get(key) {
             None => Ok(None),
-            Some(Node::Str(text)) => Ok(Some(text.to_string())),
+            Some(Node::Str(text)) => Ok(Some(Text(text.clone()))),
             Some(other) => Err(type_error(Path::Key(&self.path, key), "a string", other)),
         }
     }
@@ -174,33 +255,33 @@ impl<'n, 'p> Fields<'n, 'p> {
         })
     }
 
-    pub fn strings(&self, key: &str) -> Parsed<Option<Vec<String>>> {
+    pub fn strings(&self, key: &str) -> Parsed<Option<Vec<Text<'n>>>> {
         self.list(key, |item, path| match item {
-            Node::Str(text) => Ok(text.to_string()),
+            Node::Str(text) => Ok(Text(text.clone())),
             other => Err(type_error(path, "a string", other)),
         })
     }
 
     /// Labels and annotations: every value must be a string.
-    pub fn string_map(&self, key: &str) -> Parsed<Option<BTreeMap<String, String>>> {
+    pub fn string_map(&self, key: &str) -> Parsed<Option<BTreeMap<Text<'n>, Text<'n>>>> {
         self.object(key, |fields| {
             fields
                 .entries
                 .iter()
                 .filter(|(_, value)| *value != Node::Null)
                 .map(|(name, value)| match value {
-                    Node::Str(text) => Ok((name.to_string(), text.to_string())),
+                    Node::Str(text) => Ok((Text(name.clone()), Text(text.clone()))),
                     other => Err(type_error(Path::Key(&fields.path, name), "a string", other)),
                 })
                 .collect()
         })
     }
 
-    pub fn int_or_string(&self, key: &str) -> Parsed<Option<IntOrString>> {
+    pub fn int_or_string(&self, key: &str) -> Parsed<Option<IntOrString<'n>>> {
         match self.get(key) {
             None => Ok(None),
             Some(Node::Int(number)) => Ok(Some(IntOrString::Int(*number))),
-            Some(Node::Str(text)) => Ok(Some(IntOrString::Str(text.to_string()))),
+            Some(Node::Str(text)) => Ok(Some(IntOrString::Str(Text(text.clone())))),
             Some(other) => Err(type_error(
                 Path::Key(&self.path, key),
                 "an integer or a string",
@@ -212,17 +293,21 @@ impl<'n, 'p> Fields<'n, 'p> {
 
 #[derive(Default, Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ObjectMeta {
-    pub name: Option<String>,
-    pub namespace: Option<String>,
-    pub labels: Option<BTreeMap<String, String>>,
-    pub annotations: Option<BTreeMap<String, String>>,
-    #[serde(default, deserialize_with = "objects")]
-    pub owner_references: Option<Vec<OwnerReference>>,
+pub struct ObjectMeta<'a> {
+    #[serde(borrow)]
+    pub name: Option<Text<'a>>,
+    #[serde(borrow)]
+    pub namespace: Option<Text<'a>>,
+    #[serde(borrow)]
+    pub labels: Option<BTreeMap<Text<'a>, Text<'a>>>,
+    #[serde(borrow)]
+    pub annotations: Option<BTreeMap<Text<'a>, Text<'a>>>,
+    #[serde(borrow, default, deserialize_with = "objects")]
+    pub owner_references: Option<Vec<OwnerReference<'a>>>,
 }
 
-impl ObjectMeta {
-    pub fn read(fields: &Fields) -> Parsed<ObjectMeta> {
+impl<'a> ObjectMeta<'a> {
+    pub fn read(fields: &Fields<'a, '_>) -> Parsed<ObjectMeta<'a>> {
         Ok(ObjectMeta {
             name: fields.string("name")?,
             namespace: fields.string("namespace")?,
@@ -237,36 +322,37 @@ impl ObjectMeta {
     }
 
     pub fn label(&self, key: &str) -> Option<&str> {
-        self.labels.as_ref()?.get(key).map(String::as_str)
+        self.labels.as_ref()?.get(key).map(Text::as_str)
     }
 
     pub fn annotation(&self, key: &str) -> Option<&str> {
-        self.annotations.as_ref()?.get(key).map(String::as_str)
+        self.annotations.as_ref()?.get(key).map(Text::as_str)
     }
 }
 
 #[derive(Default, Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct OwnerReference {
-    pub kind: Option<String>,
+pub struct OwnerReference<'a> {
+    #[serde(borrow)]
+    pub kind: Option<Text<'a>>,
 }
 
 /// Deployment `strategy` and Argo Rollout `strategy` share this shape.
 #[derive(Default, Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Strategy {
-    #[serde(rename = "type")]
-    pub kind: Option<String>,
-    #[serde(default, deserialize_with = "object")]
-    pub rolling_update: Option<RollingUpdate>,
-    #[serde(default, deserialize_with = "object")]
-    pub canary: Option<RollingUpdate>,
+pub struct Strategy<'a> {
+    #[serde(borrow, rename = "type")]
+    pub kind: Option<Text<'a>>,
+    #[serde(borrow, default, deserialize_with = "object")]
+    pub rolling_update: Option<RollingUpdate<'a>>,
+    #[serde(borrow, default, deserialize_with = "object")]
+    pub canary: Option<RollingUpdate<'a>>,
     #[serde(default, deserialize_with = "is_present")]
     pub blue_green: bool,
 }
 
-impl Strategy {
-    pub fn read(fields: &Fields) -> Parsed<Strategy> {
+impl<'a> Strategy<'a> {
+    pub fn read(fields: &Fields<'a, '_>) -> Parsed<Strategy<'a>> {
         Ok(Strategy {
             kind: fields.string("type")?,
             rolling_update: fields.object("rollingUpdate", RollingUpdate::read)?,
@@ -278,13 +364,15 @@ impl Strategy {
 
 #[derive(Default, Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RollingUpdate {
-    pub max_unavailable: Option<IntOrString>,
-    pub max_surge: Option<IntOrString>,
+pub struct RollingUpdate<'a> {
+    #[serde(borrow)]
+    pub max_unavailable: Option<IntOrString<'a>>,
+    #[serde(borrow)]
+    pub max_surge: Option<IntOrString<'a>>,
 }
 
-impl RollingUpdate {
-    fn read(fields: &Fields) -> Parsed<RollingUpdate> {
+impl<'a> RollingUpdate<'a> {
+    fn read(fields: &Fields<'a, '_>) -> Parsed<RollingUpdate<'a>> {
         Ok(RollingUpdate {
             max_unavailable: fields.int_or_string("maxUnavailable")?,
             max_surge: fields.int_or_string("maxSurge")?,
@@ -294,21 +382,22 @@ impl RollingUpdate {
 
 #[derive(Default, Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PodSpec {
-    #[serde(default, deserialize_with = "objects")]
-    pub containers: Option<Vec<Container>>,
-    #[serde(default, deserialize_with = "objects")]
-    pub init_containers: Option<Vec<Container>>,
+pub struct PodSpec<'a> {
+    #[serde(borrow, default, deserialize_with = "objects")]
+    pub containers: Option<Vec<Container<'a>>>,
+    #[serde(borrow, default, deserialize_with = "objects")]
+    pub init_containers: Option<Vec<Container<'a>>>,
     pub termination_grace_period_seconds: Option<i64>,
     pub active_deadline_seconds: Option<i64>,
-    pub restart_policy: Option<String>,
+    #[serde(borrow)]
+    pub restart_policy: Option<Text<'a>>,
     pub host_network: Option<bool>,
     #[serde(default, deserialize_with = "object")]
     pub security_context: Option<SecurityContext>,
 }
 
-impl PodSpec {
-    pub fn read(fields: &Fields) -> Parsed<PodSpec> {
+impl<'a> PodSpec<'a> {
+    pub fn read(fields: &Fields<'a, '_>) -> Parsed<PodSpec<'a>> {
         Ok(PodSpec {
             containers: fields.objects("containers", Container::read)?,
             init_containers: fields.objects("initContainers", Container::read)?,
@@ -320,11 +409,11 @@ impl PodSpec {
         })
     }
 
-    pub fn containers(&self) -> &[Container] {
+    pub fn containers(&self) -> &[Container<'a>] {
         self.containers.as_deref().unwrap_or(&[])
     }
 
-    pub fn init_containers(&self) -> &[Container] {
+    pub fn init_containers(&self) -> &[Container<'a>] {
         self.init_containers.as_deref().unwrap_or(&[])
     }
 
@@ -336,28 +425,33 @@ impl PodSpec {
 
 #[derive(Default, Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Container {
-    pub name: Option<String>,
-    pub image: Option<String>,
-    pub command: Option<Vec<String>>,
-    pub args: Option<Vec<String>>,
-    #[serde(default, deserialize_with = "objects")]
-    pub env: Option<Vec<EnvVar>>,
-    #[serde(default, deserialize_with = "objects")]
-    pub ports: Option<Vec<ContainerPort>>,
-    #[serde(default, deserialize_with = "object")]
-    pub lifecycle: Option<Lifecycle>,
+pub struct Container<'a> {
+    #[serde(borrow)]
+    pub name: Option<Text<'a>>,
+    #[serde(borrow)]
+    pub image: Option<Text<'a>>,
+    #[serde(borrow)]
+    pub command: Option<Vec<Text<'a>>>,
+    #[serde(borrow)]
+    pub args: Option<Vec<Text<'a>>>,
+    #[serde(borrow, default, deserialize_with = "objects")]
+    pub env: Option<Vec<EnvVar<'a>>>,
+    #[serde(borrow, default, deserialize_with = "objects")]
+    pub ports: Option<Vec<ContainerPort<'a>>>,
+    #[serde(borrow, default, deserialize_with = "object")]
+    pub lifecycle: Option<Lifecycle<'a>>,
     #[serde(rename = "readinessProbe", default, deserialize_with = "is_object")]
     pub has_readiness_probe: bool,
     #[serde(rename = "startupProbe", default, deserialize_with = "is_object")]
     pub has_startup_probe: bool,
-    pub restart_policy: Option<String>,
+    #[serde(borrow)]
+    pub restart_policy: Option<Text<'a>>,
     #[serde(default, deserialize_with = "object")]
     pub security_context: Option<SecurityContext>,
 }
 
-impl Container {
-    pub fn read(fields: &Fields) -> Parsed<Container> {
+impl<'a> Container<'a> {
+    pub fn read(fields: &Fields<'a, '_>) -> Parsed<Container<'a>> {
         Ok(Container {
             name: fields.string("name")?,
             image: fields.string("image")?,
@@ -393,15 +487,15 @@ impl Container {
         self.name.as_deref().unwrap_or("")
     }
 
-    pub fn command(&self) -> &[String] {
+    pub fn command(&self) -> &[Text<'a>] {
         self.command.as_deref().unwrap_or(&[])
     }
 
-    pub fn args(&self) -> &[String] {
+    pub fn args(&self) -> &[Text<'a>] {
         self.args.as_deref().unwrap_or(&[])
     }
 
-    pub fn ports(&self) -> &[ContainerPort] {
+    pub fn ports(&self) -> &[ContainerPort<'a>] {
         self.ports.as_deref().unwrap_or(&[])
     }
 
@@ -413,11 +507,11 @@ impl Container {
             .and_then(|var| var.value.as_deref())
     }
 
-    pub fn post_start(&self) -> Option<&Handler> {
+    pub fn post_start(&self) -> Option<&Handler<'a>> {
         self.lifecycle.as_ref()?.post_start.as_ref()
     }
 
-    pub fn pre_stop(&self) -> Option<&Handler> {
+    pub fn pre_stop(&self) -> Option<&Handler<'a>> {
         self.lifecycle.as_ref()?.pre_stop.as_ref()
     }
 
@@ -440,48 +534,53 @@ impl Container {
         self.command()
             .iter()
             .chain(self.args())
-            .map(String::as_str)
+            .map(Text::as_str)
             .chain(hooks.flat_map(Handler::strings))
     }
 }
 
 #[derive(Default, Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct EnvVar {
-    pub name: Option<String>,
-    pub value: Option<String>,
+pub struct EnvVar<'a> {
+    #[serde(borrow)]
+    pub name: Option<Text<'a>>,
+    #[serde(borrow)]
+    pub value: Option<Text<'a>>,
 }
 
 #[derive(Default, Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ContainerPort {
-    pub name: Option<String>,
-    pub container_port: Option<IntOrString>,
-    pub app_protocol: Option<String>,
+pub struct ContainerPort<'a> {
+    #[serde(borrow)]
+    pub name: Option<Text<'a>>,
+    #[serde(borrow)]
+    pub container_port: Option<IntOrString<'a>>,
+    #[serde(borrow)]
+    pub app_protocol: Option<Text<'a>>,
 }
 
 #[derive(Default, Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Lifecycle {
-    #[serde(default, deserialize_with = "object")]
-    pub post_start: Option<Handler>,
-    #[serde(default, deserialize_with = "object")]
-    pub pre_stop: Option<Handler>,
+pub struct Lifecycle<'a> {
+    #[serde(borrow, default, deserialize_with = "object")]
+    pub post_start: Option<Handler<'a>>,
+    #[serde(borrow, default, deserialize_with = "object")]
+    pub pre_stop: Option<Handler<'a>>,
 }
 
 #[derive(Default, Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Handler {
-    #[serde(default, deserialize_with = "object")]
-    pub exec: Option<ExecAction>,
+pub struct Handler<'a> {
+    #[serde(borrow, default, deserialize_with = "object")]
+    pub exec: Option<ExecAction<'a>>,
     #[serde(default, deserialize_with = "object")]
     pub sleep: Option<SleepAction>,
-    #[serde(default, deserialize_with = "object")]
-    pub http_get: Option<HttpGetAction>,
+    #[serde(borrow, default, deserialize_with = "object")]
+    pub http_get: Option<HttpGetAction<'a>>,
 }
 
-impl Handler {
-    fn read(fields: &Fields) -> Parsed<Handler> {
+impl<'a> Handler<'a> {
+    fn read(fields: &Fields<'a, '_>) -> Parsed<Handler<'a>> {
         Ok(Handler {
             exec: fields.object("exec", |exec| {
                 Ok(ExecAction {
@@ -501,7 +600,7 @@ impl Handler {
         })
     }
 
-    pub fn exec_command(&self) -> &[String] {
+    pub fn exec_command(&self) -> &[Text<'a>] {
         self.exec
             .as_ref()
             .and_then(|exec| exec.command.as_deref())
@@ -510,14 +609,15 @@ impl Handler {
 
     fn strings(&self) -> impl Iterator<Item = &str> {
         let http = self.http_get.iter().flat_map(|get| get.path.as_deref());
-        self.exec_command().iter().map(String::as_str).chain(http)
+        self.exec_command().iter().map(Text::as_str).chain(http)
     }
 }
 
 #[derive(Default, Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ExecAction {
-    pub command: Option<Vec<String>>,
+pub struct ExecAction<'a> {
+    #[serde(borrow)]
+    pub command: Option<Vec<Text<'a>>>,
 }
 
 #[derive(Default, Debug, Clone, Deserialize)]
@@ -528,8 +628,9 @@ pub struct SleepAction {
 
 #[derive(Default, Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct HttpGetAction {
-    pub path: Option<String>,
+pub struct HttpGetAction<'a> {
+    #[serde(borrow)]
+    pub path: Option<Text<'a>>,
 }
 
 #[derive(Default, Debug, Clone, Deserialize)]
@@ -548,33 +649,40 @@ impl SecurityContext {
 
 /// Kubernetes' `IntOrString` (`maxUnavailable: 1` or `"25%"`, named ports).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IntOrString {
+pub enum IntOrString<'a> {
     Int(i64),
-    Str(String),
+    Str(Text<'a>),
 }
 
-impl<'de> Deserialize<'de> for IntOrString {
+impl<'de: 'a, 'a> Deserialize<'de> for IntOrString<'a> {
     fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct IntOrStringVisitor;
-        impl Visitor<'_> for IntOrStringVisitor {
-            type Value = IntOrString;
+        impl<'de> Visitor<'de> for IntOrStringVisitor {
+            type Value = IntOrString<'de>;
 
             fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
                 formatter.write_str("an integer or a string")
             }
 
-            fn visit_i64<E: de::Error>(self, number: i64) -> Result<IntOrString, E> {
+            fn visit_i64<E: de::Error>(self, number: i64) -> Result<IntOrString<'de>, E> {
                 Ok(IntOrString::Int(number))
             }
 
-            fn visit_u64<E: de::Error>(self, number: u64) -> Result<IntOrString, E> {
+            fn visit_u64<E: de::Error>(self, number: u64) -> Result<IntOrString<'de>, E> {
                 i64::try_from(number)
                     .map(IntOrString::Int)
                     .map_err(|_| E::custom("integer out of range"))
             }
 
-            fn visit_str<E: de::Error>(self, text: &str) -> Result<IntOrString, E> {
-                Ok(IntOrString::Str(text.to_owned()))
+            fn visit_borrowed_str<E: de::Error>(
+                self,
+                text: &'de str,
+            ) -> Result<IntOrString<'de>, E> {
+                Ok(IntOrString::Str(Text(Cow::Borrowed(text))))
+            }
+
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<IntOrString<'de>, E> {
+                Ok(IntOrString::Str(Text(Cow::Owned(text.to_owned()))))
             }
         }
         deserializer.deserialize_any(IntOrStringVisitor)

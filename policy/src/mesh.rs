@@ -139,7 +139,7 @@ impl MeshDecision {
     }
 
     /// The injected proxy container, if any.
-    pub fn proxy<'w>(&self, workload: &'w Workload) -> Option<&'w Container> {
+    pub fn proxy<'w>(&self, workload: &'w Workload<'w>) -> Option<&'w Container<'w>> {
         let index = self.proxy_index?;
         match self.placement {
             Placement::Classic { .. } => workload.spec.containers().get(index),

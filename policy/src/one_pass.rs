@@ -7,28 +7,26 @@
 //! the path and the problem. So this pass never writes an error message, valid input is read
 //! once, and the two readers agree wherever this one answers (tested in `tests/one_pass.rs`).
 
-use std::borrow::Cow;
-
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::input::{
-    Container, ObjectMeta, ObjectOnly, PodSpec, SecurityContext, Strategy, object, objects,
+    Container, ObjectMeta, ObjectOnly, PodSpec, SecurityContext, Strategy, Text, object, objects,
 };
 use crate::node::parse_parameters;
 use crate::params::{Parameters, Settings};
 use crate::workload::{Workload, WorkloadKind};
 
 /// What the one pass found, when it could read the input.
-pub enum Reading {
+pub enum Reading<'a> {
     /// Nothing to review: a DELETE or CONNECT, a kind that is not a workload, a controller
     /// without a pod template.
     NothingToReview,
-    Review(Box<Workload>, Box<Settings>),
+    Review(Box<Workload<'a>>, Box<Settings>),
 }
 
 /// Reads `json` in one pass; `None` when the exact reader must decide.
-pub fn read(json: &str) -> Option<Reading> {
+pub fn read(json: &str) -> Option<Reading<'_>> {
     let ObjectOnly::<Envelope>(envelope) = serde_json::from_str(json).ok()?;
     let review = envelope.review?;
     if matches!(review.operation.as_deref(), Some("DELETE" | "CONNECT")) {
@@ -134,36 +132,40 @@ struct Envelope<'a> {
 #[serde(rename_all = "camelCase")]
 struct Review<'a> {
     #[serde(borrow)]
-    operation: Option<Cow<'a, str>>,
-    #[serde(default, deserialize_with = "object")]
-    object: Option<Object>,
-    #[serde(default, deserialize_with = "object")]
-    kind: Option<ReviewKind>,
-    namespace: Option<String>,
-    #[serde(default, deserialize_with = "object")]
-    namespace_object: Option<NamespaceObject>,
+    operation: Option<Text<'a>>,
+    #[serde(borrow, default, deserialize_with = "object")]
+    object: Option<Object<'a>>,
+    #[serde(borrow, default, deserialize_with = "object")]
+    kind: Option<ReviewKind<'a>>,
+    #[serde(borrow)]
+    namespace: Option<Text<'a>>,
+    #[serde(borrow, default, deserialize_with = "object")]
+    namespace_object: Option<NamespaceObject<'a>>,
 }
 
 #[derive(Deserialize)]
-struct ReviewKind {
-    kind: Option<String>,
+struct ReviewKind<'a> {
+    #[serde(borrow)]
+    kind: Option<Text<'a>>,
 }
 
 #[derive(Deserialize)]
-struct NamespaceObject {
-    #[serde(default, deserialize_with = "object")]
-    metadata: Option<ObjectMeta>,
+struct NamespaceObject<'a> {
+    #[serde(borrow, default, deserialize_with = "object")]
+    metadata: Option<ObjectMeta<'a>>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Object {
-    kind: Option<String>,
-    api_version: Option<String>,
-    #[serde(default, deserialize_with = "object")]
-    metadata: Option<ObjectMeta>,
-    #[serde(default, deserialize_with = "object")]
-    spec: Option<ObjectSpec>,
+struct Object<'a> {
+    #[serde(borrow)]
+    kind: Option<Text<'a>>,
+    #[serde(borrow)]
+    api_version: Option<Text<'a>>,
+    #[serde(borrow, default, deserialize_with = "object")]
+    metadata: Option<ObjectMeta<'a>>,
+    #[serde(borrow, default, deserialize_with = "object")]
+    spec: Option<ObjectSpec<'a>>,
 }
 
 /// Every kind's `spec` in one shape, because `kind` may come after `spec` in the text: a Pod's
@@ -171,49 +173,50 @@ struct Object {
 /// safe: a wrong type in any of them only sends the input to the exact reader.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct ObjectSpec {
+struct ObjectSpec<'a> {
     // A Pod's spec (`PodSpec`'s fields; `flatten` would buffer every skipped field).
-    #[serde(default, deserialize_with = "objects")]
-    containers: Option<Vec<Container>>,
-    #[serde(default, deserialize_with = "objects")]
-    init_containers: Option<Vec<Container>>,
+    #[serde(borrow, default, deserialize_with = "objects")]
+    containers: Option<Vec<Container<'a>>>,
+    #[serde(borrow, default, deserialize_with = "objects")]
+    init_containers: Option<Vec<Container<'a>>>,
     termination_grace_period_seconds: Option<i64>,
     /// A Pod's, or a Job's.
     active_deadline_seconds: Option<i64>,
-    restart_policy: Option<String>,
+    #[serde(borrow)]
+    restart_policy: Option<Text<'a>>,
     host_network: Option<bool>,
     #[serde(default, deserialize_with = "object")]
     security_context: Option<SecurityContext>,
     // A controller's.
     replicas: Option<i64>,
-    #[serde(default, deserialize_with = "object")]
-    strategy: Option<Strategy>,
-    #[serde(default, deserialize_with = "object")]
-    template: Option<PodTemplate>,
-    #[serde(default, deserialize_with = "object")]
-    job_template: Option<JobTemplate>,
+    #[serde(borrow, default, deserialize_with = "object")]
+    strategy: Option<Strategy<'a>>,
+    #[serde(borrow, default, deserialize_with = "object")]
+    template: Option<PodTemplate<'a>>,
+    #[serde(borrow, default, deserialize_with = "object")]
+    job_template: Option<JobTemplate<'a>>,
 }
 
 #[derive(Deserialize)]
-struct PodTemplate {
-    #[serde(default, deserialize_with = "object")]
-    metadata: Option<ObjectMeta>,
-    #[serde(default, deserialize_with = "object")]
-    spec: Option<PodSpec>,
+struct PodTemplate<'a> {
+    #[serde(borrow, default, deserialize_with = "object")]
+    metadata: Option<ObjectMeta<'a>>,
+    #[serde(borrow, default, deserialize_with = "object")]
+    spec: Option<PodSpec<'a>>,
 }
 
 #[derive(Deserialize)]
-struct JobTemplate {
-    #[serde(default, deserialize_with = "object")]
-    spec: Option<JobSpec>,
+struct JobTemplate<'a> {
+    #[serde(borrow, default, deserialize_with = "object")]
+    spec: Option<JobSpec<'a>>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct JobSpec {
+struct JobSpec<'a> {
     active_deadline_seconds: Option<i64>,
-    #[serde(default, deserialize_with = "object")]
-    template: Option<PodTemplate>,
+    #[serde(borrow, default, deserialize_with = "object")]
+    template: Option<PodTemplate<'a>>,
 }
 
 #[cfg(test)]
@@ -230,7 +233,7 @@ mod tests {
         )
     }
 
-    fn reviewed(json: &str) -> Option<Box<Workload>> {
+    fn reviewed(json: &str) -> Option<Box<Workload<'_>>> {
         match read(json)? {
             Reading::Review(workload, _) => Some(workload),
             Reading::NothingToReview => None,
@@ -239,13 +242,13 @@ mod tests {
 
     #[test]
     fn reads_a_valid_workload_in_one_pass() {
-        let workload = reviewed(&deployment(
+        let input = deployment(
             r#"{"containers": [{"name": "web", "image": "web:1", "env": [{"name": "A",
             "valueFrom": {"fieldRef": {"fieldPath": "x"}}}], "readinessProbe": {"httpGet":
             {"path": "/ready", "port": 8080}}, "ports": [{"containerPort": "http"}]}],
             "volumes": [{"name": "v", "emptyDir": {}}]}"#,
-        ))
-        .expect("a valid Deployment is read in one pass");
+        );
+        let workload = reviewed(&input).expect("a valid Deployment is read in one pass");
         assert_eq!(workload.kind, WorkloadKind::Deployment);
         assert_eq!(workload.namespace.as_deref(), Some("shop"));
         assert_eq!(workload.replicas, Some(2));

@@ -119,7 +119,7 @@ fn non_negative(fields: &Fields, key: &str) -> Parsed<Option<i64>> {
 
 fn string_list(fields: &Fields, key: &str, into: &mut Vec<String>) -> Parsed<()> {
     if let Some(list) = fields.strings(key)? {
-        *into = list;
+        *into = list.iter().map(ToString::to_string).collect();
     }
     Ok(())
 }
@@ -168,7 +168,7 @@ impl Parameters {
         string_list(&fields, "exemptImages", &mut parameters.exempt_images)?;
         string_list(&fields, "exitMarkers", &mut parameters.exit_markers)?;
         if let Some(severity) = fields.string("minSeverity")? {
-            parameters.min_severity = severity;
+            parameters.min_severity = severity.to_string();
         }
         if let Some(min_available) = non_negative(&fields, "minAvailable")? {
             parameters.min_available = min_available;
@@ -206,7 +206,7 @@ impl IstioParameters {
             cni: fields.boolean("cni")?.unwrap_or(defaults.cni),
             termination_drain_duration: fields
                 .string("terminationDrainDuration")?
-                .unwrap_or(defaults.termination_drain_duration),
+                .map_or(defaults.termination_drain_duration, |text| text.to_string()),
             proxy_uid: non_negative(fields, "proxyUID")?.unwrap_or(defaults.proxy_uid),
             ..IstioParameters::default()
         };

@@ -1,7 +1,7 @@
 //! The reviewed pod spec in its context: which kind holds it, where, with which metadata, and
 //! the controller fields some rules read. Built once per input from the typed view.
 
-use crate::input::{ObjectMeta, PodSpec, Strategy};
+use crate::input::{ObjectMeta, PodSpec, Strategy, Text};
 
 /// Kinds whose pod spec the rules review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,23 +51,23 @@ impl WorkloadKind {
     }
 }
 
-pub struct Workload {
+pub struct Workload<'a> {
     pub kind: WorkloadKind,
     /// The metadata that steers injection: the pod template's (a Pod's own).
-    pub pod_meta: ObjectMeta,
-    pub spec: PodSpec,
-    pub namespace: Option<String>,
+    pub pod_meta: ObjectMeta<'a>,
+    pub spec: PodSpec<'a>,
+    pub namespace: Option<Text<'a>>,
     /// The Namespace object, when the review carries it.
-    pub namespace_meta: Option<ObjectMeta>,
+    pub namespace_meta: Option<ObjectMeta<'a>>,
     /// The controller's metadata (a Pod's own), for owner references.
-    pub object_meta: ObjectMeta,
+    pub object_meta: ObjectMeta<'a>,
     pub replicas: Option<i64>,
-    pub strategy: Option<Strategy>,
+    pub strategy: Option<Strategy<'a>>,
     /// `activeDeadlineSeconds` of the Job (or CronJob job template).
     pub job_deadline_seconds: Option<i64>,
 }
 
-impl Workload {
+impl Workload<'_> {
     pub fn spec_path(&self) -> &'static str {
         self.kind.spec_path()
     }

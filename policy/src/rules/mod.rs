@@ -17,7 +17,7 @@ use crate::workload::{Workload, glob_matches};
 
 /// What every rule reads.
 pub struct Context<'a> {
-    pub workload: &'a Workload,
+    pub workload: &'a Workload<'a>,
     pub decision: &'a MeshDecision,
     pub settings: &'a Settings,
 }
@@ -41,7 +41,7 @@ impl Context<'_> {
     }
 
     /// The pod's containers minus the proxy and the containers of exempt images.
-    pub fn app_containers(&self) -> impl Iterator<Item = (usize, &Container)> {
+    pub fn app_containers(&self) -> impl Iterator<Item = (usize, &Container<'_>)> {
         let proxy = self.proxy_name();
         self.workload
             .spec
@@ -54,7 +54,7 @@ impl Context<'_> {
     }
 
     /// Init containers the user added: not the mesh's, not native sidecars, not exempt.
-    pub fn user_init_containers(&self) -> impl Iterator<Item = (usize, &Container)> {
+    pub fn user_init_containers(&self) -> impl Iterator<Item = (usize, &Container<'_>)> {
         self.workload
             .spec
             .init_containers()
@@ -255,12 +255,12 @@ fn parse_sleep_seconds(arg: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::{ExecAction, SleepAction};
+    use crate::input::{ExecAction, SleepAction, Text};
 
-    fn exec(command: &[&str]) -> Handler {
+    fn exec<'a>(command: &[&'a str]) -> Handler<'a> {
         Handler {
             exec: Some(ExecAction {
-                command: Some(command.iter().map(|s| s.to_string()).collect()),
+                command: Some(command.iter().map(|&word| Text::from(word)).collect()),
             }),
             ..Handler::default()
         }

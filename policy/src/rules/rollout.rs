@@ -151,7 +151,7 @@ fn missing_readiness(context: &Context, findings: &mut Vec<Finding>) {
             .map(|port| match (&port.name, &port.container_port) {
                 (Some(name), _) => format!("\"{name}\""),
                 (None, Some(IntOrString::Int(number))) => number.to_string(),
-                (None, Some(IntOrString::Str(text))) => text.clone(),
+                (None, Some(IntOrString::Str(text))) => text.to_string(),
                 (None, None) => "?".into(),
             })
             .collect();

@@ -85,7 +85,7 @@ fn drain_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
 /// The app containers whose preStop delay is known, with that delay in seconds.
 fn known_prestop_delays<'c>(
     context: &'c Context,
-) -> impl Iterator<Item = (usize, &'c Container, i64)> {
+) -> impl Iterator<Item = (usize, &'c Container<'c>, i64)> {
     context.app_containers().filter_map(|(index, container)| {
         let delay = prestop_delay_seconds(container.pre_stop()?)?;
         Some((index, container, delay))
