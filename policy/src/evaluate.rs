@@ -2,7 +2,7 @@
 
 use serde_json::error::Category;
 
-use crate::catalogue::{INVALID_INPUT, Rule};
+use crate::catalogue::INVALID_INPUT;
 use crate::input::{Fields, InputError, ObjectMeta, Parsed, Path, PodSpec, Strategy, Text};
 use crate::mesh::{Decision, decide};
 use crate::node::{Node, parse_sparse};
@@ -313,7 +313,7 @@ pub fn review_workload(workload: &Workload, settings: &Settings) -> Vec<Violatio
         .unwrap_or_default();
     run_all(&context)
         .into_iter()
-        .filter(|finding| is_selected(finding.rule, settings))
+        .filter(|finding| settings.selects(finding.rule))
         .filter(|finding| {
             !exempt
                 .iter()
@@ -322,16 +322,6 @@ pub fn review_workload(workload: &Workload, settings: &Settings) -> Vec<Violatio
         .filter(|finding| finding.severity >= settings.min_severity)
         .map(|finding| finding.into_violation())
         .collect()
-}
-
-fn is_selected(rule: &Rule, settings: &Settings) -> bool {
-    let raw = &settings.raw;
-    let included = raw.rules.is_empty() || raw.rules.iter().any(|entry| rule.is_named_by(entry));
-    included
-        && !raw
-            .exclude_rules
-            .iter()
-            .any(|entry| rule.is_named_by(entry))
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Constraint parameters (`spec.parameters`), with the defaults of the rule catalogue.
 //! Unknown keys are refused: a typo in a constraint must not silently switch a rule off.
 
+use crate::catalogue::Rule;
 use crate::duration::parse_go_duration;
 use crate::input::{Fields, InputError, Parsed, Path};
 use crate::node::Node;
@@ -264,6 +265,18 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Whether `parameters.rules` and `excludeRules` let `rule` report.
+    pub fn selects(&self, rule: &Rule) -> bool {
+        let raw = &self.raw;
+        let included =
+            raw.rules.is_empty() || raw.rules.iter().any(|entry| rule.is_named_by(entry));
+        included
+            && !raw
+                .exclude_rules
+                .iter()
+                .any(|entry| rule.is_named_by(entry))
+    }
+
     pub fn from_parameters(raw: Parameters) -> Result<Settings, InputError> {
         let istio_drain_ms =
             parse_go_duration(&raw.istio.termination_drain_duration).map_err(|problem| {

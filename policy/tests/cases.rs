@@ -168,6 +168,28 @@ fn both_readers_answer_every_case_alike() {
     }
 }
 
+/// A rule selected alone reports what it reports among all rules: selection skips the rule
+/// families that cannot report a selected rule, and this holds the families' rule lists true.
+#[test]
+fn a_rule_selected_alone_reports_as_among_all_rules() {
+    for (label, input) in case_inputs() {
+        let all = evaluate(&serde_json::to_vec(input).expect("serialisable"));
+        let mut rule_ids: Vec<&str> = all.iter().map(|v| v.details.rule.as_str()).collect();
+        rule_ids.dedup();
+        for rule_id in rule_ids.into_iter().filter(|id| *id != "ML000") {
+            let mut alone = input.clone();
+            alone["parameters"]["rules"] = json!([rule_id]);
+            let selected = evaluate(&serde_json::to_vec(&alone).expect("serialisable"));
+            let expected: Vec<_> = all.iter().filter(|v| v.details.rule == rule_id).collect();
+            assert_eq!(
+                selected.iter().collect::<Vec<_>>(),
+                expected,
+                "{label}: {rule_id}"
+            );
+        }
+    }
+}
+
 /// Values of every JSON type and the edges of the ones the rules read.
 const SUBSTITUTES: &[&str] = &[
     "null",
