@@ -544,7 +544,9 @@ fn grow_memory_to(instance: &mut WarmInstance, end: u64) -> Result<()> {
 fn read_c_string(memory: &[u8], address: i32) -> Option<&[u8]> {
     let start = address as u32 as usize;
     let tail = memory.get(start..)?;
-    let length = tail.iter().position(|&byte| byte == 0)?;
+    // memchr, not a byte loop: the result is read after every evaluation (0.6 us of 25 for a
+    // typical result set).
+    let length = memchr::memchr(0, tail)?;
     Some(&tail[..length])
 }
 

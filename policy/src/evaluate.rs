@@ -1,4 +1,5 @@
-//! The pipeline: bytes, typed view, workload, mesh decision, rules, filtered violations.
+//! The pipeline: bytes, typed view, workload, mesh decision, rules, filtered violations. The
+//! typed view comes from `one_pass` when it can read the input, else from the exact reader.
 
 use serde_json::error::Category;
 

@@ -1,6 +1,8 @@
 //! The typed view of a Gatekeeper input: the admission request, the object under review and the
-//! pod spec wherever it lives. Only the fields the rules read are typed (from the sparse parse
-//! in `node`); a field with the wrong JSON type becomes one `InputError` naming its path.
+//! pod spec wherever it lives. Only the fields the rules read are typed, and strings borrow from
+//! the input. Two readers fill it: `one_pass` (serde derive, below) for valid input, and
+//! `Fields` over the sparse tree of `node`, where a field with the wrong JSON type becomes one
+//! `InputError` naming its path.
 
 use std::borrow::{Borrow, Cow};
 use std::collections::BTreeMap;

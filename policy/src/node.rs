@@ -1,7 +1,7 @@
-//! A sparse JSON tree: the parse keeps only the keys the rules can read and skips everything
-//! else (managedFields, volumes, env sources, status) without allocating. One visitor serves
-//! every shape, which keeps the wasm module small, and type checks happen afterwards with
-//! exact paths (see `input`).
+//! A sparse JSON tree, the first half of the exact reader: the parse keeps only the keys the
+//! rules can read and skips everything else (managedFields, volumes, env sources, status)
+//! without allocating, and type checks happen afterwards with exact paths (see `input`). Valid
+//! input is read faster by `one_pass`; this reader answers the rest, and `parameters` always.
 
 use std::borrow::Cow;
 use std::fmt;
