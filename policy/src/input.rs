@@ -1,6 +1,6 @@
 //! The typed view of a Gatekeeper input: the admission request, the object under review and the
 //! pod spec wherever it lives. Only the fields the rules read are typed, and strings borrow from
-//! the input. Two readers fill it: `one_pass` (serde derive, below) for valid input, and
+//! the input. Two readers fill it: `one_pass` for valid input, and
 //! `Fields` over the sparse tree of `node`, where a field with the wrong JSON type becomes one
 //! `InputError` naming its path.
 
@@ -8,9 +8,6 @@ use std::borrow::{Borrow, Cow};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Deref;
-
-use serde::Deserialize;
-use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 
 use crate::node::Node;
 
@@ -85,32 +82,6 @@ impl fmt::Display for Text<'_> {
 impl<'a> From<&'a str> for Text<'a> {
     fn from(text: &'a str) -> Self {
         Text(Cow::Borrowed(text))
-    }
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct TextVisitor;
-        impl<'de> Visitor<'de> for TextVisitor {
-            type Value = Text<'de>;
-
-            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-                formatter.write_str("a string")
-            }
-
-            fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Text<'de>, E> {
-                Ok(Text(Cow::Borrowed(text)))
-            }
-
-            fn visit_str<E: de::Error>(self, text: &str) -> Result<Text<'de>, E> {
-                Ok(Text(Cow::Owned(text.to_owned())))
-            }
-
-            fn visit_string<E: de::Error>(self, text: String) -> Result<Text<'de>, E> {
-                Ok(Text(Cow::Owned(text)))
-            }
-        }
-        deserializer.deserialize_str(TextVisitor)
     }
 }
 
@@ -293,18 +264,12 @@ impl<'n, 'p> Fields<'n, 'p> {
     }
 }
 
-#[derive(Default, Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct ObjectMeta<'a> {
-    #[serde(borrow)]
     pub name: Option<Text<'a>>,
-    #[serde(borrow)]
     pub namespace: Option<Text<'a>>,
-    #[serde(borrow)]
     pub labels: Option<BTreeMap<Text<'a>, Text<'a>>>,
-    #[serde(borrow)]
     pub annotations: Option<BTreeMap<Text<'a>, Text<'a>>>,
-    #[serde(borrow, default, deserialize_with = "objects")]
     pub owner_references: Option<Vec<OwnerReference<'a>>>,
 }
 
@@ -332,24 +297,17 @@ impl<'a> ObjectMeta<'a> {
     }
 }
 
-#[derive(Default, Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct OwnerReference<'a> {
-    #[serde(borrow)]
     pub kind: Option<Text<'a>>,
 }
 
 /// Deployment `strategy` and Argo Rollout `strategy` share this shape.
-#[derive(Default, Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct Strategy<'a> {
-    #[serde(borrow, rename = "type")]
     pub kind: Option<Text<'a>>,
-    #[serde(borrow, default, deserialize_with = "object")]
     pub rolling_update: Option<RollingUpdate<'a>>,
-    #[serde(borrow, default, deserialize_with = "object")]
     pub canary: Option<RollingUpdate<'a>>,
-    #[serde(default, deserialize_with = "is_present")]
     pub blue_green: bool,
 }
 
@@ -364,12 +322,9 @@ impl<'a> Strategy<'a> {
     }
 }
 
-#[derive(Default, Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct RollingUpdate<'a> {
-    #[serde(borrow)]
     pub max_unavailable: Option<IntOrString<'a>>,
-    #[serde(borrow)]
     pub max_surge: Option<IntOrString<'a>>,
 }
 
@@ -382,19 +337,14 @@ impl<'a> RollingUpdate<'a> {
     }
 }
 
-#[derive(Default, Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct PodSpec<'a> {
-    #[serde(borrow, default, deserialize_with = "objects")]
     pub containers: Option<Vec<Container<'a>>>,
-    #[serde(borrow, default, deserialize_with = "objects")]
     pub init_containers: Option<Vec<Container<'a>>>,
     pub termination_grace_period_seconds: Option<i64>,
     pub active_deadline_seconds: Option<i64>,
-    #[serde(borrow)]
     pub restart_policy: Option<Text<'a>>,
     pub host_network: Option<bool>,
-    #[serde(default, deserialize_with = "object")]
     pub security_context: Option<SecurityContext>,
 }
 
@@ -425,30 +375,18 @@ impl<'a> PodSpec<'a> {
     }
 }
 
-#[derive(Default, Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct Container<'a> {
-    #[serde(borrow)]
     pub name: Option<Text<'a>>,
-    #[serde(borrow)]
     pub image: Option<Text<'a>>,
-    #[serde(borrow)]
     pub command: Option<Vec<Text<'a>>>,
-    #[serde(borrow)]
     pub args: Option<Vec<Text<'a>>>,
-    #[serde(borrow, default, deserialize_with = "objects")]
     pub env: Option<Vec<EnvVar<'a>>>,
-    #[serde(borrow, default, deserialize_with = "objects")]
     pub ports: Option<Vec<ContainerPort<'a>>>,
-    #[serde(borrow, default, deserialize_with = "object")]
     pub lifecycle: Option<Lifecycle<'a>>,
-    #[serde(rename = "readinessProbe", default, deserialize_with = "is_object")]
     pub has_readiness_probe: bool,
-    #[serde(rename = "startupProbe", default, deserialize_with = "is_object")]
     pub has_startup_probe: bool,
-    #[serde(borrow)]
     pub restart_policy: Option<Text<'a>>,
-    #[serde(default, deserialize_with = "object")]
     pub security_context: Option<SecurityContext>,
 }
 
@@ -541,43 +479,29 @@ impl<'a> Container<'a> {
     }
 }
 
-#[derive(Default, Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct EnvVar<'a> {
-    #[serde(borrow)]
     pub name: Option<Text<'a>>,
-    #[serde(borrow)]
     pub value: Option<Text<'a>>,
 }
 
-#[derive(Default, Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct ContainerPort<'a> {
-    #[serde(borrow)]
     pub name: Option<Text<'a>>,
-    #[serde(borrow)]
     pub container_port: Option<IntOrString<'a>>,
-    #[serde(borrow)]
     pub app_protocol: Option<Text<'a>>,
 }
 
-#[derive(Default, Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct Lifecycle<'a> {
-    #[serde(borrow, default, deserialize_with = "object")]
     pub post_start: Option<Handler<'a>>,
-    #[serde(borrow, default, deserialize_with = "object")]
     pub pre_stop: Option<Handler<'a>>,
 }
 
-#[derive(Default, Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct Handler<'a> {
-    #[serde(borrow, default, deserialize_with = "object")]
     pub exec: Option<ExecAction<'a>>,
-    #[serde(default, deserialize_with = "object")]
     pub sleep: Option<SleepAction>,
-    #[serde(borrow, default, deserialize_with = "object")]
     pub http_get: Option<HttpGetAction<'a>>,
 }
 
@@ -615,28 +539,22 @@ impl<'a> Handler<'a> {
     }
 }
 
-#[derive(Default, Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct ExecAction<'a> {
-    #[serde(borrow)]
     pub command: Option<Vec<Text<'a>>>,
 }
 
-#[derive(Default, Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct SleepAction {
     pub seconds: Option<i64>,
 }
 
-#[derive(Default, Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct HttpGetAction<'a> {
-    #[serde(borrow)]
     pub path: Option<Text<'a>>,
 }
 
-#[derive(Default, Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Default, Debug, Clone)]
 pub struct SecurityContext {
     pub run_as_user: Option<i64>,
 }
@@ -654,110 +572,4 @@ impl SecurityContext {
 pub enum IntOrString<'a> {
     Int(i64),
     Str(Text<'a>),
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for IntOrString<'a> {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct IntOrStringVisitor;
-        impl<'de> Visitor<'de> for IntOrStringVisitor {
-            type Value = IntOrString<'de>;
-
-            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-                formatter.write_str("an integer or a string")
-            }
-
-            fn visit_i64<E: de::Error>(self, number: i64) -> Result<IntOrString<'de>, E> {
-                Ok(IntOrString::Int(number))
-            }
-
-            fn visit_u64<E: de::Error>(self, number: u64) -> Result<IntOrString<'de>, E> {
-                i64::try_from(number)
-                    .map(IntOrString::Int)
-                    .map_err(|_| E::custom("integer out of range"))
-            }
-
-            fn visit_borrowed_str<E: de::Error>(
-                self,
-                text: &'de str,
-            ) -> Result<IntOrString<'de>, E> {
-                Ok(IntOrString::Str(Text(Cow::Borrowed(text))))
-            }
-
-            fn visit_str<E: de::Error>(self, text: &str) -> Result<IntOrString<'de>, E> {
-                Ok(IntOrString::Str(Text(Cow::Owned(text.to_owned()))))
-            }
-        }
-        deserializer.deserialize_any(IntOrStringVisitor)
-    }
-}
-
-/// An object and nothing else: serde's derived structs also accept a JSON array of the field
-/// values, which the exact reader refuses.
-pub(crate) struct ObjectOnly<T>(pub T);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for ObjectOnly<T> {
-    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ObjectVisitor<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
-            type Value = ObjectOnly<T>;
-
-            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-                formatter.write_str("an object")
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ObjectOnly<T>, A::Error> {
-                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(ObjectOnly)
-            }
-        }
-        deserializer.deserialize_map(ObjectVisitor(std::marker::PhantomData))
-    }
-}
-
-/// An optional object field (`deserialize_with`), read as the exact reader's `object` reads it.
-pub(crate) fn object<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
-where
-    D: de::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Ok(Option::<ObjectOnly<T>>::deserialize(deserializer)?.map(|object| object.0))
-}
-
-/// An optional list of objects, read as the exact reader's `objects` reads it (except null
-/// items, which it refuses and leaves to the exact reader).
-pub(crate) fn objects<'de, D, T>(deserializer: D) -> Result<Option<Vec<T>>, D::Error>
-where
-    D: de::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Ok(Option::<Vec<ObjectOnly<T>>>::deserialize(deserializer)?
-        .map(|objects| objects.into_iter().map(|object| object.0).collect()))
-}
-
-/// `present(key)` of the exact reader: any value but null.
-fn is_present<'de, D: de::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
-    Ok(Option::<IgnoredAny>::deserialize(deserializer)?.is_some())
-}
-
-/// `object(key, ..).is_some()` of the exact reader: an object, or null for absent.
-fn is_object<'de, D: de::Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
-    struct AnyObject;
-    impl<'de> Deserialize<'de> for AnyObject {
-        fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            struct ObjectVisitor;
-            impl<'de> Visitor<'de> for ObjectVisitor {
-                type Value = AnyObject;
-
-                fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
-                    formatter.write_str("an object")
-                }
-
-                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<AnyObject, A::Error> {
-                    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                    Ok(AnyObject)
-                }
-            }
-            deserializer.deserialize_map(ObjectVisitor)
-        }
-    }
-    Ok(Option::<AnyObject>::deserialize(deserializer)?.is_some())
 }

@@ -7,6 +7,7 @@ pub mod catalogue;
 pub mod duration;
 mod evaluate;
 pub mod input;
+mod json_cursor;
 pub mod mesh;
 mod node;
 mod one_pass;

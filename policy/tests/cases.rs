@@ -307,4 +307,39 @@ proptest! {
             "{} mutated: {}", label, text
         );
     }
+
+    /// Text-level edits (JSON syntax, escapes, number forms): wherever the one-pass reader
+    /// answers, the exact reader, whose parser is serde_json, answers the same.
+    #[test]
+    fn both_readers_answer_every_garbled_case_alike(
+        case in any::<prop::sample::Index>(),
+        edits in proptest::collection::vec((any::<usize>(), 0..GARBLE.len() + 1), 1..4),
+    ) {
+        let (label, input) = case.get(case_inputs());
+        let mut text = serde_json::to_string(input).unwrap();
+        for (place, edit) in edits {
+            let mut at = place % (text.len() + 1);
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            match GARBLE.get(edit) {
+                Some(insert) => text.insert_str(at, insert),
+                None if at < text.len() => {
+                    text.remove(at);
+                }
+                None => {}
+            }
+        }
+        prop_assert_eq!(
+            evaluate(text.as_bytes()),
+            evaluate_with_exact_reader(text.as_bytes()),
+            "{} garbled: {}", label, text
+        );
+    }
 }
+
+/// What `both_readers_answer_every_garbled_case_alike` inserts.
+const GARBLE: &[&str] = &[
+    "\"", "\\", "{", "}", "[", "]", ",", ":", " ", "0", "1", "-", ".", "e", "E", "+", "null",
+    "true", "\u{1}", "é", "\\u0041", "\\ud83d", "\\n", "\\/", "-0", "1e3", "01",
+];
