@@ -80,24 +80,47 @@ pub struct BenchReport {
     pub not_measured: Vec<(String, String)>,
 }
 
-/// Times `work` repeatedly for about `budget` (at least 15 samples) after a short warm-up.
-pub fn measure(budget: Duration, mut work: impl FnMut()) -> (u64, u64, usize) {
-    for _ in 0..3 {
-        work();
+/// Rounds `measure_interleaved` splits each engine's budget into.
+const ROUNDS: u32 = 10;
+
+/// One engine under measurement: its name and one evaluation.
+pub type Work<'w> = (&'static str, Box<dyn FnMut() + 'w>);
+
+/// Times every engine for about `budget` each (at least 15 samples) after a short warm-up, in
+/// interleaved rounds: on a shared machine whose speed drifts, every engine meets the same
+/// conditions, so the ratios between them hold even when the absolute figures move. Answers
+/// (median, p99, samples) per engine, in order.
+pub fn measure_interleaved(budget: Duration, engines: &mut [Work]) -> Vec<(u64, u64, usize)> {
+    let mut samples: Vec<Vec<u64>> = vec![Vec::new(); engines.len()];
+    for (_, work) in engines.iter_mut() {
+        for _ in 0..3 {
+            work();
+        }
     }
-    let mut samples: Vec<u64> = Vec::new();
-    let start = Instant::now();
-    while samples.len() < 15 || (start.elapsed() < budget && samples.len() < 2_000_000) {
-        let began = Instant::now();
-        work();
-        samples.push(began.elapsed().as_nanos() as u64);
+    let slice = budget / ROUNDS;
+    for _ in 0..ROUNDS {
+        for ((_, work), taken) in engines.iter_mut().zip(&mut samples) {
+            let start = Instant::now();
+            let mut in_round = 0;
+            while in_round < 2 || (start.elapsed() < slice && taken.len() < 2_000_000) {
+                let began = Instant::now();
+                work();
+                taken.push(began.elapsed().as_nanos() as u64);
+                in_round += 1;
+            }
+        }
     }
-    samples.sort_unstable();
-    let percentile = |fraction: f64| {
-        let index = ((samples.len() as f64 - 1.0) * fraction).round() as usize;
-        samples[index]
-    };
-    (percentile(0.5), percentile(0.99), samples.len())
+    samples
+        .into_iter()
+        .map(|mut taken| {
+            taken.sort_unstable();
+            let percentile = |fraction: f64| {
+                let index = ((taken.len() as f64 - 1.0) * fraction).round() as usize;
+                taken[index]
+            };
+            (percentile(0.5), percentile(0.99), taken.len())
+        })
+        .collect()
 }
 
 /// regorus with the three-rule Rego rendition loaded.
@@ -203,49 +226,51 @@ fn bench(args: &BenchArgs) -> Result<BenchReport> {
             ));
         }
         regorus_violations(&mut rego, &three)?;
-        record(
-            input.name,
-            "wasm-warm",
-            measure(budget, || {
-                engine.evaluate(bytes).expect("evaluates");
-            }),
-        );
-        record(
-            input.name,
-            "wasm-fresh",
-            measure(budget, || {
-                engine.evaluate_in_fresh_instance(bytes).expect("evaluates");
-            }),
-        );
-        record(
-            input.name,
-            "native",
-            measure(budget, || {
-                std::hint::black_box(meshlife_policy::evaluate(bytes));
-            }),
-        );
-        record(
-            input.name,
-            "parse-floor",
-            measure(budget, || {
-                let parsed: IgnoredAny = serde_json::from_slice(bytes).expect("valid JSON");
-                std::hint::black_box(parsed);
-            }),
-        );
-        record(
-            input.name,
-            "wasm-warm-3-rules",
-            measure(budget, || {
-                engine.evaluate(&three).expect("evaluates");
-            }),
-        );
-        record(
-            input.name,
-            "regorus-3-rules",
-            measure(budget, || {
-                regorus_violations(&mut rego, &three).expect("evaluates");
-            }),
-        );
+        let mut engines: Vec<Work> = vec![
+            (
+                "wasm-warm",
+                Box::new(|| {
+                    engine.evaluate(bytes).expect("evaluates");
+                }),
+            ),
+            (
+                "wasm-fresh",
+                Box::new(|| {
+                    engine.evaluate_in_fresh_instance(bytes).expect("evaluates");
+                }),
+            ),
+            (
+                "native",
+                Box::new(|| {
+                    std::hint::black_box(meshlife_policy::evaluate(bytes));
+                }),
+            ),
+            (
+                "parse-floor",
+                Box::new(|| {
+                    let parsed: IgnoredAny = serde_json::from_slice(bytes).expect("valid JSON");
+                    std::hint::black_box(parsed);
+                }),
+            ),
+            (
+                "wasm-warm-3-rules",
+                Box::new(|| {
+                    engine.evaluate(&three).expect("evaluates");
+                }),
+            ),
+            (
+                "regorus-3-rules",
+                Box::new(|| {
+                    regorus_violations(&mut rego, &three).expect("evaluates");
+                }),
+            ),
+        ];
+        let figures = measure_interleaved(budget, &mut engines);
+        let names: Vec<&'static str> = engines.iter().map(|(name, _)| *name).collect();
+        drop(engines);
+        for (name, figures) in names.into_iter().zip(figures) {
+            record(input.name, name, figures);
+        }
     }
     match node_sdk(&inputs, &bytes, budget) {
         Ok(node) => {
