@@ -19,14 +19,37 @@ const MAX_FIELDS: usize = 16;
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
 
-/// Non-zero when some byte of `word` is a quote, a backslash or a control character (no false
-/// negatives; false positives only make the caller look byte by byte).
-fn may_end_plain_run(word: u64) -> u64 {
+/// The high bit of each byte of `word` (little-endian) that is a quote, a backslash or a control
+/// character, and possibly of bytes above the first such byte (borrows carry upwards), never
+/// below it: the lowest set bit is exact.
+fn plain_run_stops(word: u64) -> u64 {
     let has_zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH_BITS;
     let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH_BITS;
     below_space
         | has_zero_byte(word ^ (ONES * u64::from(b'"')))
         | has_zero_byte(word ^ (ONES * u64::from(b'\\')))
+}
+
+/// Where the run of JSON string bytes from `from` that need no escape ends: at a quote, a
+/// backslash, a control character or the end of `bytes`. Eight bytes at a time; the writer of
+/// the result set (`violation`) uses it too.
+pub fn plain_run_end(bytes: &[u8], from: usize) -> usize {
+    let mut index = from;
+    while let Some(chunk) = bytes.get(index..index + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        let stops = plain_run_stops(word);
+        if stops != 0 {
+            return index + stops.trailing_zeros() as usize / 8;
+        }
+        index += 8;
+    }
+    while let Some(&byte) = bytes.get(index) {
+        if byte == b'"' || byte == b'\\' || byte < 0x20 {
+            break;
+        }
+        index += 1;
+    }
+    index
 }
 
 pub struct Cursor<'a> {
@@ -199,25 +222,8 @@ impl<'a> Cursor<'a> {
         }
     }
 
-    /// Where the run of string bytes that need no attention, starting here, ends: at a quote,
-    /// a backslash, a control character or the end of the text.
     fn plain_run_end(&self) -> usize {
-        let bytes = self.bytes();
-        let mut index = self.position;
-        while let Some(chunk) = bytes.get(index..index + 8) {
-            let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-            if may_end_plain_run(word) != 0 {
-                break;
-            }
-            index += 8;
-        }
-        while let Some(&byte) = bytes.get(index) {
-            if byte == b'"' || byte == b'\\' || byte < 0x20 {
-                break;
-            }
-            index += 1;
-        }
-        index
+        plain_run_end(self.bytes(), self.position)
     }
 
     /// The character of the escape after a backslash. Surrogate escapes give up: serde_json
@@ -427,6 +433,17 @@ mod tests {
     }
 
     proptest! {
+        /// Any string serde_json writes reads back as itself: quotes, backslashes and control
+        /// characters at every offset of the eight-byte scan.
+        #[test]
+        fn reads_back_every_string_serde_json_writes(text in "(\\PC|[\"\\\\\u{0}-\u{1f}]){0,40}") {
+            let json = serde_json::to_string(&text).unwrap();
+            let mut cursor = Cursor::new(&json);
+            let read = cursor.string();
+            prop_assert_eq!(read.as_deref(), Some(text.as_str()));
+            prop_assert!(cursor.at_end());
+        }
+
         /// Whatever the cursor skips to the end, serde_json accepts: it never passes text
         /// that is not JSON.
         #[test]

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::json_cursor::plain_run_end;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
@@ -125,58 +127,32 @@ impl Violation {
 /// A JSON string literal with serde_json's escapes: `\"`, `\\`, the short forms of control
 /// characters and `\u00XX` for the rest; everything else, non-ASCII included, as it is.
 fn write_json_string(out: &mut String, text: &str) {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
-    /// Non-zero when some byte of `word` may need escaping (no false negatives).
-    fn may_need_escape(word: u64) -> u64 {
-        let has_zero_byte = |x: u64| x.wrapping_sub(ONES) & !x & HIGH_BITS;
-        let below_space = word.wrapping_sub(ONES * 0x20) & !word & HIGH_BITS;
-        below_space
-            | has_zero_byte(word ^ (ONES * b'"' as u64))
-            | has_zero_byte(word ^ (ONES * b'\\' as u64))
-    }
     let bytes = text.as_bytes();
     out.push('"');
-    let mut clean_from = 0;
     let mut index = 0;
-    while index < bytes.len() {
-        // Eight bytes at a time while none can need an escape: most of every message.
-        if let Some(chunk) = bytes.get(index..index + 8) {
-            let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-            if may_need_escape(word) == 0 {
-                index += 8;
-                continue;
-            }
-        }
-        let escape = match bytes[index] {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            byte if byte < 0x20 => {
-                out.push_str(&text[clean_from..index]);
+    loop {
+        let run_end = plain_run_end(bytes, index);
+        out.push_str(&text[index..run_end]);
+        let Some(&byte) = bytes.get(run_end) else {
+            break;
+        };
+        match byte {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            _ => {
                 const HEX: &[u8; 16] = b"0123456789abcdef";
                 out.push_str("\\u00");
                 out.push(HEX[usize::from(byte >> 4)] as char);
                 out.push(HEX[usize::from(byte & 0xf)] as char);
-                index += 1;
-                clean_from = index;
-                continue;
             }
-            _ => {
-                index += 1;
-                continue;
-            }
-        };
-        out.push_str(&text[clean_from..index]);
-        out.push_str(escape);
-        index += 1;
-        clean_from = index;
+        }
+        index = run_end + 1;
     }
-    out.push_str(&text[clean_from..]);
     out.push('"');
 }
 
