@@ -22,12 +22,16 @@ pub fn check(context: &Context, findings: &mut Vec<Finding>) {
     }
     let exits = exit_mechanism(context);
     if exits.is_none() {
-        job_sidecar_never_exits(context, findings);
+        context.run(&JOB_SIDECAR_NEVER_EXITS, findings, job_sidecar_never_exits);
     }
     if let Some(ExitMechanism::LinkerdShutdown { container }) = &exits {
-        job_shutdown_endpoint_disabled(context, container, findings);
+        context.run(
+            &JOB_SHUTDOWN_ENDPOINT_DISABLED,
+            findings,
+            |context, findings| job_shutdown_endpoint_disabled(context, container, findings),
+        );
     }
-    job_no_deadline(context, findings);
+    context.run(&JOB_NO_DEADLINE, findings, job_no_deadline);
 }
 
 enum ExitMechanism {

@@ -23,8 +23,16 @@ pub fn check(context: &Context, findings: &mut Vec<Finding>) {
     if !context.decision.is_classic() {
         return;
     }
-    init_container_no_network(context, findings);
-    init_container_after_redirect(context, findings);
+    context.run(
+        &INIT_CONTAINER_NO_NETWORK,
+        findings,
+        init_container_no_network,
+    );
+    context.run(
+        &INIT_CONTAINER_AFTER_REDIRECT,
+        findings,
+        init_container_after_redirect,
+    );
 }
 
 fn bypass_advice(context: &Context) -> (i64, &'static str, &'static str) {

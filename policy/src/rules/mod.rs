@@ -67,6 +67,19 @@ impl Context<'_> {
             })
     }
 
+    /// Runs the check of `rule` only when the parameters select the rule: its findings would
+    /// be dropped, and building their messages is most of a check's cost.
+    pub fn run(
+        &self,
+        rule: &Rule,
+        findings: &mut Vec<Finding>,
+        check: impl FnOnce(&Context, &mut Vec<Finding>),
+    ) {
+        if self.settings.selects(rule) {
+            check(self, findings);
+        }
+    }
+
     /// `container "a"` / `containers "a", "b"`: the app containers, for messages.
     pub fn app_containers_phrase(&self) -> String {
         let names: Vec<String> = self

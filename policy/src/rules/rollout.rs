@@ -13,7 +13,7 @@ pub const RULES: &[&Rule] = &[&ROLLOUT_CAPACITY, &MISSING_READINESS];
 pub fn check(context: &Context, findings: &mut Vec<Finding>) {
     let kind = context.workload.kind;
     if matches!(kind, WorkloadKind::Deployment | WorkloadKind::Rollout) {
-        rollout_capacity(context, findings);
+        context.run(&ROLLOUT_CAPACITY, findings, rollout_capacity);
     }
     if matches!(
         kind,
@@ -22,7 +22,7 @@ pub fn check(context: &Context, findings: &mut Vec<Finding>) {
             | WorkloadKind::DaemonSet
             | WorkloadKind::Rollout
     ) {
-        missing_readiness(context, findings);
+        context.run(&MISSING_READINESS, findings, missing_readiness);
     }
 }
 

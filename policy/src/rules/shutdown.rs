@@ -24,16 +24,20 @@ pub fn check(context: &Context, findings: &mut Vec<Finding>) {
     let classic = context.decision.is_classic();
     match context.mesh() {
         Mesh::Istio if classic => {
-            drain_exceeds_grace(context, findings);
-            proxy_exits_before_app(context, findings);
+            context.run(&DRAIN_EXCEEDS_GRACE, findings, drain_exceeds_grace);
+            context.run(&PROXY_EXITS_BEFORE_APP, findings, proxy_exits_before_app);
         }
-        Mesh::Linkerd if classic => linkerd_app_shutdown_unprotected(context, findings),
+        Mesh::Linkerd if classic => context.run(
+            &LINKERD_APP_SHUTDOWN_UNPROTECTED,
+            findings,
+            linkerd_app_shutdown_unprotected,
+        ),
         _ => {}
     }
     if !context.workload.is_batch() {
-        long_lived_streams(context, findings);
+        context.run(&LONG_LIVED_STREAMS, findings, long_lived_streams);
     }
-    prestop_exceeds_grace(context, findings);
+    context.run(&PRESTOP_EXCEEDS_GRACE, findings, prestop_exceeds_grace);
 }
 
 fn grace_seconds(context: &Context) -> i64 {
@@ -49,8 +53,8 @@ fn drain_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
     let decision = context.decision;
     let grace = grace_seconds(context);
     let grace_ms = (grace.max(0) as u64).saturating_mul(1000);
-    let proxy = context.proxy_phrase();
     if decision.drain_ms >= grace_ms {
+        let proxy = context.proxy_phrase();
         let drain = format_ms(decision.drain_ms);
         let source = if decision.drain_from_annotation {
             "proxy.istio.io/config"
@@ -73,6 +77,7 @@ fn drain_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
         findings.push(context.finding(&DRAIN_EXCEEDS_GRACE, grace_path(context), message, fix));
     }
     if decision.exit_on_zero_active_connections && decision.minimum_drain_ms >= grace_ms {
+        let proxy = context.proxy_phrase();
         let minimum = format_ms(decision.minimum_drain_ms);
         let message = format!(
             "{proxy} waits MINIMUM_DRAIN_DURATION {minimum} (EXIT_ON_ZERO_ACTIVE_CONNECTIONS is on), which is not shorter than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod before the proxy can drain."

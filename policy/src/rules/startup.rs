@@ -16,13 +16,23 @@ pub const RULES: &[&Rule] = &[
 ];
 
 pub fn check(context: &Context, findings: &mut Vec<Finding>) {
-    native_sidecar_unsupported(context, findings);
+    context.run(
+        &NATIVE_SIDECAR_UNSUPPORTED,
+        findings,
+        native_sidecar_unsupported,
+    );
     match context.decision.placement {
         Placement::Classic { hold: false } if context.decision.hold_hook_misplaced => {
-            startup_hold_not_first(context, findings)
+            context.run(&STARTUP_HOLD_NOT_FIRST, findings, startup_hold_not_first)
         }
-        Placement::Classic { hold: false } => startup_no_hold(context, findings),
-        Placement::Native => native_sidecar_no_startup_gate(context, findings),
+        Placement::Classic { hold: false } => {
+            context.run(&STARTUP_NO_HOLD, findings, startup_no_hold)
+        }
+        Placement::Native => context.run(
+            &NATIVE_SIDECAR_NO_STARTUP_GATE,
+            findings,
+            native_sidecar_no_startup_gate,
+        ),
         Placement::Classic { hold: true } | Placement::BrokenInit => {}
     }
 }
