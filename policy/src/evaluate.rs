@@ -4,7 +4,7 @@
 use serde_json::error::Category;
 
 use crate::catalogue::INVALID_INPUT;
-use crate::input::{Fields, InputError, ObjectMeta, Parsed, Path, PodSpec, Strategy, Text};
+use crate::input::{Fields, InputError, ObjectMeta, Parsed, Path, PodSpec, Strategy};
 use crate::mesh::{Decision, decide};
 use crate::node::{Node, parse_sparse};
 use crate::one_pass::{self, Reading};
@@ -189,13 +189,13 @@ fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Reje
             namespace.object("metadata", ObjectMeta::read)
         })?
         .flatten();
-    let namespace = object_meta
-        .namespace
-        .clone()
-        .or(review.string("namespace")?)
-        .or_else(|| namespace_meta.as_ref().and_then(|meta| meta.name.clone()));
-    let Some(workload) = build_workload(kind, &object, object_meta, namespace, namespace_meta)?
-    else {
+    let workload = Workload::new(
+        kind,
+        object_meta,
+        review.string("namespace")?,
+        namespace_meta,
+    );
+    let Some(workload) = build_workload(workload, &object)? else {
         return Ok(Vec::new());
     };
     Ok(review_workload(&workload, &settings))
@@ -227,26 +227,13 @@ fn read_template<'a>(fields: &Fields<'a, '_>) -> Parsed<TemplateParts<'a>> {
     })
 }
 
-/// Finds the pod spec of `kind` and builds the workload; `None` when there is none to review
+/// Finds the pod spec of the workload's kind and fills it in; `None` when there is none to review
 /// (a Rollout with `workloadRef`, a controller without a template).
 fn build_workload<'a>(
-    kind: WorkloadKind,
+    mut workload: Workload<'a>,
     object: &Fields<'a, '_>,
-    object_meta: ObjectMeta<'a>,
-    namespace: Option<Text<'a>>,
-    namespace_meta: Option<ObjectMeta<'a>>,
 ) -> Parsed<Option<Workload<'a>>> {
-    let mut workload = Workload {
-        kind,
-        pod_meta: ObjectMeta::default(),
-        spec: PodSpec::default(),
-        namespace,
-        namespace_meta,
-        object_meta,
-        replicas: None,
-        strategy: None,
-        job_deadline_seconds: None,
-    };
+    let kind = workload.kind;
     if kind == WorkloadKind::Pod {
         let Some(spec) = object.object("spec", PodSpec::read)? else {
             return Ok(None);

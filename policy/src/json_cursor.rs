@@ -122,41 +122,37 @@ impl<'a> Cursor<'a> {
         &mut self,
         mut member: impl FnMut(&mut Self, &'a str) -> Option<()>,
     ) -> Option<()> {
-        self.expect(b'{')?;
-        if self.peek()? == b'}' {
-            self.position += 1;
-            return Some(());
-        }
-        loop {
-            let key = match self.string()? {
-                Cow::Borrowed(key) => key,
-                Cow::Owned(_) => return None,
+        self.sequence(b'{', b'}', |cursor| {
+            let Cow::Borrowed(key) = cursor.string()? else {
+                return None;
             };
-            self.expect(b':')?;
-            member(self, key)?;
-            match self.peek()? {
-                b',' => self.position += 1,
-                b'}' => {
-                    self.position += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
+            cursor.expect(b':')?;
+            member(cursor, key)
+        })
     }
 
     /// Reads a list, calling `item` with the cursor on each item, which `item` must consume.
-    pub fn items(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
-        self.expect(b'[')?;
-        if self.peek()? == b']' {
+    pub fn items(&mut self, item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.sequence(b'[', b']', item)
+    }
+
+    /// `open`, entries separated by commas, `close`; `entry` consumes one entry.
+    fn sequence(
+        &mut self,
+        open: u8,
+        close: u8,
+        mut entry: impl FnMut(&mut Self) -> Option<()>,
+    ) -> Option<()> {
+        self.expect(open)?;
+        if self.peek()? == close {
             self.position += 1;
             return Some(());
         }
         loop {
-            item(self)?;
+            entry(self)?;
             match self.peek()? {
                 b',' => self.position += 1,
-                b']' => {
+                byte if byte == close => {
                     self.position += 1;
                     return Some(());
                 }

@@ -67,24 +67,12 @@ pub fn read(json: &str) -> Option<Reading<'_>> {
     {
         return Some(Reading::NothingToReview);
     }
-    let object_meta = object.metadata.unwrap_or_default();
-    let namespace_meta = review.namespace_object;
-    let namespace = object_meta
-        .namespace
-        .clone()
-        .or(review.namespace)
-        .or_else(|| namespace_meta.as_ref().and_then(|meta| meta.name.clone()));
-    let mut workload = Workload {
+    let mut workload = Workload::new(
         kind,
-        pod_meta: ObjectMeta::default(),
-        spec: PodSpec::default(),
-        namespace,
-        namespace_meta,
-        object_meta,
-        replicas: None,
-        strategy: None,
-        job_deadline_seconds: None,
-    };
+        object.metadata.unwrap_or_default(),
+        review.namespace,
+        review.namespace_object,
+    );
     let Some(spec) = object.spec else {
         return Some(Reading::NothingToReview);
     };

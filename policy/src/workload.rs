@@ -67,7 +67,33 @@ pub struct Workload<'a> {
     pub job_deadline_seconds: Option<i64>,
 }
 
-impl Workload<'_> {
+impl<'a> Workload<'a> {
+    /// A workload of `kind` whose pod spec and template metadata are still to be filled in. Its
+    /// namespace is the object's, else the review's, else the Namespace object's name.
+    pub fn new(
+        kind: WorkloadKind,
+        object_meta: ObjectMeta<'a>,
+        review_namespace: Option<Text<'a>>,
+        namespace_meta: Option<ObjectMeta<'a>>,
+    ) -> Self {
+        let namespace = object_meta
+            .namespace
+            .clone()
+            .or(review_namespace)
+            .or_else(|| namespace_meta.as_ref().and_then(|meta| meta.name.clone()));
+        Workload {
+            kind,
+            pod_meta: ObjectMeta::default(),
+            spec: PodSpec::default(),
+            namespace,
+            namespace_meta,
+            object_meta,
+            replicas: None,
+            strategy: None,
+            job_deadline_seconds: None,
+        }
+    }
+
     pub fn spec_path(&self) -> &'static str {
         self.kind.spec_path()
     }
