@@ -52,6 +52,20 @@ pub fn plain_run_end(bytes: &[u8], from: usize) -> usize {
     index
 }
 
+/// Where the run of ASCII digits from `from` ends.
+fn digits_end(bytes: &[u8], from: usize) -> usize {
+    from + bytes[from..]
+        .iter()
+        .take_while(|byte| byte.is_ascii_digit())
+        .count()
+}
+
+/// Like `digits_end`, but `None` when there is no digit at `from`.
+fn nonempty_digits_end(bytes: &[u8], from: usize) -> Option<usize> {
+    let end = digits_end(bytes, from);
+    (end > from).then_some(end)
+}
+
 pub struct Cursor<'a> {
     text: &'a str,
     position: usize,
@@ -277,26 +291,15 @@ impl<'a> Cursor<'a> {
         if bytes.get(index) == Some(&b'-') {
             index += 1;
         }
-        match bytes.get(index)? {
-            b'0' => index += 1,
-            b'1'..=b'9' => {
-                while bytes.get(index).is_some_and(u8::is_ascii_digit) {
-                    index += 1;
-                }
-            }
+        index = match bytes.get(index)? {
+            b'0' => index + 1,
+            b'1'..=b'9' => digits_end(bytes, index),
             _ => return None,
-        }
+        };
         let mut is_integer = true;
         if bytes.get(index) == Some(&b'.') {
             is_integer = false;
-            index += 1;
-            let digits_start = index;
-            while bytes.get(index).is_some_and(u8::is_ascii_digit) {
-                index += 1;
-            }
-            if index == digits_start {
-                return None;
-            }
+            index = nonempty_digits_end(bytes, index + 1)?;
         }
         if matches!(bytes.get(index), Some(b'e' | b'E')) {
             is_integer = false;
@@ -304,13 +307,7 @@ impl<'a> Cursor<'a> {
             if matches!(bytes.get(index), Some(b'+' | b'-')) {
                 index += 1;
             }
-            let digits_start = index;
-            while bytes.get(index).is_some_and(u8::is_ascii_digit) {
-                index += 1;
-            }
-            if index == digits_start {
-                return None;
-            }
+            index = nonempty_digits_end(bytes, index)?;
         }
         self.position = index;
         Some((start, index, is_integer))
