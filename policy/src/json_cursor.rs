@@ -4,14 +4,16 @@
 //! Every method answers `None` when the text is anything but plain valid JSON of the expected
 //! shape; `one_pass` then gives up and the exact reader (serde_json) decides, with its own
 //! messages. So the cursor may refuse more than JSON refuses (escaped keys, surrogate escapes,
-//! nesting deeper than `MAX_SKIP_DEPTH`), never less: it never accepts text serde_json refuses,
+//! more than `MAX_OPEN` open objects and lists), never less: it never accepts text serde_json refuses,
 //! and it reads every value it accepts as serde_json reads it.
 
 use std::borrow::Cow;
 
-/// Skipped values nest no deeper than this (the module's stack is 32 KiB); deeper ones go to the
-/// exact reader, whose skipping is iterative.
-const MAX_SKIP_DEPTH: usize = 64;
+/// Objects and lists open at once, counted from the top of the input. Deeper text goes to the
+/// exact reader, which refuses kept nesting past `node::MAX_DEPTH` (the same 64) and skips the
+/// rest iteratively; so the cursor never answers where the exact reader would refuse, and its
+/// recursion stays within the module's stack.
+const MAX_OPEN: usize = crate::node::MAX_DEPTH;
 
 /// Fields one object may read; an object type with more would need a larger `seen` list.
 const MAX_FIELDS: usize = 16;
@@ -69,11 +71,17 @@ fn nonempty_digits_end(bytes: &[u8], from: usize) -> Option<usize> {
 pub struct Cursor<'a> {
     text: &'a str,
     position: usize,
+    /// Objects and lists entered and not yet left.
+    open: usize,
 }
 
 impl<'a> Cursor<'a> {
     pub fn new(text: &'a str) -> Self {
-        Cursor { text, position: 0 }
+        Cursor {
+            text,
+            position: 0,
+            open: 0,
+        }
     }
 
     fn bytes(&self) -> &'a [u8] {
@@ -157,22 +165,24 @@ impl<'a> Cursor<'a> {
         close: u8,
         mut entry: impl FnMut(&mut Self) -> Option<()>,
     ) -> Option<()> {
-        self.expect(open)?;
-        if self.peek()? == close {
-            self.position += 1;
-            return Some(());
+        if self.open >= MAX_OPEN {
+            return None;
         }
-        loop {
-            entry(self)?;
-            match self.peek()? {
-                b',' => self.position += 1,
-                byte if byte == close => {
-                    self.position += 1;
-                    return Some(());
+        self.expect(open)?;
+        self.open += 1;
+        if self.peek()? != close {
+            loop {
+                entry(self)?;
+                match self.peek()? {
+                    b',' => self.position += 1,
+                    byte if byte == close => break,
+                    _ => return None,
                 }
-                _ => return None,
             }
         }
+        self.position += 1;
+        self.open -= 1;
+        Some(())
     }
 
     /// Consumes `null` and answers true, or answers false at anything else.
@@ -315,14 +325,9 @@ impl<'a> Cursor<'a> {
 
     /// Skips one value of any type.
     pub fn skip(&mut self) -> Option<()> {
-        self.skip_nested(0)
-    }
-
-    fn skip_nested(&mut self, depth: usize) -> Option<()> {
         match self.peek()? {
-            b'{' | b'[' if depth >= MAX_SKIP_DEPTH => None,
-            b'{' => self.members(|cursor, _| cursor.skip_nested(depth + 1)),
-            b'[' => self.items(|cursor| cursor.skip_nested(depth + 1)),
+            b'{' => self.members(|cursor, _| cursor.skip()),
+            b'[' => self.items(Cursor::skip),
             b'"' => self.skip_string(),
             b't' => self.literal("true"),
             b'f' => self.literal("false"),
@@ -421,7 +426,7 @@ mod tests {
         let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
         assert!(
             !skips(&deep),
-            "nesting beyond MAX_SKIP_DEPTH goes to the exact reader"
+            "nesting beyond MAX_OPEN goes to the exact reader"
         );
     }
 

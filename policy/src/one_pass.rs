@@ -572,9 +572,23 @@ mod tests {
                 "\"manager\": \"kubectl\"",
                 &format!("\"deep\": {}{}", "[".repeat(100), "]".repeat(100)),
             ),
+            // 69 levels from the top, inside a subtree the exact reader keeps (readinessProbe
+            // holds rule keys): it refuses them, so this pass must not answer.
+            valid.replace(
+                "\"image\": \"web:1\"",
+                &format!(
+                    "\"image\": \"web:1\", \"readinessProbe\": {{\"exec\": {}{}}}",
+                    "[".repeat(60),
+                    "]".repeat(60)
+                ),
+            ),
         ] {
             assert_ne!(refused, valid, "the edit applies");
             assert!(read(&refused).is_none(), "{refused}");
+            assert_eq!(
+                crate::evaluate(refused.as_bytes()),
+                crate::evaluate_with_exact_reader(refused.as_bytes())
+            );
         }
         assert!(read(r#"{"parameters": {"istoi": {}}, "review": {"object": {}}}"#).is_none());
     }
