@@ -106,7 +106,8 @@ fn invalid_input(error: InputError) -> Violation {
     }
 }
 
-fn is_skipped_operation(operation: Option<&str>) -> bool {
+/// DELETE and CONNECT never yield violations (both readers ask).
+pub(crate) fn is_skipped_operation(operation: Option<&str>) -> bool {
     matches!(operation, Some("DELETE" | "CONNECT"))
 }
 

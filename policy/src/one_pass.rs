@@ -16,6 +16,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::evaluate::is_skipped_operation;
 use crate::input::{
     Container, ContainerPort, EnvVar, ExecAction, Handler, HttpGetAction, IntOrString, Lifecycle,
     ObjectMeta, OwnerReference, PodSpec, RollingUpdate, SecurityContext, SleepAction, Strategy,
@@ -42,7 +43,7 @@ pub fn read(json: &str) -> Option<Reading<'_>> {
         return None;
     }
     let review = envelope.review?;
-    if matches!(review.operation.as_deref(), Some("DELETE" | "CONNECT")) {
+    if is_skipped_operation(review.operation.as_deref()) {
         return Some(Reading::NothingToReview);
     }
     let parameters = match envelope.parameters {

@@ -1,11 +1,8 @@
 //! ML601: lifecycle annotations the mesh would ignore or reject, silently changing behaviour.
 
 use super::{Context, Finding, capitalised};
-use crate::catalogue::{INVALID_MESH_ANNOTATION, Rule};
+use crate::catalogue::INVALID_MESH_ANNOTATION;
 use crate::violation::Severity;
-
-/// Every rule this family reports: when none is selected, the family does not run.
-pub const RULES: &[&Rule] = &[&INVALID_MESH_ANNOTATION];
 
 pub fn check(context: &Context, findings: &mut Vec<Finding>) {
     let mesh = match context.mesh() {

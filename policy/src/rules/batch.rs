@@ -2,19 +2,10 @@
 //! finished still has a running container and never completes.
 
 use super::{Context, Finding, capitalised};
-use crate::catalogue::{
-    JOB_NO_DEADLINE, JOB_SHUTDOWN_ENDPOINT_DISABLED, JOB_SIDECAR_NEVER_EXITS, Rule,
-};
+use crate::catalogue::{JOB_NO_DEADLINE, JOB_SHUTDOWN_ENDPOINT_DISABLED, JOB_SIDECAR_NEVER_EXITS};
 use crate::input::Container;
 use crate::mesh::{LINKERD_ADMIN_SHUTDOWN, Mesh};
 use crate::workload::WorkloadKind;
-
-/// Every rule this family reports: when none is selected, the family does not run.
-pub const RULES: &[&Rule] = &[
-    &JOB_SIDECAR_NEVER_EXITS,
-    &JOB_SHUTDOWN_ENDPOINT_DISABLED,
-    &JOB_NO_DEADLINE,
-];
 
 pub fn check(context: &Context, findings: &mut Vec<Finding>) {
     if !context.workload.is_batch() || !context.decision.is_classic() {

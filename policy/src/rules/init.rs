@@ -2,12 +2,9 @@
 //! runs leaves init containers without a network.
 
 use super::{Context, Finding};
-use crate::catalogue::{INIT_CONTAINER_AFTER_REDIRECT, INIT_CONTAINER_NO_NETWORK, Rule};
+use crate::catalogue::{INIT_CONTAINER_AFTER_REDIRECT, INIT_CONTAINER_NO_NETWORK};
 use crate::mesh::Mesh;
 use crate::violation::Severity;
-
-/// Every rule this family reports: when none is selected, the family does not run.
-pub const RULES: &[&Rule] = &[&INIT_CONTAINER_NO_NETWORK, &INIT_CONTAINER_AFTER_REDIRECT];
 
 const ISTIO_EXCLUSIONS: [&str; 3] = [
     "traffic.sidecar.istio.io/excludeOutboundPorts",

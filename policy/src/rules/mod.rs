@@ -8,7 +8,7 @@ mod rollout;
 mod shutdown;
 mod startup;
 
-use crate::catalogue::Rule;
+use crate::catalogue::{INVALID_MESH_ANNOTATION, Rule};
 use crate::input::{Container, Handler};
 use crate::mesh::{Mesh, MeshDecision, Placement};
 use crate::params::Settings;
@@ -171,35 +171,20 @@ impl Finding {
     }
 }
 
-/// A rule family's entry point.
-type Check = fn(&Context, &mut Vec<Finding>);
-
-/// Every family over one meshed workload, skipping the families of which the parameters select
-/// no rule (their messages are the costly part of a run).
+/// Every family over one meshed workload. Each rule's check runs only when the parameters
+/// select the rule (`Context::run`).
 pub fn run_all(context: &Context) -> Vec<Finding> {
-    let selects_any = |rules: &[&Rule]| rules.iter().any(|rule| context.settings.selects(rule));
     let mut findings = Vec::new();
-    if selects_any(annotations::RULES) {
-        annotations::check(context, &mut findings);
-    }
-    if selects_any(startup::RULES) {
-        startup::check(context, &mut findings);
-    }
+    context.run(&INVALID_MESH_ANNOTATION, &mut findings, annotations::check);
+    startup::check(context, &mut findings);
     if context.decision.placement == Placement::BrokenInit {
         // The pod cannot start at all; every other lifecycle finding would be noise.
         return findings;
     }
-    let families: [(&[&Rule], Check); 4] = [
-        (init::RULES, init::check),
-        (batch::RULES, batch::check),
-        (shutdown::RULES, shutdown::check),
-        (rollout::RULES, rollout::check),
-    ];
-    for (rules, check) in families {
-        if selects_any(rules) {
-            check(context, &mut findings);
-        }
-    }
+    init::check(context, &mut findings);
+    batch::check(context, &mut findings);
+    shutdown::check(context, &mut findings);
+    rollout::check(context, &mut findings);
     findings
 }
 

@@ -2,13 +2,10 @@
 //! how a workload rolls matters more once it is meshed.
 
 use super::{Context, Finding, counted};
-use crate::catalogue::{MISSING_READINESS, ROLLOUT_CAPACITY, Rule};
+use crate::catalogue::{MISSING_READINESS, ROLLOUT_CAPACITY};
 use crate::input::{IntOrString, RollingUpdate};
 use crate::violation::Severity;
 use crate::workload::WorkloadKind;
-
-/// Every rule this family reports: when none is selected, the family does not run.
-pub const RULES: &[&Rule] = &[&ROLLOUT_CAPACITY, &MISSING_READINESS];
 
 pub fn check(context: &Context, findings: &mut Vec<Finding>) {
     let kind = context.workload.kind;

@@ -4,21 +4,12 @@
 use super::{Context, Finding, prestop_delay_seconds};
 use crate::catalogue::{
     DRAIN_EXCEEDS_GRACE, LINKERD_APP_SHUTDOWN_UNPROTECTED, LONG_LIVED_STREAMS,
-    PRESTOP_EXCEEDS_GRACE, PROXY_EXITS_BEFORE_APP, Rule,
+    PRESTOP_EXCEEDS_GRACE, PROXY_EXITS_BEFORE_APP,
 };
 use crate::duration::format_ms;
 use crate::input::Container;
 use crate::mesh::{LINKERD_WAIT_BEFORE_EXIT, Mesh};
 use crate::violation::Severity;
-
-/// Every rule this family reports: when none is selected, the family does not run.
-pub const RULES: &[&Rule] = &[
-    &DRAIN_EXCEEDS_GRACE,
-    &PROXY_EXITS_BEFORE_APP,
-    &LINKERD_APP_SHUTDOWN_UNPROTECTED,
-    &LONG_LIVED_STREAMS,
-    &PRESTOP_EXCEEDS_GRACE,
-];
 
 pub fn check(context: &Context, findings: &mut Vec<Finding>) {
     let classic = context.decision.is_classic();

@@ -2,18 +2,10 @@
 
 use super::{Context, Finding, counted};
 use crate::catalogue::{
-    NATIVE_SIDECAR_NO_STARTUP_GATE, NATIVE_SIDECAR_UNSUPPORTED, Rule, STARTUP_HOLD_NOT_FIRST,
+    NATIVE_SIDECAR_NO_STARTUP_GATE, NATIVE_SIDECAR_UNSUPPORTED, STARTUP_HOLD_NOT_FIRST,
     STARTUP_NO_HOLD,
 };
 use crate::mesh::{Mesh, Placement};
-
-/// Every rule this family reports: when none is selected, the family does not run.
-pub const RULES: &[&Rule] = &[
-    &STARTUP_NO_HOLD,
-    &STARTUP_HOLD_NOT_FIRST,
-    &NATIVE_SIDECAR_NO_STARTUP_GATE,
-    &NATIVE_SIDECAR_UNSUPPORTED,
-];
 
 pub fn check(context: &Context, findings: &mut Vec<Finding>) {
     context.run(
