@@ -236,7 +236,7 @@ func meshlifeCheck(binary, repo, cluster string) ([]finding, error) {
 		Severity          string `json:"severity"`
 		Msg               string `json:"msg"`
 		Path              string `json:"path"`
-		EnforcementAction string `json:"enforcement_action"`
+		EnforcementAction string `json:"enforcementAction"`
 		Constraint        string `json:"constraint"`
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &raw); err != nil {

@@ -162,9 +162,21 @@ func runAll(binary, repo string, readyTimeout time.Duration) (failures int, err 
 	}
 	fmt.Printf("gator-ready (%d object files split into object + inventory, %d empty assertion lists read as violations: \"no\", Namespace passed as the webhook passes it): %d of %d cases pass (%s provider calls)\n",
 		ad.splitObjects, ad.addedAssertions, adaptedCases-len(adapted), adaptedCases, calls.delta())
+	failedIDs := map[string]bool{}
 	for _, o := range adapted {
+		failedIDs[o.id()] = true
+		if want, known := knownGatorDifferences[o.id()]; known && strings.Contains(o.err.Error(), want.err) {
+			fmt.Printf("  KNOWN DIFFERENCE %s: %v (%s)\n", o.id(), oneLine(o.err.Error(), 200), want.why)
+			continue
+		}
 		fmt.Printf("  FAIL %s: %v\n", o.id(), o.err)
 		failures++
+	}
+	for id := range knownGatorDifferences {
+		if !failedIDs[id] {
+			fmt.Printf("  FAIL %s: listed as a known difference but no longer fails; remove it from knownGatorDifferences\n", id)
+			failures++
+		}
 	}
 
 	// 3. Clients the server must not evaluate for. Last: each driver rebinds external_data.
@@ -189,6 +201,17 @@ func runAll(binary, repo string, readyTimeout time.Duration) (failures int, err 
 		len(clusters), len(examples), totalConstraints, totalViolations, totalDiffs, countText(checkCalls),
 		adaptedCases-len(adapted), adaptedCases, cases-len(asWritten), cases, negativeOK, len(negatives))
 	return failures, nil
+}
+
+// knownGatorDifferences are the suite cases where gator's verdict is known to differ from
+// `meshlife verify`'s. Each is printed on every run; the harness fails if one fails in
+// another way or stops failing, so the list cannot go stale.
+var knownGatorDifferences = map[string]struct{ err, why string }{
+	"examples/suites/constraints.yaml misspelt-parameter/": {
+		err: "unknown fields: [spec.parameters.istio.nativeSidecar]",
+		why: "Gatekeeper does refuse the constraint, but with constraints.ErrInvalidConstraint from its unknown-field check, " +
+			"and gator verify accepts only constraints.ErrSchema for invalid: true",
+	},
 }
 
 // summarizeRefusals groups gator's refusals by the sentinel error gator raised, so the

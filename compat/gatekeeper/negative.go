@@ -28,8 +28,8 @@ const (
 	probeRule    = "ML301"
 )
 
-// providerErrorPrefix is the template's message for a system_error (template.yaml).
-const providerErrorPrefix = "[ML000 provider-error] the meshlife External Data provider could not be called: "
+// providerErrorPrefix starts every message the template makes of a provider failure.
+const providerErrorPrefix = "[ML000 provider-error] "
 
 type negativeResult struct {
 	name    string
@@ -121,7 +121,17 @@ func rawProbe(name, url, caFile string, cert *tls.Certificate, key string) negat
 	case len(pr.Response.Items) == 1 && pr.Response.Items[0].Error != "" && pr.Response.Items[0].Value == nil:
 		res.outcome, res.detail = "per-key error", pr.Response.Items[0].Error
 	default:
-		res.outcome, res.detail = "EVALUATED", fmt.Sprintf("HTTP %d: %.300s", resp.StatusCode, data)
+		res.outcome = "EVALUATED"
+		var msgs []string
+		for _, item := range pr.Response.Items {
+			list, _ := item.Value.([]interface{})
+			for _, v := range list {
+				if m, ok := v.(map[string]interface{}); ok {
+					msgs = append(msgs, fmt.Sprint(m["msg"]))
+				}
+			}
+		}
+		res.detail = fmt.Sprintf("HTTP %d, %d violations: %s", resp.StatusCode, len(msgs), strings.Join(msgs, "; "))
 	}
 	return res
 }
@@ -148,7 +158,7 @@ func gatekeeperProbe(ctx context.Context, name string, args []rego.Arg, tmpl *te
 		return res
 	}
 	for _, o := range objs {
-		if reader.IsConstraint(o) && o.GetName() == "mesh-lifecycle-errors" {
+		if reader.IsConstraint(o) {
 			if _, err := c.AddConstraint(ctx, o); err != nil {
 				res.outcome, res.detail = "harness error", err.Error()
 				return res
@@ -189,8 +199,8 @@ func gatekeeperProbe(ctx context.Context, name string, args []rego.Arg, tmpl *te
 	switch {
 	case len(verdicts) > 0:
 		res.outcome, res.detail = "EVALUATED", strings.Join(verdicts, "; ")
-	case len(providerErrors) == 1:
-		res.outcome, res.detail = "provider error", providerErrors[0]
+	case len(providerErrors) > 0:
+		res.outcome, res.detail = "provider error", strings.Join(providerErrors, "; ")
 	default:
 		res.outcome, res.detail = "unexpected", fmt.Sprintf("%d results: %v", len(found), found)
 	}
@@ -222,7 +232,7 @@ func negativeChecks(ctx context.Context, s *server, p *pki, pc *externaldata.Pro
 
 	var out []negativeResult
 	control := rawProbe("wire, trusted client certificate (control)", s.url(), p.caCert, trusted, key)
-	control.ok = control.outcome == "EVALUATED" && strings.Contains(control.detail, probeRule)
+	control.ok = control.outcome == "EVALUATED" && strings.Contains(control.detail, "["+probeRule+" ")
 	out = append(out, control)
 
 	for _, r := range []negativeResult{
