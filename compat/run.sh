@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The compatibility matrix (`just compat`): installs every host from its registry (npm, PyPI,
 # crates.io), builds dist/, and runs meshlife-compat, which prints the matrix and exits non-zero
-# on any difference. Needs only the Rust toolchain, Node.js + npm and Python 3.11 (+ a 3.10, see
-# below); everything else lands in compat/node/node_modules and target/compat/.
+# on any difference; then runs Gatekeeper's own code against a live `meshlife serve`
+# (compat/gatekeeper, Go modules from the Go module proxy). Needs the Rust toolchain, Node.js +
+# npm, Python 3.11 (+ a 3.10, see below) and Go 1.26; everything else lands in
+# compat/node/node_modules, target/compat/ and Go's module cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=target/compat
@@ -61,3 +63,6 @@ cargo run --release --quiet -p meshlife-compat -- \
     --python-3-11 "$work/venv-3.11/bin/python" \
     --python-3-10 "$work/venv-3.10/bin/python" \
     "$@"
+
+echo "== Gatekeeper: its constraint client and gator verify against a live meshlife serve"
+bash compat/gatekeeper/run.sh "${CARGO_TARGET_DIR:-target}/release/meshlife"

@@ -247,7 +247,7 @@ func negativeChecks(ctx context.Context, s *server, p *pki, pc *externaldata.Pro
 	if err != nil {
 		return nil, err
 	}
-	// No response cache: a cached verdict from the trusted phases would hide the handshake.
+	// No response cache, so that nothing but this handshake can produce a verdict.
 	for _, r := range []negativeResult{
 		gatekeeperProbe(ctx, "Gatekeeper client, certificate from another CA", driverArgs(pc, nil, otherWatcher), tmpl, repo),
 		gatekeeperProbe(ctx, "Gatekeeper client, client auth off (empty certificate)", driverArgs(pc, nil, (*certwatcher.CertWatcher)(nil)), tmpl, repo),
