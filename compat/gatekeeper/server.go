@@ -131,10 +131,10 @@ func (s *server) stop() error {
 			return fmt.Errorf("meshlife serve exited with %v after SIGTERM", s.waitErr)
 		}
 		return nil
-	case <-time.After(15 * time.Second):
+	case <-time.After(20 * time.Second):
 		_ = s.cmd.Process.Kill()
 		<-s.exited
-		return errors.New("meshlife serve did not exit within 15 s of SIGTERM; killed")
+		return errors.New("meshlife serve did not exit within 20 s of SIGTERM; killed")
 	}
 }
 
