@@ -53,6 +53,11 @@ pub enum Command {
     /// Measure evaluation latency: the module warm and fresh in wasmtime, the native build, the
     /// JSON parse floor, a Rego rendition of three rules in regorus, and the npm SDK.
     Bench(crate::bench::BenchArgs),
+    /// Serve the module to Gatekeeper (External Data, `POST /validate`) over HTTPS, with
+    /// health and Prometheus metrics on a plain-HTTP port.
+    Serve(Box<crate::serve::ServeArgs>),
+    /// Print the manifests that run `meshlife serve` in a cluster, for `kubectl apply -f -`.
+    Install(crate::install::InstallArgs),
 }
 
 #[derive(Args, Debug)]
@@ -115,6 +120,8 @@ pub fn run(cli: Cli) -> u8 {
         Command::Verify(args) => crate::suite::run_verify(&args),
         Command::Constraint(args) => crate::constraint_gen::run_constraint(&args),
         Command::Bench(args) => crate::bench::run_bench(&args),
+        Command::Serve(args) => crate::serve::run_serve(&args),
+        Command::Install(args) => crate::install::run_install(&args),
     }
 }
 

@@ -39,6 +39,9 @@ const PAGE_SIZE: u64 = 65_536;
 /// wants more than this is looping, and a clean error beats swapping the machine to death.
 const MEMORY_LIMIT_BYTES: usize = 1 << 30;
 
+/// An epoch deadline no evaluation reaches (epochs tick every few milliseconds at most).
+const NO_DEADLINE_TICKS: u64 = 1 << 40;
+
 /// Function imports the OPA ABI defines; everything else would fail instantiation obscurely.
 const ALLOWED_FUNCTION_IMPORTS: [&str; 7] = [
     "opa_abort",
@@ -61,7 +64,44 @@ pub struct Engine {
     /// Where the module came from, for error messages ("embedded module" or the file path).
     origin: String,
     idle_instances: Mutex<Vec<WarmInstance>>,
+    /// Whether the code was compiled with epoch checks, so that a deadline can interrupt it.
+    interruptible: bool,
 }
+
+/// How an [`Engine`] is compiled.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EngineOptions {
+    /// Compile epoch checks into the module's loops and calls, so that
+    /// [`Engine::evaluate_raw`] can stop an evaluation at a deadline. They cost a few percent,
+    /// which the CLI does not pay: only the server, facing input it did not choose, needs them.
+    pub interruptible: bool,
+}
+
+/// Why an evaluation produced no result.
+#[derive(Debug)]
+pub enum EvaluationFailure {
+    /// The deadline passed (epoch interruption); the instance was thrown away.
+    DeadlineExceeded,
+    /// The module called `opa_abort` (for meshlife's module: out of memory); thrown away.
+    Aborted(String),
+    /// Any other trap or host-side failure (memory limit, bad result); thrown away.
+    Failed(String),
+}
+
+impl std::fmt::Display for EvaluationFailure {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            EvaluationFailure::DeadlineExceeded => {
+                formatter.write_str("the evaluation exceeded its deadline and was stopped")
+            }
+            EvaluationFailure::Aborted(message) | EvaluationFailure::Failed(message) => {
+                formatter.write_str(message)
+            }
+        }
+    }
+}
+
+impl std::error::Error for EvaluationFailure {}
 
 struct HostState {
     /// Set right after the memory is created, before instantiation, so the abort and println
@@ -107,6 +147,11 @@ impl Engine {
 
     /// Compiles and validates `bytes`; `origin` names the module in every error.
     pub fn from_bytes(bytes: &[u8], origin: &str) -> Result<Engine> {
+        Engine::with_options(bytes, origin, EngineOptions::default())
+    }
+
+    /// Like [`Engine::from_bytes`], compiled as `options` say.
+    pub fn with_options(bytes: &[u8], origin: &str, options: EngineOptions) -> Result<Engine> {
         if !bytes.starts_with(b"\0asm") {
             bail!(
                 "{origin} is not a WebAssembly module (it does not start with the \\0asm header)"
@@ -114,6 +159,7 @@ impl Engine {
         }
         let mut config = Config::new();
         config.parallel_compilation(true);
+        config.epoch_interruption(options.interruptible);
         // Compiling the module takes about half a second; wasmtime's on-disk cache (the user's
         // cache directory, keyed by module and engine) turns later starts into a file read.
         // Without a usable cache directory the module is simply compiled every time.
@@ -135,6 +181,7 @@ impl Engine {
             entrypoint_id: 0,
             origin: origin.to_string(),
             idle_instances: Mutex::new(Vec::new()),
+            interruptible: options.interruptible,
         };
         // A trial instance checks what only a running module can tell (ABI version values,
         // the entrypoint table), and becomes the first warm instance.
@@ -163,6 +210,48 @@ impl Engine {
             idle.push(instance);
         }
         outcome
+    }
+
+    /// Evaluates one input and returns the module's result set as JSON text
+    /// (`[{"result": [...]}]`), stopping it after `deadline_ticks` epoch ticks when the engine
+    /// is interruptible (the caller advances the epoch with [`Engine::increment_epoch`]).
+    /// An instance that failed in any way is dropped, never reused: a trap or an interrupt can
+    /// leave the module's statics (its shadow stack pointer among them) anywhere.
+    pub fn evaluate_raw(
+        &self,
+        input: &[u8],
+        deadline_ticks: u64,
+    ) -> Result<String, EvaluationFailure> {
+        let mut instance = match self.take_idle_instance() {
+            Some(instance) => instance,
+            None => self
+                .instantiate()
+                .map_err(|error| EvaluationFailure::Failed(format!("{error:#}")))?,
+        };
+        if self.interruptible {
+            instance.store.set_epoch_deadline(deadline_ticks);
+        }
+        let outcome = self.run_in(&mut instance, input).and_then(|text| {
+            String::from_utf8(text).map_err(|_| {
+                EvaluationFailure::Failed(format!("{}: the result is not UTF-8", self.origin))
+            })
+        });
+        if outcome.is_ok()
+            && let Ok(mut idle) = self.idle_instances.lock()
+        {
+            idle.push(instance);
+        }
+        outcome
+    }
+
+    /// Advances the epoch that deadlines of [`Engine::evaluate_raw`] count in.
+    pub fn increment_epoch(&self) {
+        self.wasm_engine.increment_epoch();
+    }
+
+    /// Number of warm instances waiting in the pool.
+    pub fn idle_instance_count(&self) -> usize {
+        self.idle_instances.lock().map_or(0, |idle| idle.len())
     }
 
     /// Evaluates every input in parallel over all cores, results in input order.
@@ -225,6 +314,11 @@ impl Engine {
             },
         );
         store.limiter(|state| &mut state.limits);
+        // An interruptible store starts with a deadline of zero ticks: instantiation and the
+        // data document are the module's own set-up, not an evaluation to time.
+        if self.interruptible {
+            store.set_epoch_deadline(NO_DEADLINE_TICKS);
+        }
         // The module's own declared minimum and no maximum, as the ABI asks of hosts.
         let memory = Memory::new(&mut store, self.memory_type.clone())
             .map_err(|error| anyhow!("{origin}: cannot create its memory: {error:#}"))?;
@@ -275,16 +369,31 @@ impl Engine {
     }
 
     fn evaluate_in(&self, instance: &mut WarmInstance, input: &[u8]) -> Result<Vec<Violation>> {
+        if self.interruptible {
+            // Callers of the plain API set no deadline; the server uses `evaluate_raw`.
+            instance.store.set_epoch_deadline(NO_DEADLINE_TICKS);
+        }
+        let text = self.run_in(instance, input).map_err(anyhow::Error::new)?;
+        parse_result_set(&text).map_err(|error| anyhow!("{}: {error}", self.origin))
+    }
+
+    /// Writes `input`, calls `opa_eval` and copies the result text out of the instance.
+    fn run_in(
+        &self,
+        instance: &mut WarmInstance,
+        input: &[u8],
+    ) -> Result<Vec<u8>, EvaluationFailure> {
         let origin = &self.origin;
+        let failed = |message: String| EvaluationFailure::Failed(format!("{origin}: {message}"));
         let input_address = instance.heap_base as u64;
         let input_end = input_address + input.len() as u64;
         if input_end > i32::MAX as u64 {
-            bail!(
+            return Err(EvaluationFailure::Failed(format!(
                 "input of {} bytes does not fit into the module's 32-bit memory",
                 input.len()
-            );
+            )));
         }
-        grow_memory_to(instance, input_end).map_err(|error| anyhow!("{origin}: {error}"))?;
+        grow_memory_to(instance, input_end).map_err(|error| failed(error.to_string()))?;
         let WarmInstance {
             store,
             memory,
@@ -294,7 +403,7 @@ impl Engine {
         } = instance;
         memory
             .write(&mut *store, input_address as usize, input)
-            .map_err(|_| anyhow!("{origin}: input does not fit into memory"))?;
+            .map_err(|_| failed("input does not fit into memory".into()))?;
         let result_address = opa_eval
             .call(
                 &mut *store,
@@ -308,10 +417,18 @@ impl Engine {
                     0,
                 ),
             )
-            .map_err(|error| anyhow!("{origin}: evaluation trapped: {error:#}"))?;
+            .map_err(|error| {
+                if error.downcast_ref::<wasmtime::Trap>() == Some(&wasmtime::Trap::Interrupt) {
+                    EvaluationFailure::DeadlineExceeded
+                } else if let Some(abort) = error.downcast_ref::<ModuleAborted>() {
+                    EvaluationFailure::Aborted(format!("{origin}: module aborted: {}", abort.0))
+                } else {
+                    failed(format!("evaluation trapped: {error:#}"))
+                }
+            })?;
         let result_text = read_c_string(memory.data(&*store), result_address)
-            .ok_or_else(|| anyhow!("{origin}: opa_eval returned an address outside memory"))?;
-        parse_result_set(result_text).map_err(|error| anyhow!("{origin}: {error}"))
+            .ok_or_else(|| failed("opa_eval returned an address outside memory".into()))?;
+        Ok(result_text.to_vec())
     }
 
     fn check_abi_version(&self, instance: &mut WarmInstance) -> Result<()> {
@@ -442,6 +559,18 @@ fn check_exports(module: &Module, origin: &str) -> Result<()> {
     Ok(())
 }
 
+/// What `opa_abort` unwinds with, so that an abort is told apart from a trap.
+#[derive(Debug)]
+struct ModuleAborted(String);
+
+impl std::fmt::Display for ModuleAborted {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(formatter, "module aborted: {}", self.0)
+    }
+}
+
+impl std::error::Error for ModuleAborted {}
+
 /// The host functions of the OPA ABI. Built once; none of them owns store state.
 fn host_linker(engine: &wasmtime::Engine, origin: &str) -> Result<Linker<HostState>> {
     let mut linker = Linker::new(engine);
@@ -453,7 +582,7 @@ fn host_linker(engine: &wasmtime::Engine, origin: &str) -> Result<Linker<HostSta
             "opa_abort",
             |caller: Caller<'_, HostState>, address: i32| -> wasmtime::Result<()> {
                 let message = read_guest_string(&caller, address);
-                Err(wasmtime::format_err!("module aborted: {message}"))
+                Err(wasmtime::Error::new(ModuleAborted(message)))
             },
         )
         .map_err(define_error)?;

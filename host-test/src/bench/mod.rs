@@ -3,8 +3,10 @@
 //! inputs in one run. Figures are measured, never asserted; `--markdown` writes BENCHMARKS.md
 //! from them.
 
+pub mod client;
 mod inputs;
 mod report;
+pub mod serve;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -23,7 +25,10 @@ const THREE_RULES_REGO: &str = include_str!("three_rules.rego");
 const THREE_RULES_QUERY: &str = "data.meshlife.bench.violation";
 
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
+    #[command(subcommand)]
+    pub mode: Option<BenchMode>,
     /// Print one JSON object (results, module_bytes, compile_ms, ...) instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -43,6 +48,13 @@ pub struct BenchArgs {
     /// The module to measure; default: the one built into this binary.
     #[arg(long, value_name = "FILE")]
     pub module: Option<PathBuf>,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum BenchMode {
+    /// Drive `meshlife serve` over HTTPS keep-alive (and OPA's server on the three-rule
+    /// comparison): throughput and p50/p99/p99.9 at fixed concurrencies.
+    Serve(serve::ServeBenchArgs),
 }
 
 /// Median and 99th percentile of one input under one engine.
@@ -145,6 +157,9 @@ pub fn regorus_violations(engine: &mut regorus::Engine, input: &[u8]) -> Result<
 
 /// Runs the benchmark and prints it.
 pub fn run_bench(args: &BenchArgs) -> u8 {
+    if let Some(BenchMode::Serve(serve_args)) = &args.mode {
+        return serve::run_serve_bench(serve_args);
+    }
     match bench(args) {
         Ok(report) => {
             if args.json {

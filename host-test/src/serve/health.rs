@@ -1,0 +1,88 @@
+//! The plain-HTTP health port: `/healthz` (the process answers), `/readyz` (module loaded,
+//! certificates valid, not shutting down) and `/metrics` (Prometheus text).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+
+use super::listener::{ConnectionInfo, Handler};
+use super::metrics::Metrics;
+use super::pool::EvaluationPool;
+use super::routes::text_response;
+use super::shutdown::{Lifecycle, Phase};
+use super::tls::TlsState;
+
+pub struct Health {
+    pub lifecycle: Lifecycle,
+    pub tls: Arc<TlsState>,
+    pub metrics: Arc<Metrics>,
+    pub routes: Arc<super::routes::Routes>,
+}
+
+impl Health {
+    fn readiness(&self) -> Result<(), String> {
+        match self.lifecycle.phase() {
+            Phase::Serving => {}
+            Phase::Draining | Phase::Closing => return Err("shutting down".into()),
+        }
+        self.tls.check_validity()?;
+        if self.pool().capacity() == 0 {
+            return Err("no evaluation workers".into());
+        }
+        Ok(())
+    }
+
+    fn pool(&self) -> &EvaluationPool {
+        &self.routes.pool
+    }
+
+    fn answer(&self, request: &Request<Incoming>) -> Response<Full<Bytes>> {
+        if request.method() != Method::GET && request.method() != Method::HEAD {
+            return text_response(StatusCode::METHOD_NOT_ALLOWED, "GET only\n".into());
+        }
+        match request.uri().path() {
+            "/healthz" | "/livez" => text_response(StatusCode::OK, "ok\n".into()),
+            "/readyz" => match self.readiness() {
+                Ok(()) => text_response(StatusCode::OK, "ready\n".into()),
+                Err(reason) => text_response(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    format!("not ready: {reason}\n"),
+                ),
+            },
+            "/metrics" => {
+                self.metrics
+                    .queued_keys
+                    .store(self.pool().busy_slots() as i64, Ordering::Relaxed);
+                let mut response = text_response(StatusCode::OK, self.metrics.render());
+                response.headers_mut().insert(
+                    hyper::header::CONTENT_TYPE,
+                    hyper::header::HeaderValue::from_static(
+                        "text/plain; version=0.0.4; charset=utf-8",
+                    ),
+                );
+                response
+            }
+            other => text_response(
+                StatusCode::NOT_FOUND,
+                format!("no {other} here; this port serves /healthz, /readyz and /metrics\n"),
+            ),
+        }
+    }
+}
+
+impl Handler for Health {
+    fn handle(
+        self: Arc<Self>,
+        request: Request<Incoming>,
+        _connection: ConnectionInfo,
+    ) -> Pin<Box<dyn Future<Output = Response<Full<Bytes>>> + Send>> {
+        let response = self.answer(&request);
+        Box::pin(async move { response })
+    }
+}

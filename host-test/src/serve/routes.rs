@@ -1,0 +1,211 @@
+//! The routes of the HTTPS port. Each route only translates its engine's wire format to and
+//! from the same evaluation the CLI runs; this file dispatches by path and reads bodies within
+//! the limits.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+
+use super::gatekeeper;
+use super::limits::Limits;
+use super::listener::{ConnectionInfo, Handler};
+use super::metrics::{Metrics, RequestOutcome};
+use super::pool::EvaluationPool;
+
+/// A body over `--max-body` is still read and discarded up to this many times the limit, so
+/// that its client gets the answer; beyond that the connection is closed at once.
+const DISCARD_FACTOR: usize = 4;
+
+/// What every route shares.
+pub struct Routes {
+    pub pool: EvaluationPool,
+    pub metrics: Arc<Metrics>,
+    pub limits: Limits,
+    /// Whether `--client-ca` was given: routes that serve Gatekeeper then require a client
+    /// certificate (the TLS layer has already chained any presented one to that CA).
+    pub client_ca: bool,
+}
+
+/// Why a body was not read.
+#[derive(Debug)]
+pub enum BodyError {
+    TooLarge { limit: usize },
+    Timeout,
+    Broken(String),
+}
+
+impl BodyError {
+    pub fn reason(&self) -> &'static str {
+        match self {
+            BodyError::TooLarge { .. } => "body_too_large",
+            BodyError::Timeout => "read_timeout",
+            BodyError::Broken(_) => "body_broken",
+        }
+    }
+}
+
+impl std::fmt::Display for BodyError {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BodyError::TooLarge { limit } => write!(
+                formatter,
+                "the request body exceeds the server's limit of {limit} bytes (--max-body)"
+            ),
+            BodyError::Timeout => {
+                formatter.write_str("the request body did not arrive within --read-timeout")
+            }
+            BodyError::Broken(error) => {
+                write!(formatter, "the request body could not be read: {error}")
+            }
+        }
+    }
+}
+
+/// A route's answer and how the request ended, for the metrics.
+pub struct Answer {
+    pub response: Response<Full<Bytes>>,
+    pub outcome: RequestOutcome,
+}
+
+impl Routes {
+    async fn read_body(&self, request: Request<Incoming>) -> Result<Bytes, BodyError> {
+        let limit = self.limits.max_body;
+        let declared = request
+            .headers()
+            .get(hyper::header::CONTENT_LENGTH)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.parse::<u64>().ok());
+        let discard_limit = limit.saturating_mul(DISCARD_FACTOR) as u64;
+        if declared.is_some_and(|length| length > discard_limit) {
+            return Err(BodyError::TooLarge { limit });
+        }
+        let deadline = tokio::time::Instant::now() + self.limits.read_timeout;
+        let mut body = request.into_body();
+        let mut kept: Vec<u8> = Vec::new();
+        let mut received: u64 = 0;
+        // Frame by frame, so that a body over the limit is read to its end (up to
+        // DISCARD_FACTOR times the limit) and thrown away: a client still writing its body
+        // would otherwise never read the answer, and Go's reads it only once written.
+        loop {
+            let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+                Err(_) => return Err(BodyError::Timeout),
+                Ok(None) => break,
+                Ok(Some(Err(error))) => return Err(BodyError::Broken(error.to_string())),
+                Ok(Some(Ok(frame))) => frame,
+            };
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
+            received += data.len() as u64;
+            if received > discard_limit {
+                return Err(BodyError::TooLarge { limit });
+            }
+            if received <= limit as u64 {
+                kept.extend_from_slice(&data);
+            }
+        }
+        if received > limit as u64 {
+            return Err(BodyError::TooLarge { limit });
+        }
+        Ok(Bytes::from(kept))
+    }
+
+    async fn route(
+        self: Arc<Self>,
+        request: Request<Incoming>,
+        connection: ConnectionInfo,
+    ) -> (&'static str, Answer) {
+        let path = request.uri().path().to_string();
+        let method = request.method().clone();
+        match (path.as_str(), method) {
+            (gatekeeper::PATH, Method::POST) => {
+                let body = self.read_body(request).await;
+                // A body left unread would be parsed as the next request: close instead.
+                let unread = body.is_err();
+                let mut answer = gatekeeper::validate(&self, body, &connection).await;
+                if unread {
+                    answer.response.headers_mut().insert(
+                        hyper::header::CONNECTION,
+                        hyper::header::HeaderValue::from_static("close"),
+                    );
+                }
+                ("validate", answer)
+            }
+            (gatekeeper::PATH, _) => ("validate", method_not_allowed("POST")),
+            _ => ("other", not_found(&path)),
+        }
+    }
+}
+
+impl Handler for Routes {
+    fn handle(
+        self: Arc<Self>,
+        request: Request<Incoming>,
+        connection: ConnectionInfo,
+    ) -> Pin<Box<dyn Future<Output = Response<Full<Bytes>>> + Send>> {
+        Box::pin(async move {
+            let started = Instant::now();
+            let metrics = Arc::clone(&self.metrics);
+            metrics.in_flight.fetch_add(1, Ordering::Relaxed);
+            let (route, answer) = self.route(request, connection).await;
+            metrics.in_flight.fetch_sub(1, Ordering::Relaxed);
+            metrics.request_done(route, answer.outcome, started.elapsed());
+            answer.response
+        })
+    }
+}
+
+pub fn json_response(status: StatusCode, body: Vec<u8>) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+pub fn text_response(status: StatusCode, body: String) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+fn not_found(path: &str) -> Answer {
+    Answer {
+        response: text_response(
+            StatusCode::NOT_FOUND,
+            format!(
+                "meshlife serve has no route {path}; POST {} takes Gatekeeper External Data requests\n",
+                gatekeeper::PATH
+            ),
+        ),
+        outcome: RequestOutcome::NotFound,
+    }
+}
+
+fn method_not_allowed(allowed: &'static str) -> Answer {
+    let mut response = text_response(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!("this route takes {allowed} only\n"),
+    );
+    response.headers_mut().insert(
+        hyper::header::ALLOW,
+        hyper::header::HeaderValue::from_static(allowed),
+    );
+    Answer {
+        response,
+        outcome: RequestOutcome::NotFound,
+    }
+}
