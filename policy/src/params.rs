@@ -19,7 +19,19 @@ pub struct Parameters {
     pub exempt_images: Vec<String>,
     pub exit_markers: Vec<String>,
     pub min_available: i64,
+    /// What the Gatekeeper template does when the External Data provider fails
+    /// ([`PROVIDER_FAILURE_VALUES`]). No rule reads it; it is accepted here so that one
+    /// constraint's parameters work unchanged in Gatekeeper, `meshlife check --constraint` and
+    /// `meshlife verify`, and checked so that a typo cannot silently change the failure mode.
+    pub provider_failure: String,
 }
+
+/// `providerFailure` values: `ignore` (the constraint reports nothing when the provider
+/// fails: fail open) and `report` (a provider failure is an ML000 violation of the
+/// constraint, so it takes the constraint's enforcementAction: a deny constraint fails
+/// closed). The first is the default, so that an outage of the provider never blocks
+/// admission unless a cluster asks for it.
+pub const PROVIDER_FAILURE_VALUES: &[&str] = &["ignore", "report"];
 
 impl Default for Parameters {
     fn default() -> Self {
@@ -34,6 +46,7 @@ impl Default for Parameters {
             exempt_images: Vec::new(),
             exit_markers: Vec::new(),
             min_available: 1,
+            provider_failure: PROVIDER_FAILURE_VALUES[0].into(),
         }
     }
 }
@@ -148,6 +161,7 @@ impl Parameters {
                 "exemptImages",
                 "exitMarkers",
                 "minAvailable",
+                "providerFailure",
             ],
         )?;
         if let Some(minor) = non_negative(&fields, "kubernetesMinorVersion")? {
@@ -173,6 +187,9 @@ impl Parameters {
         }
         if let Some(min_available) = non_negative(&fields, "minAvailable")? {
             parameters.min_available = min_available;
+        }
+        if let Some(mode) = fields.string("providerFailure")? {
+            parameters.provider_failure = mode.to_string();
         }
         Ok(parameters)
     }
@@ -294,6 +311,16 @@ impl Settings {
                 ),
             )
         })?;
+        if !PROVIDER_FAILURE_VALUES.contains(&raw.provider_failure.as_str()) {
+            return Err(InputError::new(
+                "parameters.providerFailure",
+                format!(
+                    "expected one of {}, got \"{}\"",
+                    PROVIDER_FAILURE_VALUES.join(", "),
+                    raw.provider_failure
+                ),
+            ));
+        }
         for (key, list) in [("rules", &raw.rules), ("excludeRules", &raw.exclude_rules)] {
             for (index, entry) in list.iter().enumerate() {
                 if crate::catalogue::find(entry).is_none() {
