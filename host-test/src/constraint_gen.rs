@@ -252,6 +252,37 @@ pub struct ConstraintArgs {
         help_heading = "Rules"
     )]
     pub exit_markers: Vec<String>,
+
+    /// What the constraint does when the External Data provider fails: `ignore` admits the
+    /// object unchecked (fail open), `report` makes the failure a violation under the
+    /// enforcement action (with deny: fail closed). Default: ignore with `--enforcement deny`,
+    /// report with warn and dryrun, so that an outage never blocks but always shows.
+    #[arg(long, value_enum, value_name = "MODE", help_heading = "Rules")]
+    pub provider_failure: Option<ProviderFailure>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProviderFailure {
+    Ignore,
+    Report,
+}
+
+impl ProviderFailure {
+    fn as_str(self) -> &'static str {
+        match self {
+            ProviderFailure::Ignore => "ignore",
+            ProviderFailure::Report => "report",
+        }
+    }
+
+    /// A deny constraint must not turn an outage of the provider into refused objects unless
+    /// asked to; a warn or dryrun one costs nothing to report it, and is where it shows.
+    fn default_for(enforcement: Enforcement) -> ProviderFailure {
+        match enforcement {
+            Enforcement::Deny => ProviderFailure::Ignore,
+            Enforcement::Warn | Enforcement::Dryrun => ProviderFailure::Report,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -538,7 +569,19 @@ fn validate(args: &ConstraintArgs, generated: &Generated) -> Result<(), String> 
 pub fn generate(args: &ConstraintArgs) -> Result<Generated, String> {
     let facts = Facts::from_args(args)?;
     let mut warnings = Vec::new();
-    let parameters = parameters_section(&facts, &mut warnings);
+    let provider_failure = args
+        .provider_failure
+        .unwrap_or_else(|| ProviderFailure::default_for(args.enforcement));
+    let mut parameters = parameters_section(&facts, &mut warnings);
+    parameters.push(
+        "providerFailure",
+        Value::from(provider_failure.as_str()),
+        provider_failure_comment(args.enforcement, provider_failure),
+    );
+    let parameters = Parameters {
+        yaml: Yaml::Map(parameters.entries),
+        value: Value::Object(parameters.value),
+    };
     if args.enforcement == Enforcement::Deny && facts.min_severity.is_none() {
         warnings.push(
             "--enforcement deny without --min-severity: Gatekeeper rejects objects for every \
@@ -970,7 +1013,32 @@ impl ParameterMap {
 const CLASSIC_ONLY: &str = "ML101 (startup-no-hold), ML301 (job-sidecar-never-exits), ML201 \
                             (init-container-no-network)";
 
-fn parameters_section(facts: &Facts, warnings: &mut Vec<String>) -> Parameters {
+fn provider_failure_comment(enforcement: Enforcement, mode: ProviderFailure) -> String {
+    let effect = match (mode, enforcement) {
+        (ProviderFailure::Ignore, _) => {
+            "a provider failure (down, too slow, an error for the object) is not reported by \
+             this constraint: the object is admitted unchecked (fail open). Pair it with a warn \
+             constraint at report so that outages show; report here refuses objects while the \
+             provider is down (fail closed)."
+        }
+        (ProviderFailure::Report, Enforcement::Deny) => {
+            "a provider failure (down, too slow, an error for the object) is an ML000 violation \
+             of this deny constraint: the object is refused while the provider is down (fail \
+             closed). ignore admits it unchecked instead."
+        }
+        (ProviderFailure::Report, Enforcement::Warn) => {
+            "a provider failure (down, too slow, an error for the object) is an ML000 warning \
+             at admission and an audit entry, and never blocks."
+        }
+        (ProviderFailure::Report, Enforcement::Dryrun) => {
+            "a provider failure (down, too slow, an error for the object) is an ML000 audit \
+             entry, and never blocks."
+        }
+    };
+    format!("Read by the template only: {effect}")
+}
+
+fn parameters_section(facts: &Facts, warnings: &mut Vec<String>) -> ParameterMap {
     let k = facts.kubernetes;
     let mut top = ParameterMap::default();
     top.push(
@@ -1047,10 +1115,7 @@ fn parameters_section(facts: &Facts, warnings: &mut Vec<String>) -> Parameters {
             rule("ML302")
         ),
     );
-    Parameters {
-        yaml: Yaml::Map(top.entries),
-        value: Value::Object(top.value),
-    }
+    top
 }
 
 fn kubernetes_comment(facts: &Facts) -> String {

@@ -157,6 +157,7 @@ fn parameters_are_exactly_what_the_flags_imply() {
             },
             "minSeverity": "warning",
             "minAvailable": 2,
+            "providerFailure": "ignore",
         })
     );
     assert_eq!(
@@ -182,6 +183,7 @@ fn parameters_are_exactly_what_the_flags_imply() {
             "exemptNamespaces": ["team-*", "sandbox"],
             "exemptImages": ["registry.local/tools/*"],
             "exitMarkers": ["kill-sidecar"],
+            "providerFailure": "ignore",
         })
     );
     // Only the versions: both meshes' lifecycle facts are written at their defaults.
@@ -202,8 +204,40 @@ fn parameters_are_exactly_what_the_flags_imply() {
                 "cni": false,
                 "shutdownEndpoint": false,
             },
+            "providerFailure": "ignore",
         })
     );
+}
+
+/// A provider outage never blocks by default: a deny constraint ignores it, a warn or dryrun
+/// one reports it; `--provider-failure` chooses otherwise, and the comment says what it does.
+#[test]
+fn provider_failure_follows_the_enforcement_unless_given() {
+    let mode = |flags: &str| parameters(flags)["providerFailure"].clone();
+    assert_eq!(mode("--kubernetes 1.31 --istio 1.26"), "ignore");
+    assert_eq!(
+        mode("--kubernetes 1.31 --istio 1.26 --enforcement warn"),
+        "report"
+    );
+    assert_eq!(
+        mode("--kubernetes 1.31 --istio 1.26 --enforcement dryrun"),
+        "report"
+    );
+    assert_eq!(
+        mode("--kubernetes 1.31 --istio 1.26 --provider-failure report"),
+        "report"
+    );
+    assert_eq!(
+        mode("--kubernetes 1.31 --istio 1.26 --enforcement warn --provider-failure ignore"),
+        "ignore"
+    );
+    let text = unwrapped(&generate("--kubernetes 1.31 --istio 1.26").stdout);
+    assert!(text.contains("fail open"), "{text}");
+    let text =
+        unwrapped(&generate("--kubernetes 1.31 --istio 1.26 --provider-failure report").stdout);
+    assert!(text.contains("fail closed"), "{text}");
+    let outcome = generate("--kubernetes 1.31 --istio 1.26 --provider-failure deny");
+    assert_eq!(outcome.code, 2, "{outcome:?}");
 }
 
 #[test]
