@@ -225,6 +225,10 @@ fn the_validator_catches_what_the_api_server_would() {
             "parameters.kubernetesMinorVersion",
         ),
         (json!({"minSeverity": "warn"}), "parameters.minSeverity"),
+        (
+            json!({"providerFailure": "deny"}),
+            "parameters.providerFailure",
+        ),
         (json!({"istio": {"cni": "true"}}), "parameters.istio.cni"),
         (
             json!({"istio": {"terminationDrainDuration": "5 seconds"}}),
@@ -404,11 +408,15 @@ fn each_cluster_denies_errors_and_warns_on_the_rest() {
             ERROR_RULES.iter().map(|rule| rule.to_string()).collect(),
             "{name}"
         );
+        // A provider failure never blocks, and always shows: as a warning and in audit.
+        assert_eq!(deny_parameters["providerFailure"], "ignore", "{name}");
+        assert_eq!(warn_parameters["providerFailure"], "report", "{name}");
         // The cluster's facts are the same in both.
         let facts = |parameters: &Map<String, Value>| {
             let mut facts = parameters.clone();
             facts.remove("minSeverity");
             facts.remove("excludeRules");
+            facts.remove("providerFailure");
             facts
         };
         assert_eq!(facts(deny_parameters), facts(warn_parameters), "{name}");
@@ -606,6 +614,11 @@ fn a_constraint_with_a_misspelt_parameter_is_rejected() {
             "    minSeverity: error",
             "    minSeverity: error\n    minAvailable: -1",
             "parameters.minAvailable",
+        ),
+        (
+            "    providerFailure: ignore",
+            "    providerFailure: deny",
+            "parameters.providerFailure",
         ),
     ];
     for (from, to, field) in cases {
