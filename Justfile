@@ -27,6 +27,12 @@ bench:
     cd compat/node && npm ci --no-audit --no-fund --loglevel=error
     cargo run --release -- bench --memory --markdown BENCHMARKS.md
 
+# Drive `meshlife serve` over HTTPS beside OPA's own server (built by compat/opa/install.sh) and
+# append the figures to BENCHMARKS.md. Run after `just bench`, which rewrites the file.
+bench-serve:
+    bash compat/opa/install.sh
+    cargo run --release -- bench serve --markdown BENCHMARKS.md
+
 # Lint and format check.
 lint:
     cargo fmt --all --check

@@ -275,7 +275,7 @@ stringData:
         );
     }
     let replicas = args.replicas;
-    let min_available = if replicas > 1 { replicas - 1 } else { 0 };
+    let min_available = replicas.saturating_sub(1);
     let image = &args.image;
     let gatekeeper_secret = &args.gatekeeper_cert_secret;
     let _ = write!(

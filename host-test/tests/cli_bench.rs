@@ -85,3 +85,41 @@ fn bench_refuses_a_missing_module_with_its_path() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("no/such/module.wasm"), "{stderr}");
 }
+
+#[test]
+fn bench_serve_drives_a_real_server_and_reports_every_run() {
+    let output = Command::new(env!("CARGO_BIN_EXE_meshlife"))
+        .args([
+            "bench",
+            "serve",
+            "--json",
+            "--duration",
+            "200ms",
+            "--concurrency",
+            "1,2",
+            "--opa",
+            "/nonexistent/opa",
+        ])
+        .output()
+        .expect("meshlife runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    let runs = report["runs"].as_array().expect("runs");
+    assert!(runs.len() >= 6, "{runs:?}");
+    for run in runs {
+        assert!(run["requests"].as_u64().unwrap() > 0, "{run}");
+        assert_eq!(run["errors"], 0, "{run}");
+        assert!(run["p99_us"].as_f64().unwrap() >= run["p50_us"].as_f64().unwrap());
+    }
+    assert!(
+        runs.iter()
+            .any(|run| run["mode"].as_str().unwrap().starts_with("open"))
+    );
+    // The peer that could not start is named, never silently left out.
+    let not_measured = report["not_measured"].to_string();
+    assert!(not_measured.contains("opa"), "{not_measured}");
+}

@@ -423,12 +423,9 @@ async fn bench(args: &ServeBenchArgs) -> Result<ServeBenchReport> {
     let mut runs = Vec::new();
     let typical = inputs
         .iter()
-        .find(|input| input.name == "typical-deployment")
+        .find(|input| input.name == "deployment-typical")
         .ok_or_else(|| anyhow!("no typical-deployment bench input"))?;
-    for input in inputs
-        .iter()
-        .filter(|input| input.name != "one-megabyte-object")
-    {
+    for input in inputs.iter().filter(|input| input.name != "object-1mb") {
         let key = std::str::from_utf8(&input.bytes)?;
         let started = Instant::now();
         let mut count = 0u32;
@@ -526,7 +523,7 @@ async fn bench(args: &ServeBenchArgs) -> Result<ServeBenchReport> {
                 closed_loop(peer, &tls, connections, args.duration).await?;
             runs.push(figures(
                 peer,
-                "typical-deployment",
+                "deployment-typical",
                 "closed".into(),
                 connections,
                 latencies,
