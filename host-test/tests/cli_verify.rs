@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use meshlife::engine::Engine;
+use serde::Deserialize as _;
 use serde_json::{Value, json};
 
 fn workspace_root() -> PathBuf {
@@ -618,6 +619,156 @@ fn the_shipped_examples_pass() {
             >= 6,
         "{outcome:?}"
     );
+}
+
+/// The documents of a YAML stream that are not empty (comments only, or nothing).
+fn yaml_documents(text: &str) -> Vec<Value> {
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|document| Value::deserialize(document).expect("valid YAML"))
+        .filter(|document| !document.is_null())
+        .collect()
+}
+
+/// The shipped suites are valid gator suites as written, not only under meshlife verify's
+/// lenient reading: every case names one object file holding exactly one object, and has at
+/// least one assertion (gator v3.23.0 refuses the case otherwise); every namespaced object's
+/// Namespace comes from the case's inventory, which is where gator and Gatekeeper look.
+#[test]
+fn the_shipped_suites_are_gator_shaped() {
+    let suites_dir = workspace_root().join("examples/suites");
+    let mut cases = 0;
+    for entry in std::fs::read_dir(&suites_dir).expect("examples/suites") {
+        let path = entry.expect("an entry").path();
+        if path.extension().is_none_or(|extension| extension != "yaml") {
+            continue;
+        }
+        let suite: Value =
+            serde_yaml_ng::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        if suite["kind"] != "Suite" {
+            continue;
+        }
+        for test in suite["tests"].as_array().expect("tests") {
+            for case in test["cases"].as_array().into_iter().flatten() {
+                cases += 1;
+                let name = format!("{}: {}/{}", path.display(), test["name"], case["name"]);
+                let assertions = case["assertions"].as_array();
+                assert!(
+                    assertions.is_some_and(|list| !list.is_empty()),
+                    "{name} has no assertions"
+                );
+                let object_file = suites_dir.join(case["object"].as_str().expect("an object"));
+                let objects = yaml_documents(&std::fs::read_to_string(&object_file).unwrap());
+                assert_eq!(objects.len(), 1, "{name}: {} objects", objects.len());
+                let namespace = objects[0]["metadata"]["namespace"]
+                    .as_str()
+                    .or(objects[0]["request"]["namespace"].as_str());
+                let inventory: Vec<Value> = case["inventory"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .flat_map(|file| {
+                        let text = std::fs::read_to_string(suites_dir.join(file.as_str().unwrap()))
+                            .unwrap();
+                        yaml_documents(&text)
+                    })
+                    .collect();
+                let has_namespace = |wanted: &str| {
+                    inventory.iter().any(|object| {
+                        object["kind"] == "Namespace" && object["metadata"]["name"] == wanted
+                    })
+                };
+                if let Some(namespace) = namespace
+                    && !case["name"]
+                        .as_str()
+                        .unwrap()
+                        .contains("without-its-namespace")
+                {
+                    assert!(
+                        has_namespace(namespace),
+                        "{name}: no Namespace {namespace} in the inventory"
+                    );
+                }
+            }
+        }
+    }
+    assert!(cases >= 70, "{cases} cases");
+}
+
+/// `examples/suites/.objects/` holds the workload of each example manifest the suites review,
+/// without its Namespace (gator reviews exactly one object per file), byte for byte; the
+/// Namespace is in `examples/suites/objects/namespaces.yaml`. The folder is hidden so that
+/// `meshlife check examples/` does not report every finding twice. With
+/// `MESHLIFE_UPDATE_SUITE_OBJECTS=1` this test rewrites the copies from the examples.
+#[test]
+fn the_suite_objects_are_the_example_workloads() {
+    let examples = workspace_root().join("examples");
+    let copies = examples.join("suites/.objects");
+    let update = std::env::var_os("MESHLIFE_UPDATE_SUITE_OBJECTS").is_some();
+    let namespaces = yaml_documents(
+        &std::fs::read_to_string(examples.join("suites/objects/namespaces.yaml")).unwrap(),
+    );
+    let mut referenced = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(examples.join("suites")).expect("examples/suites") {
+        let path = entry.expect("an entry").path();
+        if path
+            .extension()
+            .is_some_and(|extension| extension == "yaml")
+        {
+            let text = std::fs::read_to_string(&path).unwrap();
+            for line in text.lines() {
+                if let Some(copy) = line.trim().strip_prefix("object: .objects/") {
+                    referenced.insert(copy.to_string());
+                }
+            }
+        }
+    }
+    assert!(referenced.len() >= 50, "{referenced:?}");
+    for relative in &referenced {
+        let source = std::fs::read_to_string(examples.join(relative))
+            .unwrap_or_else(|error| panic!("examples/{relative}: {error}"));
+        let (namespace, workload) = source
+            .split_once("\n---\n")
+            .unwrap_or_else(|| panic!("examples/{relative} is not a Namespace then a workload"));
+        let namespace = yaml_documents(namespace);
+        assert_eq!(namespace.len(), 1, "examples/{relative}");
+        assert!(
+            namespaces.contains(&namespace[0]),
+            "the Namespace of examples/{relative} is not in examples/suites/objects/namespaces.yaml"
+        );
+        let expected = format!(
+            "# Generated from ../../../{relative}, without its Namespace: gator verify\n\
+             # reviews exactly one object per file, and the cases take the Namespace from their\n\
+             # inventory, ../../objects/namespaces.yaml. To refresh after editing the example:\n\
+             # MESHLIFE_UPDATE_SUITE_OBJECTS=1 cargo test -p meshlife --test cli_verify\n{workload}"
+        );
+        let copy = copies.join(relative);
+        if update {
+            std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+            std::fs::write(&copy, &expected).unwrap();
+        } else {
+            let actual = std::fs::read_to_string(&copy).unwrap_or_default();
+            assert!(
+                actual == expected,
+                "examples/suites/.objects/{relative} is not the workload of examples/{relative}; \
+                 run MESHLIFE_UPDATE_SUITE_OBJECTS=1 cargo test -p meshlife --test cli_verify"
+            );
+        }
+    }
+    for mesh in std::fs::read_dir(&copies).expect("examples/suites/.objects") {
+        let mesh = mesh.unwrap().path();
+        for file in std::fs::read_dir(&mesh).unwrap() {
+            let file = file.unwrap().path();
+            let relative = file
+                .strip_prefix(&copies)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            assert!(
+                referenced.contains(&relative),
+                "examples/suites/.objects/{relative} is used by no suite case"
+            );
+        }
+    }
 }
 
 /// Every property of the template's `openAPIV3Schema` is a parameter the module accepts (with
