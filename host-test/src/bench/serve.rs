@@ -490,7 +490,8 @@ async fn bench(args: &ServeBenchArgs) -> Result<ServeBenchReport> {
         body: provider_request(&[std::str::from_utf8(&typical.bytes)?]),
         check: provider_answer_ok,
     };
-    let paced_connections = best.1.max(4);
+    // Gatekeeper keeps at most 10 idle connections per provider (MaxIdleConnsPerHost).
+    let paced_connections = 8;
     let (latencies, errors, elapsed) =
         open_loop(&target, &tls, paced_connections, half_rate, args.duration).await?;
     runs.push(figures(
