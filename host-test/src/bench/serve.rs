@@ -258,6 +258,18 @@ fn figures(
     }
 }
 
+/// Every connection's latencies and error count, together.
+async fn gather(tasks: Vec<tokio::task::JoinHandle<(Vec<u64>, u64)>>) -> Result<(Vec<u64>, u64)> {
+    let mut latencies = Vec::new();
+    let mut errors = 0;
+    for task in tasks {
+        let (taken, failed) = task.await?;
+        latencies.extend(taken);
+        errors += failed;
+    }
+    Ok((latencies, errors))
+}
+
 /// Each of `connections` keep-alive connections sends as fast as it is answered.
 async fn closed_loop(
     target: &Target,
@@ -288,13 +300,7 @@ async fn closed_loop(
             (latencies, errors)
         }));
     }
-    let mut latencies = Vec::new();
-    let mut errors = 0;
-    for task in tasks {
-        let (taken, failed) = task.await?;
-        latencies.extend(taken);
-        errors += failed;
-    }
+    let (latencies, errors) = gather(tasks).await?;
     Ok((latencies, errors, started.elapsed()))
 }
 
@@ -340,28 +346,8 @@ async fn open_loop(
             (latencies, errors)
         }));
     }
-    let mut latencies = Vec::new();
-    let mut errors = 0;
-    for task in tasks {
-        let (taken, failed) = task.await?;
-        latencies.extend(taken);
-        errors += failed;
-    }
+    let (latencies, errors) = gather(tasks).await?;
     Ok((latencies, errors, started.elapsed()))
-}
-
-fn machine() -> String {
-    let cpus = std::thread::available_parallelism().map_or(0, std::num::NonZeroUsize::get);
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find(|line| line.starts_with("model name"))
-                .and_then(|line| line.split(':').nth(1))
-                .map(|name| name.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    format!("{cpus} CPUs, {model}")
 }
 
 pub fn run_serve_bench(args: &ServeBenchArgs) -> u8 {
@@ -546,7 +532,7 @@ async fn bench(args: &ServeBenchArgs) -> Result<ServeBenchReport> {
     Ok(ServeBenchReport {
         runs,
         in_process_median_us: in_process,
-        machine: machine(),
+        machine: super::report::machine(),
         opa_version,
         not_measured,
     })
