@@ -374,24 +374,21 @@ const STUCK_MODULE: &str = r#"
     i32.const 64))
 "#;
 
-#[test]
-fn an_evaluation_that_never_returns_meets_its_deadline_and_the_worker_recovers() {
+/// A server on STUCK_MODULE, without client authentication, with `flags`.
+fn stuck_module_server(flags: &[&str]) -> (Authority, SecretVolume, Server) {
     let ca = Authority::new("meshlife-test-ca");
     let volume = SecretVolume::new(&ca.server(), &ca.cert_pem);
     let module = volume.dir.path().join("stuck.wasm");
     std::fs::write(&module, wat::parse_str(STUCK_MODULE).unwrap()).unwrap();
-    let server = Server::start(
-        &volume,
-        false,
-        &[
-            "--module",
-            module.to_str().unwrap(),
-            "--workers",
-            "1",
-            "--eval-timeout",
-            "200ms",
-        ],
-    );
+    let mut args = vec!["--module", module.to_str().unwrap()];
+    args.extend_from_slice(flags);
+    let server = Server::start(&volume, false, &args);
+    (ca, volume, server)
+}
+
+#[test]
+fn an_evaluation_that_never_returns_meets_its_deadline_and_the_worker_recovers() {
+    let (ca, _volume, server) = stuck_module_server(&["--workers", "1", "--eval-timeout", "200ms"]);
     let client = Client::new(server.routes, &ca, None);
     let stuck = r#"{"review":{"object":{"name":"stuck!"}}}"#;
     let fine = r#"{"review":{"object":{"name":"fine"}}}"#;
@@ -422,24 +419,8 @@ fn an_evaluation_that_never_returns_meets_its_deadline_and_the_worker_recovers()
 
 #[test]
 fn overload_is_refused_at_once_counted_and_bounded() {
-    let ca = Authority::new("meshlife-test-ca");
-    let volume = SecretVolume::new(&ca.server(), &ca.cert_pem);
-    let module = volume.dir.path().join("stuck.wasm");
-    std::fs::write(&module, wat::parse_str(STUCK_MODULE).unwrap()).unwrap();
-    let server = Server::start(
-        &volume,
-        false,
-        &[
-            "--module",
-            module.to_str().unwrap(),
-            "--workers",
-            "1",
-            "--queue",
-            "2",
-            "--eval-timeout",
-            "300ms",
-        ],
-    );
+    let (ca, _volume, server) =
+        stuck_module_server(&["--workers", "1", "--queue", "2", "--eval-timeout", "300ms"]);
     let client = std::sync::Arc::new(Client::new(server.routes, &ca, None));
     let payload = "!".repeat(1 << 20);
     let stuck = std::sync::Arc::new(format!(
