@@ -14,6 +14,7 @@ use rayon::prelude::*;
 use crate::constraint::{self, Constraint};
 use crate::engine::Engine;
 use crate::manifests::{self, InputError};
+use crate::namespaces::NamespaceDefinitions;
 use crate::report::{self, Exemption, Finding, Format, ObjectIdentity, ObjectReport, Report};
 
 /// No finding fails the run.
@@ -41,7 +42,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Check manifests (files, folders, `-` for stdin) against the mesh lifecycle rules.
-    Check(CheckArgs),
+    Check(Box<CheckArgs>),
     /// Build the wasm module and the release artefacts (run inside the meshlife workspace).
     Build(BuildArgs),
     /// Run gator `verify` suites (test.gatekeeper.sh Suite files, or folders of them) against the
@@ -86,6 +87,20 @@ pub struct CheckArgs {
     /// Print objects, files, elapsed time and throughput to stderr.
     #[arg(long)]
     pub stats: bool,
+
+    /// The namespace of objects that name none (of namespaced kinds), as `kubectl apply -n`
+    /// would put them: `helm template` output names none.
+    #[arg(short = 'n', long, value_name = "NS", default_value = crate::namespaces::DEFAULT_NAMESPACE)]
+    pub namespace: String,
+
+    /// A workload judged as not meshed is an error: for teams whose workloads are all meshed,
+    /// so that a missing injection label cannot pass as "0 findings".
+    #[arg(long)]
+    pub require_mesh: bool,
+
+    /// The cluster's facts, as `meshlife constraint` takes them; instead of `--constraint`.
+    #[command(flatten)]
+    pub facts: crate::constraint_gen::ClusterFactArgs,
 }
 
 #[derive(Args, Debug)]
@@ -168,20 +183,20 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         }
     };
     let module_loaded = Instant::now();
-    let loaded = manifests::load_with_progress(&args.paths, &show_progress, &tick);
+    let mut loaded = manifests::load_with_progress(&args.paths, &show_progress, &tick);
     let inputs_read = Instant::now();
     for folder in &loaded.empty_folders {
         eprintln!("meshlife: warning: {folder}: no .yaml, .yml or .json files found");
     }
 
-    let namespaces = loaded.namespaces();
-    let namespace_object_of = |object: &manifests::ManifestObject| {
-        if object.is_namespace() || object.namespace.is_empty() {
-            None
-        } else {
-            namespaces.get(&object.namespace)
-        }
-    };
+    crate::namespaces::apply_default_namespace(&mut loaded.objects, &args.namespace);
+    let namespaces = NamespaceDefinitions::from_objects(&loaded.objects);
+    let mut notices: Vec<String> = namespaces
+        .conflicts()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let namespace_object_of = |object: &manifests::ManifestObject| namespaces.for_object(object);
     let mut errors = loaded.errors.clone();
     // One evaluation per (object, matching constraint).
     let mut jobs: Vec<(usize, usize)> = Vec::new();
@@ -196,6 +211,21 @@ pub fn run_check(args: &CheckArgs) -> u8 {
             }
         }
     }
+    let mut disagreements = std::collections::BTreeSet::new();
+    for &(object_index, constraint_index) in &jobs {
+        let object = &loaded.objects[object_index];
+        if let (Some(namespace_object), Some(file)) =
+            (namespace_object_of(object), namespaces.file_of(object))
+        {
+            disagreements.extend(crate::namespaces::facts_disagreement(
+                &constraints[constraint_index].parameters,
+                &object.namespace,
+                namespace_object,
+                file,
+            ));
+        }
+    }
+    notices.extend(disagreements);
     let inputs: Vec<Vec<u8>> = jobs
         .par_iter()
         .map(|&(object_index, constraint_index)| {
@@ -247,6 +277,9 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         fail_on,
     };
 
+    for notice in &notices {
+        eprintln!("meshlife: warning: {notice}");
+    }
     for error in &report.errors {
         print_error(error);
     }
@@ -285,17 +318,36 @@ pub fn run_check(args: &CheckArgs) -> u8 {
     }
 }
 
-fn load_constraints(
-    args: &CheckArgs,
-    engine: &Engine,
-) -> Result<Vec<Constraint>, constraint::ConstraintError> {
+/// The constraints to check under: the `--constraint` files, or the one the cluster-fact flags
+/// make, or the built-in default (parameter defaults, everything matched).
+fn load_constraints(args: &CheckArgs, engine: &Engine) -> Result<Vec<Constraint>, String> {
+    if args.facts.any_given() {
+        if !args.constraints.is_empty() {
+            return Err(
+                "--constraint and the cluster-fact flags (--kubernetes, --istio, \
+                        --linkerd, ...) both state the cluster's facts; give one or the other"
+                    .into(),
+            );
+        }
+        let (constraint, warnings) =
+            crate::constraint_gen::constraint_for_check(args.facts.clone())?;
+        for warning in warnings {
+            eprintln!("meshlife: warning: {warning}");
+        }
+        constraint
+            .validate_parameters(engine)
+            .map_err(|error| error.to_string())?;
+        return Ok(vec![constraint]);
+    }
     if args.constraints.is_empty() {
         return Ok(vec![Constraint::default_constraint()]);
     }
     let mut constraints = Vec::new();
     for path in &args.constraints {
-        for constraint in constraint::load_constraints(path)? {
-            constraint.validate_parameters(engine)?;
+        for constraint in constraint::load_constraints(path).map_err(|error| error.to_string())? {
+            constraint
+                .validate_parameters(engine)
+                .map_err(|error| error.to_string())?;
             constraints.push(constraint);
         }
     }

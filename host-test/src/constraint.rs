@@ -187,8 +187,20 @@ pub fn load_constraints(path: &Path) -> Result<Vec<Constraint>, ConstraintError>
     let bytes = std::fs::read(path).map_err(|error| file_error(format!("cannot read: {error}")))?;
     let text = String::from_utf8(bytes)
         .map_err(|error| file_error(format!("not UTF-8 text ({error})")))?;
+    parse_constraints_text(&file, &text)
+}
+
+/// [`load_constraints`] for a text already in memory, `file` naming it in errors.
+pub fn parse_constraints_text(file: &str, text: &str) -> Result<Vec<Constraint>, ConstraintError> {
+    let file_error = |message: String| ConstraintError {
+        file: file.to_string(),
+        document: None,
+        field: None,
+        message,
+    };
+    let file = file.to_string();
     let mut constraints = Vec::new();
-    for document in manifests::parse_documents(&file, &text) {
+    for document in manifests::parse_documents(&file, text) {
         let (index, _line, value) = document.map_err(|error| ConstraintError {
             file: file.clone(),
             document: error.document,

@@ -53,14 +53,16 @@ const DEFAULT_GRACE_SECONDS: u64 = 30;
 /// Widest a comment line may be, indentation and `# ` included.
 const COMMENT_WIDTH: usize = 100;
 
+/// `meshlife constraint`: the cluster's facts plus what only a constraint file has (its name,
+/// enforcement action, match and provider-failure handling).
 #[derive(Args, Debug)]
 #[command(group(
     ArgGroup::new("mesh").args(["istio", "linkerd"]).required(true).multiple(true)
 ))]
+#[command(group(ArgGroup::new("cluster-version").args(["kubernetes"]).required(true)))]
 pub struct ConstraintArgs {
-    /// Lowest kubelet version in the cluster (`kubectl get nodes`): 1.31, v1.31.4, 1.31.4-eks-1.
-    #[arg(long, value_name = "VERSION", value_parser = parse_kubernetes_version)]
-    pub kubernetes: KubernetesVersion,
+    #[command(flatten)]
+    pub facts: ClusterFactArgs,
 
     /// `metadata.name` of the constraint.
     #[arg(long, value_name = "NAME", default_value = "mesh-lifecycle", value_parser = parse_name)]
@@ -73,6 +75,34 @@ pub struct ConstraintArgs {
     /// Write the constraint to FILE instead of stdout (`-`: stdout).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+
+    /// `spec.match.excludedNamespaces`, replacing the default: Kubernetes' own namespaces,
+    /// gatekeeper-system and the given meshes' namespaces. An empty value excludes none.
+    #[arg(
+        long,
+        value_name = "NS,...",
+        value_delimiter = ',',
+        help_heading = "Rules"
+    )]
+    pub exclude_namespaces: Option<Vec<String>>,
+
+    /// What the constraint does when the External Data provider fails: `ignore` admits the
+    /// object unchecked (fail open), `report` makes the failure a violation under the
+    /// enforcement action (with deny: fail closed). Default: ignore with `--enforcement deny`,
+    /// report with warn and dryrun, so that an outage never blocks but always shows.
+    #[arg(long, value_enum, value_name = "MODE", help_heading = "Rules")]
+    pub provider_failure: Option<ProviderFailure>,
+}
+
+/// The cluster's facts and rule settings as flags: one definition shared by `meshlife
+/// constraint` (which writes them into a constraint) and `meshlife check` (which checks under
+/// the constraint they make, without a file).
+#[derive(Args, Clone, Debug, Default, PartialEq)]
+pub struct ClusterFactArgs {
+    /// Lowest kubelet version in the cluster (`kubectl get nodes`): 1.31, v1.31.4, 1.31.4-eks-1
+    /// (`meshlife check`: default 1.33, the parameters' default).
+    #[arg(long, value_name = "VERSION", value_parser = parse_kubernetes_version)]
+    pub kubernetes: Option<KubernetesVersion>,
 
     /// Installed Istio version (`istioctl version`): 1.26, 1.27.1.
     #[arg(long, value_name = "VERSION", value_parser = parse_istio_version, help_heading = "Istio")]
@@ -110,7 +140,7 @@ pub struct ConstraintArgs {
     )]
     pub istio_drain: Option<String>,
 
-    /// Namespaces with Istio injection on, for reviews without a Namespace object (`*`: all).
+    /// Namespaces with Istio injection on, whatever their Namespace object says (`*`: all).
     #[arg(
         long,
         value_name = "NS,...",
@@ -171,7 +201,7 @@ pub struct ConstraintArgs {
     #[arg(long, requires = "linkerd", help_heading = "Linkerd")]
     pub linkerd_shutdown_endpoint: bool,
 
-    /// Namespaces with Linkerd injection on, for reviews without a Namespace object (`*`: all).
+    /// Namespaces with Linkerd injection on, whatever their Namespace object says (`*`: all).
     #[arg(
         long,
         value_name = "NS,...",
@@ -189,16 +219,6 @@ pub struct ConstraintArgs {
         help_heading = "Linkerd"
     )]
     pub linkerd_proxy_uid: Option<u32>,
-
-    /// `spec.match.excludedNamespaces`, replacing the default: Kubernetes' own namespaces,
-    /// gatekeeper-system and the given meshes' namespaces. An empty value excludes none.
-    #[arg(
-        long,
-        value_name = "NS,...",
-        value_delimiter = ',',
-        help_heading = "Rules"
-    )]
-    pub exclude_namespaces: Option<Vec<String>>,
 
     /// Findings below this severity are dropped.
     #[arg(long, value_enum, value_name = "SEVERITY", help_heading = "Rules")]
@@ -252,13 +272,6 @@ pub struct ConstraintArgs {
         help_heading = "Rules"
     )]
     pub exit_markers: Vec<String>,
-
-    /// What the constraint does when the External Data provider fails: `ignore` admits the
-    /// object unchecked (fail open), `report` makes the failure a violation under the
-    /// enforcement action (with deny: fail closed). Default: ignore with `--enforcement deny`,
-    /// report with warn and dryrun, so that an outage never blocks but always shows.
-    #[arg(long, value_enum, value_name = "MODE", help_heading = "Rules")]
-    pub provider_failure: Option<ProviderFailure>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -567,6 +580,47 @@ fn validate(args: &ConstraintArgs, generated: &Generated) -> Result<(), String> 
 
 /// Builds the constraint for `args`. Errors name the flag at fault.
 pub fn generate(args: &ConstraintArgs) -> Result<Generated, String> {
+    generate_document(args, true)
+}
+
+/// The constraint `meshlife constraint` writes for these facts (its default name, deny), as
+/// `meshlife check` reads it, so a quick run without a file judges exactly as that file would.
+/// Returns the warnings about the facts too.
+pub fn constraint_for_check(facts: ClusterFactArgs) -> Result<(Constraint, Vec<String>), String> {
+    let args = ConstraintArgs {
+        facts,
+        name: "mesh-lifecycle".into(),
+        enforcement: Enforcement::Deny,
+        output: None,
+        exclude_namespaces: None,
+        provider_failure: None,
+    };
+    // The warning about info findings denying admission is about Gatekeeper, not this run.
+    let generated = generate_document(&args, false)?;
+    let mut constraints = crate::constraint::parse_constraints_text(FACTS_SOURCE, &generated.yaml)
+        .map_err(|error| {
+            format!("the constraint made from the flags does not read back: {error}")
+        })?;
+    match (constraints.pop(), constraints.is_empty()) {
+        (Some(constraint), true) => Ok((constraint, generated.warnings)),
+        _ => Err("the constraint made from the flags is not one constraint".into()),
+    }
+}
+
+/// How findings from a constraint made of command-line facts name their source.
+pub const FACTS_SOURCE: &str = "(command-line facts)";
+
+impl ClusterFactArgs {
+    /// True when any fact or rule flag is on the command line.
+    pub fn any_given(&self) -> bool {
+        *self != ClusterFactArgs::default()
+    }
+}
+
+fn generate_document(
+    args: &ConstraintArgs,
+    warn_about_info_denials: bool,
+) -> Result<Generated, String> {
     let facts = Facts::from_args(args)?;
     let mut warnings = Vec::new();
     let provider_failure = args
@@ -582,7 +636,10 @@ pub fn generate(args: &ConstraintArgs) -> Result<Generated, String> {
         yaml: Yaml::Map(parameters.entries),
         value: Value::Object(parameters.value),
     };
-    if args.enforcement == Enforcement::Deny && facts.min_severity.is_none() {
+    if warn_about_info_denials
+        && args.enforcement == Enforcement::Deny
+        && facts.min_severity.is_none()
+    {
         warnings.push(
             "--enforcement deny without --min-severity: Gatekeeper rejects objects for every \
              finding, info ones (ML303 job-no-deadline, ML404 long-lived-streams) included; \
@@ -666,13 +723,17 @@ struct LinkerdFacts {
 
 impl Facts {
     fn from_args(args: &ConstraintArgs) -> Result<Facts, String> {
-        let kubernetes = args.kubernetes.minor;
-        let istio = match &args.istio {
+        let kubernetes = args.facts.kubernetes.as_ref().map_or_else(
+            || meshlife_policy::params::Parameters::default().kubernetes_minor_version,
+            |version| version.minor,
+        );
+        let istio = match &args.facts.istio {
             None => None,
             Some(version) => {
                 let native_by_version = version.minor >= ISTIO_AUTO_NATIVE_SINCE
                     && kubernetes >= ISTIO_AUTO_NATIVE_MIN_KUBERNETES;
                 let drain = args
+                    .facts
                     .istio_drain
                     .as_deref()
                     .unwrap_or(DEFAULT_DRAIN)
@@ -683,59 +744,74 @@ impl Facts {
                 })?;
                 Some(IstioFacts {
                     version: version.clone(),
-                    native: args.istio_native_sidecars.unwrap_or(native_by_version),
-                    native_given: args.istio_native_sidecars.is_some(),
+                    native: args
+                        .facts
+                        .istio_native_sidecars
+                        .unwrap_or(native_by_version),
+                    native_given: args.facts.istio_native_sidecars.is_some(),
                     native_by_version,
-                    hold: args.istio_hold,
-                    hold_forced: args.istio_hold_forced,
-                    cni: args.istio_cni,
+                    hold: args.facts.istio_hold,
+                    hold_forced: args.facts.istio_hold_forced,
+                    cni: args.facts.istio_cni,
                     drain,
                     drain_ms,
-                    drain_given: args.istio_drain.is_some(),
+                    drain_given: args.facts.istio_drain.is_some(),
                     injected_namespaces: namespaces(
                         "--istio-injected-namespaces",
-                        &args.istio_injected_namespaces,
+                        &args.facts.istio_injected_namespaces,
                         false,
                     )?,
                     ambient_namespaces: namespaces(
                         "--istio-ambient-namespaces",
-                        &args.istio_ambient_namespaces,
+                        &args.facts.istio_ambient_namespaces,
                         false,
                     )?,
-                    proxy_uid: args.istio_proxy_uid,
+                    proxy_uid: args.facts.istio_proxy_uid,
                 })
             }
         };
-        let linkerd = args.linkerd.as_ref().map(|version| -> Result<_, String> {
-            Ok(LinkerdFacts {
-                version: version.clone(),
-                native: args
-                    .linkerd_native_sidecars
-                    .unwrap_or_else(|| version.native_by_default()),
-                native_given: args.linkerd_native_sidecars.is_some(),
-                proxy_await: args.linkerd_await.unwrap_or_else(|| version.has_await()),
-                await_given: args.linkerd_await.is_some(),
-                cni: args.linkerd_cni,
-                shutdown_endpoint: args.linkerd_shutdown_endpoint,
-                injected_namespaces: namespaces(
-                    "--linkerd-injected-namespaces",
-                    &args.linkerd_injected_namespaces,
-                    false,
-                )?,
-                proxy_uid: args.linkerd_proxy_uid,
-            })
-        });
+        let linkerd = args
+            .facts
+            .linkerd
+            .as_ref()
+            .map(|version| -> Result<_, String> {
+                Ok(LinkerdFacts {
+                    version: version.clone(),
+                    native: args
+                        .facts
+                        .linkerd_native_sidecars
+                        .unwrap_or_else(|| version.native_by_default()),
+                    native_given: args.facts.linkerd_native_sidecars.is_some(),
+                    proxy_await: args
+                        .facts
+                        .linkerd_await
+                        .unwrap_or_else(|| version.has_await()),
+                    await_given: args.facts.linkerd_await.is_some(),
+                    cni: args.facts.linkerd_cni,
+                    shutdown_endpoint: args.facts.linkerd_shutdown_endpoint,
+                    injected_namespaces: namespaces(
+                        "--linkerd-injected-namespaces",
+                        &args.facts.linkerd_injected_namespaces,
+                        false,
+                    )?,
+                    proxy_uid: args.facts.linkerd_proxy_uid,
+                })
+            });
         Ok(Facts {
             kubernetes,
             istio,
             linkerd: linkerd.transpose()?,
-            min_severity: args.min_severity,
-            min_available: args.min_available,
-            rules: rule_list("--rules", &args.rules)?,
-            exclude_rules: rule_list("--exclude-rules", &args.exclude_rules)?,
-            exempt_namespaces: namespaces("--exempt-namespaces", &args.exempt_namespaces, false)?,
-            exempt_images: non_empty(&args.exempt_images),
-            exit_markers: non_empty(&args.exit_markers),
+            min_severity: args.facts.min_severity,
+            min_available: args.facts.min_available,
+            rules: rule_list("--rules", &args.facts.rules)?,
+            exclude_rules: rule_list("--exclude-rules", &args.facts.exclude_rules)?,
+            exempt_namespaces: namespaces(
+                "--exempt-namespaces",
+                &args.facts.exempt_namespaces,
+                false,
+            )?,
+            exempt_images: non_empty(&args.facts.exempt_images),
+            exit_markers: non_empty(&args.facts.exit_markers),
         })
     }
 }
@@ -1317,8 +1393,8 @@ fn istio_parameters(istio: &IstioFacts, k: u32, warnings: &mut Vec<String>) -> P
     map.push_list(
         "injectedNamespaces",
         &istio.injected_namespaces,
-        "Istio injection is on in these namespaces (\"*\": all); read only when a review carries \
-         no Namespace object (its istio-injection or istio.io/rev label decides otherwise)."
+        "Istio injection is on in these namespaces (\"*\": all), whatever their Namespace object \
+         says; other namespaces: their istio-injection or istio.io/rev label decides."
             .into(),
     );
     map.push_list(
@@ -1480,8 +1556,8 @@ fn linkerd_parameters(linkerd: &LinkerdFacts, k: u32, warnings: &mut Vec<String>
     map.push_list(
         "injectedNamespaces",
         &linkerd.injected_namespaces,
-        "Linkerd injection is on in these namespaces (\"*\": all); read only when a review \
-         carries no Namespace object (its linkerd.io/inject annotation decides otherwise)."
+        "Linkerd injection is on in these namespaces (\"*\": all), whatever their Namespace \
+         object says; other namespaces: their linkerd.io/inject annotation decides."
             .into(),
     );
     if let Some(uid) = linkerd.proxy_uid {

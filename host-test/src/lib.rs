@@ -11,6 +11,7 @@ pub mod fixtures;
 pub mod install;
 pub mod manifests;
 pub mod module_build;
+pub mod namespaces;
 pub mod report;
 pub mod serve;
 pub mod suite;

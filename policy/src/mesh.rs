@@ -431,13 +431,16 @@ fn istio_predicted(workload: &Workload, settings: &Settings) -> bool {
         return false;
     }
     let istio = &settings.raw.istio;
-    let namespace_injection = match &workload.namespace_meta {
-        Some(_) => match workload.namespace_label("istio-injection") {
+    // The facts describe the cluster; a Namespace manifest beside the workload may be a bare
+    // stub, so a namespace the facts list as injected is injected whatever it says.
+    let namespace_injection = if in_list(&istio.injected_namespaces, namespace) {
+        Some(true)
+    } else {
+        match workload.namespace_label("istio-injection") {
             Some("enabled") => Some(true),
             Some("disabled") => Some(false),
             _ => workload.namespace_label("istio.io/rev").map(|_| true),
-        },
-        None => in_list(&istio.injected_namespaces, namespace).then_some(true),
+        }
     };
     if namespace_injection == Some(false) {
         return false;
@@ -466,9 +469,9 @@ fn linkerd_predicted(workload: &Workload, settings: &Settings) -> bool {
         value if enabled(value) => true,
         _ => {
             let namespace = workload.namespace.as_deref().unwrap_or("");
+            // As for Istio, the facts win over a Namespace manifest.
             enabled(workload.namespace_annotation(LINKERD_INJECT))
-                || (workload.namespace_meta.is_none()
-                    && in_list(&settings.raw.linkerd.injected_namespaces, namespace))
+                || in_list(&settings.raw.linkerd.injected_namespaces, namespace)
         }
     }
 }

@@ -1,0 +1,253 @@
+//! `meshlife check` on manifests as real projects ship them: without namespaces (rendered
+//! charts), with the cluster's facts on the command line, and with several Namespace manifests
+//! (kustomize bases and overlays checked together).
+
+mod cli_support;
+
+use cli_support::*;
+
+/// What `helm template` prints: no `metadata.namespace`, a `# Source:` comment.
+const HELM_JOB: &str = r#"---
+# Source: shop/templates/migrate.yaml
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: migrate
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: migrate
+          image: registry.example/migrate:1
+"#;
+
+#[test]
+fn objects_without_a_namespace_land_in_the_default_namespace() {
+    let workspace = Workspace::new();
+    let outcome = workspace.run_with_stdin(
+        &[
+            "check",
+            "-",
+            "--istio",
+            "1.26",
+            "--istio-injected-namespaces",
+            "default",
+            "-o",
+            "json",
+        ],
+        HELM_JOB,
+    );
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    assert_eq!(
+        sorted(outcome.rules()),
+        ["ML101", "ML301", "ML303"],
+        "{outcome:?}"
+    );
+    assert_eq!(outcome.json()[0]["namespace"], "default", "{outcome:?}");
+
+    // `--namespace` moves them, as `kubectl apply -n` would.
+    let outcome = workspace.run_with_stdin(
+        &[
+            "check",
+            "-",
+            "-n",
+            "shop",
+            "--istio",
+            "1.26",
+            "--istio-injected-namespaces",
+            "shop",
+            "-o",
+            "json",
+        ],
+        HELM_JOB,
+    );
+    assert_eq!(
+        sorted(outcome.rules()),
+        ["ML101", "ML301", "ML303"],
+        "{outcome:?}"
+    );
+    assert_eq!(outcome.json()[0]["namespace"], "shop", "{outcome:?}");
+}
+
+#[test]
+fn a_generated_constraint_matches_objects_without_a_namespace() {
+    let workspace = Workspace::new();
+    let generated = workspace.run(&[
+        "constraint",
+        "--kubernetes",
+        "1.31",
+        "--istio",
+        "1.26",
+        "--istio-injected-namespaces",
+        "*",
+    ]);
+    assert_eq!(generated.code, 0, "{generated:?}");
+    workspace.write("constraint.yaml", &generated.stdout);
+    workspace.write("rendered.yaml", HELM_JOB);
+    let outcome = workspace.run(&[
+        "check",
+        "rendered.yaml",
+        "--constraint",
+        "constraint.yaml",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    assert_eq!(
+        sorted(outcome.rules()),
+        ["ML101", "ML301", "ML303"],
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn facts_on_the_command_line_judge_as_the_constraint_they_make() {
+    let workspace = Workspace::new();
+    workspace.write("job.yaml", &unlabelled_job("reports"));
+    let flags = [
+        "--kubernetes",
+        "1.31",
+        "--istio",
+        "1.26",
+        "--istio-injected-namespaces",
+        "reports",
+    ];
+    let from_flags =
+        workspace.run(&[&["check", "job.yaml", "-o", "json"][..], &flags[..]].concat());
+    let generated = workspace.run(&[&["constraint"][..], &flags[..]].concat());
+    workspace.write("constraint.yaml", &generated.stdout);
+    let from_file = workspace.run(&[
+        "check",
+        "job.yaml",
+        "--constraint",
+        "constraint.yaml",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(from_flags.code, 1, "{from_flags:?}");
+    assert_eq!(
+        from_flags.rules(),
+        from_file.rules(),
+        "{from_flags:?}\n{from_file:?}"
+    );
+
+    // Istio 1.27 on Kubernetes 1.33 injects native sidecars: the Job then completes.
+    let native = workspace.run(&[
+        "check",
+        "job.yaml",
+        "--kubernetes",
+        "1.33",
+        "--istio",
+        "1.27",
+        "--istio-injected-namespaces",
+        "reports",
+        "-o",
+        "json",
+    ]);
+    assert!(!native.rules().contains(&"ML301".to_string()), "{native:?}");
+}
+
+#[test]
+fn facts_and_a_constraint_file_together_are_refused() {
+    let workspace = Workspace::new();
+    workspace.write("job.yaml", &unlabelled_job("reports"));
+    let generated = workspace.run(&["constraint", "--kubernetes", "1.31", "--istio", "1.26"]);
+    workspace.write("constraint.yaml", &generated.stdout);
+    let outcome = workspace.run(&[
+        "check",
+        "job.yaml",
+        "--constraint",
+        "constraint.yaml",
+        "--istio",
+        "1.26",
+    ]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("--constraint and the cluster-fact flags"),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn facts_win_over_a_namespace_stub_and_the_run_says_so() {
+    let workspace = Workspace::new();
+    workspace.write(
+        "app.yaml",
+        &stream(&[
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: reports\n".to_string(),
+            unlabelled_job("reports"),
+        ]),
+    );
+    let outcome = workspace.run(&[
+        "check",
+        "app.yaml",
+        "--istio",
+        "1.26",
+        "--istio-injected-namespaces",
+        "*",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    assert!(
+        outcome.rules().contains(&"ML301".to_string()),
+        "{outcome:?}"
+    );
+    assert!(
+        outcome.stderr.contains(
+            "the facts list namespace reports as Istio-injected (istio.injectedNamespaces), its \
+             Namespace manifest in app.yaml says otherwise (no istio-injection or istio.io/rev label)"
+        ),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn overlays_each_take_their_own_namespace_definition_and_the_conflict_is_reported() {
+    let workspace = Workspace::new();
+    // A kustomize layout: the base's Namespace is a stub, the prod overlay turns injection on.
+    workspace.write("base/namespace.yaml", &namespace("reports", ""));
+    workspace.write("base/job.yaml", &unlabelled_job("reports"));
+    workspace.write(
+        "overlays/prod/namespace.yaml",
+        &namespace("reports", "istio-injection: enabled"),
+    );
+    workspace.write("overlays/prod/jobs/job.yaml", &unlabelled_job("reports"));
+    let outcome = workspace.run(&["check", "base", "overlays", "-o", "json"]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    let files: Vec<String> = outcome
+        .json()
+        .iter()
+        .filter(|finding| finding["rule"] == "ML301")
+        .map(|finding| finding["file"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(files, ["overlays/prod/jobs/job.yaml"], "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("Namespace reports is defined differently in base/namespace.yaml"),
+        "{outcome:?}"
+    );
+}
+
+/// A Job whose namespace alone can mesh it (no injection label of its own).
+fn unlabelled_job(namespace: &str) -> String {
+    format!(
+        r#"apiVersion: batch/v1
+kind: Job
+metadata:
+  name: nightly
+  namespace: {namespace}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: task
+        image: registry.example/task:1
+"#
+    )
+}
