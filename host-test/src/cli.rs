@@ -12,6 +12,7 @@ use meshlife_policy::Severity;
 use rayon::prelude::*;
 
 use crate::constraint::{self, Constraint};
+use crate::coverage::Coverage;
 use crate::engine::Engine;
 use crate::manifests::{self, InputError};
 use crate::namespaces::NamespaceDefinitions;
@@ -98,6 +99,16 @@ pub struct CheckArgs {
     #[arg(long)]
     pub require_mesh: bool,
 
+    /// Leave out files and folders matching this glob (gitignore syntax, relative to each folder
+    /// named); repeatable. A `.meshlifeignore` file does the same from inside the repository.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+
+    /// Inputs that hold nothing to judge (templates, YAML that is not a Kubernetes object) are
+    /// errors instead of skipped.
+    #[arg(long)]
+    pub strict: bool,
+
     /// The cluster's facts, as `meshlife constraint` takes them; instead of `--constraint`.
     #[command(flatten)]
     pub facts: crate::constraint_gen::ClusterFactArgs,
@@ -183,7 +194,10 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         }
     };
     let module_loaded = Instant::now();
-    let mut loaded = manifests::load_with_progress(&args.paths, &show_progress, &tick);
+    let options = manifests::LoadOptions {
+        exclude: args.exclude.clone(),
+    };
+    let mut loaded = manifests::load_with_progress(&args.paths, &options, &show_progress, &tick);
     let inputs_read = Instant::now();
     for folder in &loaded.empty_folders {
         eprintln!("meshlife: warning: {folder}: no .yaml, .yml or .json files found");
@@ -198,17 +212,49 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         .collect();
     let namespace_object_of = |object: &manifests::ManifestObject| namespaces.for_object(object);
     let mut errors = loaded.errors.clone();
+    let mut coverage = Coverage::default();
+    if args.strict {
+        errors.extend(
+            loaded
+                .skipped
+                .iter()
+                .cloned()
+                .map(manifests::Skipped::into_error),
+        );
+    } else {
+        coverage.skipped = loaded.skipped.clone();
+    }
     // One evaluation per (object, matching constraint).
     let mut jobs: Vec<(usize, usize)> = Vec::new();
     for (object_index, object) in loaded.objects.iter().enumerate() {
+        let mut matched = false;
         for (constraint_index, constraint) in constraints.iter().enumerate() {
             match constraint.matches(object, namespace_object_of(object)) {
-                Ok(true) => jobs.push((object_index, constraint_index)),
+                Ok(true) => {
+                    jobs.push((object_index, constraint_index));
+                    matched = true;
+                }
                 Ok(false) => {}
                 Err(message) => {
+                    matched = true; // said as an error, not as unmatched
                     errors.push(object_error(object, Some("metadata.namespace"), message))
                 }
             }
+        }
+        if !matched && meshlife_policy::workload::WorkloadKind::from_kind(&object.kind).is_some() {
+            let reason = if constraints.len() == 1 {
+                format!(
+                    "not matched by constraint {}",
+                    constraint_title(&constraints[0])
+                )
+            } else {
+                "not matched by any of the constraints".to_string()
+            };
+            coverage
+                .unmatched
+                .entry(reason)
+                .or_default()
+                .push(object_note(object));
         }
     }
     let mut disagreements = std::collections::BTreeSet::new();
@@ -275,10 +321,14 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         errors,
         exemptions,
         fail_on,
+        not_judged: coverage.summary(),
     };
 
     for notice in &notices {
         eprintln!("meshlife: warning: {notice}");
+    }
+    for note in coverage.notes() {
+        eprintln!("meshlife: note: {note}");
     }
     for error in &report.errors {
         print_error(error);
@@ -352,6 +402,24 @@ fn load_constraints(args: &CheckArgs, engine: &Engine) -> Result<Vec<Constraint>
         }
     }
     Ok(constraints)
+}
+
+/// `file: document N: Kind ns/name`, for notes that list objects.
+fn object_note(object: &manifests::ManifestObject) -> String {
+    format!(
+        "{}: {}: {}",
+        object.file,
+        object.location(),
+        object.display_name()
+    )
+}
+
+fn constraint_title(constraint: &Constraint) -> String {
+    if constraint.file.is_empty() || constraint.file == crate::constraint_gen::FACTS_SOURCE {
+        format!("{} (from the command-line facts)", constraint.name)
+    } else {
+        format!("{} ({})", constraint.name, constraint.file)
+    }
 }
 
 fn object_error(

@@ -6,6 +6,7 @@ pub mod bench;
 pub mod cli;
 pub mod constraint;
 pub mod constraint_gen;
+pub mod coverage;
 pub mod engine;
 pub mod fixtures;
 pub mod install;

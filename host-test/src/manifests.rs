@@ -5,7 +5,7 @@
 //! the document and (where the parser knows it) the line or field, and every other document and
 //! file is still read.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -182,11 +182,61 @@ impl fmt::Display for InputError {
     }
 }
 
+/// A file or document that was read but holds nothing to judge: a template to render first,
+/// or YAML that is not a Kubernetes object (`values.yaml`, a compose file). Listed, never
+/// silent; `--strict` makes each an error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    pub file: String,
+    /// `None` when the whole file is skipped.
+    pub document: Option<usize>,
+    pub line: Option<usize>,
+    pub reason: String,
+}
+
+impl Skipped {
+    pub fn into_error(self) -> InputError {
+        InputError {
+            file: self.file,
+            document: self.document,
+            item: None,
+            line: self.line,
+            field: None,
+            message: self.reason,
+        }
+    }
+}
+
+impl fmt::Display for Skipped {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "{}", self.file)?;
+        if let Some(document) = self.document {
+            write!(formatter, ": document {document}")?;
+        }
+        if let Some(line) = self.line {
+            write!(formatter, " (line {line})")?;
+        }
+        write!(formatter, ": {}", self.reason)
+    }
+}
+
+/// What the walk leaves out, beyond hidden files and non-manifest extensions.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// `--exclude` globs, gitignore syntax, relative to each folder named on the command line.
+    pub exclude: Vec<String>,
+}
+
+/// The file, in any walked folder or the folders above it, whose gitignore-style lines name
+/// what `meshlife check` never reads there.
+pub const IGNORE_FILE: &str = ".meshlifeignore";
+
 /// Everything read from the command line's paths.
 #[derive(Debug, Default)]
 pub struct LoadedInputs {
     pub objects: Vec<ManifestObject>,
     pub errors: Vec<InputError>,
+    pub skipped: Vec<Skipped>,
     /// Files read, in order (stdin counts as one).
     pub files: Vec<String>,
     /// Folders that held no manifest file at all, so the caller can say so.
@@ -209,6 +259,7 @@ impl LoadedInputs {
 struct FileContents {
     objects: Vec<ManifestObject>,
     errors: Vec<InputError>,
+    skipped: Vec<Skipped>,
 }
 
 /// A file to read; `Stdin` for `-`.
@@ -221,13 +272,14 @@ enum InputFile {
 /// `.json` files (hidden folders such as `.git` and `.github` are skipped), files named
 /// explicitly are read whatever their extension. Files are parsed in parallel.
 pub fn load(paths: &[String]) -> LoadedInputs {
-    load_with_progress(paths, &|_| {}, &|| {})
+    load_with_progress(paths, &LoadOptions::default(), &|_| {}, &|| {})
 }
 
-/// [`load`] with progress hooks: `on_files` gets the number of files once they are known,
-/// `on_file_done` runs after each file is parsed.
+/// [`load`] with options and progress hooks: `on_files` gets the number of files once they
+/// are known, `on_file_done` runs after each file is parsed.
 pub fn load_with_progress(
     paths: &[String],
+    options: &LoadOptions,
     on_files: &dyn Fn(usize),
     on_file_done: &(dyn Fn() + Sync),
 ) -> LoadedInputs {
@@ -246,8 +298,7 @@ pub fn load_with_progress(
         match std::fs::metadata(&path_buf) {
             Ok(metadata) if metadata.is_dir() => {
                 let before = files.len();
-                let mut visited = HashSet::new();
-                walk_folder(&path_buf, &mut files, &mut loaded.errors, &mut visited);
+                walk_folder(&path_buf, &options.exclude, &mut files, &mut loaded.errors);
                 if files.len() == before {
                     loaded.empty_folders.push(path.clone());
                 }
@@ -294,58 +345,101 @@ pub fn load_with_progress(
         loaded.files.push(name);
         loaded.objects.extend(contents.objects);
         loaded.errors.extend(contents.errors);
+        loaded.skipped.extend(contents.skipped);
     }
     loaded
 }
 
+/// Walks `folder` for manifest files, in sorted order: hidden files and folders (`.git`,
+/// `.github`) are skipped, symlinked folders are followed (each real folder once),
+/// `.meshlifeignore` files in the folder, below it and above it apply, and so do `exclude`.
 fn walk_folder(
     folder: &Path,
+    exclude: &[String],
     files: &mut Vec<InputFile>,
     errors: &mut Vec<InputError>,
-    visited: &mut HashSet<PathBuf>,
 ) {
-    // Symlinked folders are followed, but each real folder only once, so loops end.
-    if let Ok(real) = folder.canonicalize()
-        && !visited.insert(real)
-    {
-        return;
+    let mut overrides = ignore::overrides::OverrideBuilder::new(folder);
+    for glob in exclude {
+        // An override glob selects; its negation excludes, leaving every other file alone.
+        if let Err(error) = overrides.add(&format!("!{glob}")) {
+            errors.push(InputError::file(
+                &folder.display().to_string(),
+                format!("--exclude {glob:?} is not a valid glob: {error}"),
+            ));
+            return;
+        }
     }
-    let entries = match std::fs::read_dir(folder) {
-        Ok(entries) => entries,
+    let overrides = match overrides.build() {
+        Ok(overrides) => overrides,
         Err(error) => {
             errors.push(InputError::file(
                 &folder.display().to_string(),
-                format!("cannot read folder: {error}"),
+                format!("--exclude: {error}"),
             ));
             return;
         }
     };
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
-        .collect();
-    // Sorted, so reports are the same on every machine.
-    paths.sort();
-    for path in paths {
-        let file_name = path
-            .file_name()
-            .map(|name| name.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let Ok(metadata) = std::fs::metadata(&path) else {
-            continue; // a dangling symlink is not a manifest
-        };
-        if metadata.is_dir() {
-            if !file_name.starts_with('.') {
-                walk_folder(&path, files, errors, visited);
+    let walker = ignore::WalkBuilder::new(folder)
+        .standard_filters(false)
+        .hidden(true)
+        .parents(true)
+        .add_custom_ignore_filename(IGNORE_FILE)
+        .follow_links(true)
+        .overrides(overrides)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .build();
+    for entry in walker {
+        match entry {
+            Ok(entry) => {
+                let is_file = entry.file_type().is_some_and(|kind| kind.is_file());
+                if is_file && has_manifest_extension(entry.path()) {
+                    files.push(InputFile::Path(entry.path().to_path_buf()));
+                }
             }
-        } else if has_manifest_extension(&path) {
-            files.push(InputFile::Path(path));
+            // A symlink back up the tree: that folder is already being read.
+            Err(error) if is_loop(&error) => {}
+            Err(error) => {
+                let path = error_path(&error).unwrap_or(folder).display().to_string();
+                errors.push(InputError::file(
+                    &path,
+                    format!("cannot read: {}", error_text(&error)),
+                ));
+            }
         }
     }
 }
 
-/// `.yaml`, `.yml` and `.json` files, and generated YAML named after its source such as
-/// Istio's `hello.yaml.injected` or `x.yaml.cni.injected`; editor and backup copies
-/// (`deploy.yaml.bak`) are left out.
+fn is_loop(error: &ignore::Error) -> bool {
+    match error {
+        ignore::Error::Loop { .. } => true,
+        ignore::Error::WithPath { err, .. } | ignore::Error::WithDepth { err, .. } => is_loop(err),
+        _ => false,
+    }
+}
+
+fn error_path(error: &ignore::Error) -> Option<&Path> {
+    match error {
+        ignore::Error::WithPath { path, .. } => Some(path),
+        ignore::Error::WithDepth { err, .. } => error_path(err),
+        _ => None,
+    }
+}
+
+/// The walker's message without the path it prefixes (the report names the path).
+fn error_text(error: &ignore::Error) -> String {
+    match error {
+        ignore::Error::WithPath { err, .. } | ignore::Error::WithDepth { err, .. } => {
+            error_text(err)
+        }
+        other => other.to_string(),
+    }
+}
+
+/// `.yaml`, `.yml` and `.json` files only: an allow-list, so templates (`.j2`, `.tmpl`),
+/// switched-off copies (`.disabled`, `.bak`), examples (`.example`) and generated files such
+/// as Istio's `hello.yaml.injected` are never read from a folder. Named on the command line,
+/// any file is read.
 fn has_manifest_extension(path: &Path) -> bool {
     let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
         return false;
@@ -354,16 +448,14 @@ fn has_manifest_extension(path: &Path) -> bool {
     if name.starts_with('.') {
         return false;
     }
-    let name = name.to_ascii_lowercase();
-    let mut parts = name.split('.').skip(1).collect::<Vec<_>>();
-    let Some(last) = parts.pop() else {
-        return false;
-    };
-    if matches!(last, "yaml" | "yml" | "json") {
-        return true;
-    }
-    let backup = matches!(last, "bak" | "orig" | "old" | "swp" | "tmp" | "rej");
-    !backup && parts.iter().any(|part| matches!(*part, "yaml" | "yml"))
+    Path::new(name)
+        .extension()
+        .and_then(|extension| extension.to_str())
+        .is_some_and(|extension| {
+            ["yaml", "yml", "json"]
+                .iter()
+                .any(|allowed| extension.eq_ignore_ascii_case(allowed))
+        })
 }
 
 #[cfg(test)]
@@ -372,14 +464,8 @@ mod manifest_extension_tests {
     use std::path::Path;
 
     #[test]
-    fn reads_manifests_and_generated_yaml_but_not_backups() {
-        for name in [
-            "a.yaml",
-            "a.YML",
-            "a.json",
-            "hello.yaml.injected",
-            "x.yaml.cni.injected",
-        ] {
+    fn reads_yaml_and_json_files_only() {
+        for name in ["a.yaml", "a.YML", "a.json", "values.prod.yaml"] {
             assert!(has_manifest_extension(Path::new(name)), "{name}");
         }
         for name in [
@@ -389,6 +475,11 @@ mod manifest_extension_tests {
             "yaml",
             "a.json.orig",
             ".yaml",
+            "hello.yaml.injected",
+            "deploy.yaml.j2",
+            "deploy.yaml.tmpl",
+            "deploy.yaml.disabled",
+            "deploy.yaml.example",
         ] {
             assert!(!has_manifest_extension(Path::new(name)), "{name}");
         }
@@ -427,6 +518,8 @@ fn parse_text(file: &str, text: &str, is_json: bool) -> FileContents {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if is_json {
         parse_json_stream(file, text, &mut contents);
+    } else if let Some(line) = template_directive_line(text) {
+        contents.skipped.push(template_skip(file, line));
     } else {
         // Documents are parsed in parallel: one rendered stream on stdin (a whole Helm
         // release) would otherwise keep every core but one idle. Merged in document order.
@@ -448,12 +541,58 @@ fn parse_text(file: &str, text: &str, is_json: bool) -> FileContents {
                 parsed
             })
             .collect();
+        // Template expressions in values (`image: {{ .Values.image }}`) are not YAML either.
+        let template_line = parsed
+            .iter()
+            .any(|document| !document.errors.is_empty())
+            .then(|| template_expression_line(text))
+            .flatten();
+        if let Some(line) = template_line {
+            contents.skipped.push(template_skip(file, line));
+            return contents;
+        }
         for document in parsed {
             contents.objects.extend(document.objects);
             contents.errors.extend(document.errors);
+            contents.skipped.extend(document.skipped);
         }
     }
     contents
+}
+
+fn template_skip(file: &str, line: usize) -> Skipped {
+    Skipped {
+        file: file.into(),
+        document: None,
+        line: Some(line),
+        reason: "a Helm or Jinja template, not a manifest: render it first (`helm template \
+                 CHART | meshlife check -`, or your templating tool's output)"
+            .into(),
+    }
+}
+
+/// The first line that is a template directive on its own (`{{- if .Values.x }}`, `{% for %}`):
+/// no YAML document has one, so the file is a template even where the rest parses.
+fn template_directive_line(text: &str) -> Option<usize> {
+    text.lines()
+        .position(|line| {
+            let line = line.trim_start();
+            line.starts_with("{{") || line.starts_with("{%") || line.starts_with("{#")
+        })
+        .map(|index| index + 1)
+}
+
+/// The first line with a template expression anywhere in it; asked only of files that do not
+/// parse, since valid manifests carry `{{ }}` in strings too (alerting rules, Argo workflows).
+fn template_expression_line(text: &str) -> Option<usize> {
+    text.lines()
+        .position(|line| {
+            let line = line.trim_start();
+            !line.starts_with('#')
+                && ((line.contains("{{") && line.contains("}}"))
+                    || (line.contains("{%") && line.contains("%}")))
+        })
+        .map(|index| index + 1)
 }
 
 fn parse_json_stream(file: &str, text: &str, contents: &mut FileContents) {
@@ -700,6 +839,21 @@ fn add_document(
     if value.is_null() {
         return;
     }
+    if !looks_like_a_kubernetes_object(&value) {
+        contents.skipped.push(Skipped {
+            file: file.into(),
+            document: Some(document),
+            line: Some(first_line),
+            reason: format!(
+                "not a Kubernetes object ({})",
+                match &value {
+                    Value::Object(_) => "no apiVersion or kind".to_string(),
+                    other => format!("{}, not a mapping", json_type_name(other)),
+                }
+            ),
+        });
+        return;
+    }
     match object_identity(&value) {
         Err(error) => contents
             .errors
@@ -752,6 +906,15 @@ fn add_document(
             }
         }
     }
+}
+
+/// Whether a document is meant as a Kubernetes object: a mapping with `apiVersion` or `kind`.
+/// One with only one of them, or with the wrong type, is a broken object (an error), while
+/// `values.yaml`, compose files and `package.json` have neither and are not manifests at all.
+fn looks_like_a_kubernetes_object(value: &Value) -> bool {
+    value
+        .as_object()
+        .is_some_and(|fields| fields.contains_key("apiVersion") || fields.contains_key("kind"))
 }
 
 /// `kind: List`, or another `*List` kind, carrying `items` (a CRD kind that merely ends in

@@ -175,6 +175,8 @@ pub struct Report {
     pub errors: Vec<InputError>,
     pub exemptions: Vec<Exemption>,
     pub fail_on: Severity,
+    /// What the run did not judge, as counts for the summary line (empty: everything judged).
+    pub not_judged: String,
 }
 
 impl Report {
@@ -223,6 +225,7 @@ impl Report {
                 plural(self.exemptions.len(), "exemption")
             );
         }
+        line.push_str(&self.not_judged);
         if !self.errors.is_empty() {
             let _ = write!(
                 line,

@@ -265,22 +265,31 @@ fn unreadable_yaml_names_file_document_and_line_and_loses_nothing_else() {
 }
 
 #[test]
-fn documents_that_are_not_kubernetes_objects_are_errors_naming_the_field() {
+fn documents_that_are_broken_kubernetes_objects_are_errors_naming_the_field() {
     let workspace = Workspace::new();
-    workspace.write("values.yaml", "replicaCount: 2\nimage: {tag: x}\n");
-    let outcome = workspace.run(&["check", "values.yaml"]);
+    workspace.write("broken.yaml", "kind: Deployment\nmetadata: {name: web}\n");
+    let outcome = workspace.run(&["check", "broken.yaml"]);
     assert_eq!(outcome.code, 2, "{outcome:?}");
     assert!(
-        outcome.stderr.contains("values.yaml: document 0"),
+        outcome.stderr.contains("broken.yaml: document 0"),
         "{outcome:?}"
     );
     assert!(outcome.stderr.contains("`apiVersion`"), "{outcome:?}");
 
+    // YAML that is not Kubernetes at all is skipped and said; `--strict` makes it an error.
     workspace.write("list.yaml", "- a\n- b\n");
     let outcome = workspace.run(&["check", "list.yaml"]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("skipped list.yaml: document 0 (line 1): not a Kubernetes object (a list, not a mapping)"),
+        "{outcome:?}"
+    );
+    let outcome = workspace.run(&["check", "list.yaml", "--strict"]);
     assert_eq!(outcome.code, 2, "{outcome:?}");
     assert!(
-        outcome.stderr.contains("expected a Kubernetes object"),
+        outcome
+            .stderr
+            .contains("error: list.yaml: document 0 (line 1): not a Kubernetes object"),
         "{outcome:?}"
     );
 }

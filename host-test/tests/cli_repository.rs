@@ -1,0 +1,188 @@
+//! `meshlife check` on a whole repository: only manifests are read, templates and YAML that is
+//! not Kubernetes are skipped and said, `--exclude` and `.meshlifeignore` leave parts out.
+
+mod cli_support;
+
+use cli_support::*;
+
+const HELM_TEMPLATE: &str = r#"apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-migrate
+spec:
+  template:
+    spec:
+      containers:
+        - name: migrate
+          image: {{ .Values.image }}
+"#;
+
+/// Files of the repository checked, as the JSON findings name them.
+fn files_with_findings(outcome: &Outcome) -> Vec<String> {
+    let mut files: Vec<String> = outcome
+        .json()
+        .iter()
+        .map(|finding| {
+            finding["file"]
+                .as_str()
+                .unwrap_or_default()
+                .replace('\\', "/")
+        })
+        .collect();
+    files.dedup();
+    files
+}
+
+#[test]
+fn only_yaml_and_json_files_are_read_from_folders() {
+    let workspace = Workspace::new();
+    workspace.write("repo/app.yaml", &meshed_deployment("web", "shop"));
+    for name in [
+        "app.yaml.j2",
+        "app.yaml.tmpl",
+        "app.yaml.disabled",
+        "app.yaml.example",
+        "app.yaml.injected",
+    ] {
+        workspace.write(&format!("repo/{name}"), &meshed_deployment("copy", "shop"));
+    }
+    let outcome = workspace.run(&["check", "repo", "-o", "json"]);
+    assert_eq!(
+        files_with_findings(&outcome),
+        ["repo/app.yaml"],
+        "{outcome:?}"
+    );
+    // Named on the command line, any file is read.
+    let outcome = workspace.run(&["check", "repo/app.yaml.example", "-o", "json"]);
+    assert_eq!(outcome.rules(), ["ML101"], "{outcome:?}");
+}
+
+#[test]
+fn templates_get_one_line_saying_to_render_them_first() {
+    let workspace = Workspace::new();
+    workspace.write("chart/templates/job.yaml", HELM_TEMPLATE);
+    workspace.write(
+        "chart/templates/hpa.yaml",
+        "{{- if .Values.autoscaling }}\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata:\n  name: web\n{{- end }}\n",
+    );
+    workspace.write("role.yaml.j2", "{% for ns in namespaces %}\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: {{ ns }}\n{% endfor %}\n");
+    let outcome = workspace.run(&["check", "chart", "role.yaml.j2"]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    assert!(!outcome.stderr.contains("invalid YAML"), "{outcome:?}");
+    for file in [
+        "chart/templates/job.yaml (line 4)",
+        "chart/templates/hpa.yaml (line 1)",
+        "role.yaml.j2 (line 1)",
+    ] {
+        assert!(
+            outcome.stderr.contains(&format!(
+                "skipped {file}: a Helm or Jinja template, not a manifest: render it first"
+            )),
+            "{file}: {outcome:?}"
+        );
+    }
+    assert!(outcome.stdout.contains("3 inputs skipped"), "{outcome:?}");
+    let outcome = workspace.run(&["check", "chart", "--strict"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+}
+
+#[test]
+fn valid_manifests_with_template_expressions_in_strings_are_checked() {
+    let workspace = Workspace::new();
+    // Alerting rules carry Go templates in their strings; they are still manifests.
+    let deployment = meshed_deployment("web", "shop").replace(
+        "  name: web\n",
+        "  name: web\n  annotations:\n    summary: \"{{ $labels.instance }} is down\"\n",
+    );
+    workspace.write("deploy.yaml", &deployment);
+    let outcome = workspace.run(&["check", "deploy.yaml", "-o", "json"]);
+    assert_eq!(outcome.rules(), ["ML101"], "{outcome:?}");
+}
+
+#[test]
+fn yaml_that_is_not_kubernetes_is_listed_as_skipped_not_as_an_error() {
+    let workspace = Workspace::new();
+    workspace.write("repo/deploy.yaml", &meshed_deployment("web", "shop"));
+    workspace.write(
+        "repo/chart/values.yaml",
+        "replicaCount: 2\nimage: {tag: x}\n",
+    );
+    workspace.write(
+        "repo/docker-compose.yml",
+        "services:\n  web:\n    image: nginx\n",
+    );
+    workspace.write(
+        "repo/package.json",
+        "{\"name\": \"site\", \"version\": \"1.0.0\"}",
+    );
+    let outcome = workspace.run(&["check", "repo"]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    assert!(!outcome.stderr.contains("error:"), "{outcome:?}");
+    for file in [
+        "repo/chart/values.yaml",
+        "repo/docker-compose.yml",
+        "repo/package.json",
+    ] {
+        assert!(
+            outcome.stderr.contains(&format!("skipped {file}: document 0 (line 1): not a Kubernetes object (no apiVersion or kind)")),
+            "{file}: {outcome:?}"
+        );
+    }
+    let outcome = workspace.run(&["check", "repo", "--strict"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("error: repo/docker-compose.yml"),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn exclude_globs_and_meshlifeignore_leave_files_out() {
+    let workspace = Workspace::new();
+    workspace.write("repo/deploy/web.yaml", &meshed_deployment("web", "shop"));
+    workspace.write(
+        "repo/vendor/lib.yaml",
+        &meshed_deployment("vendored", "shop"),
+    );
+    workspace.write(
+        "repo/generated/out.yaml",
+        &meshed_deployment("generated", "shop"),
+    );
+    workspace.write("repo/deploy/old.yaml", &meshed_deployment("old", "shop"));
+    let outcome = workspace.run(&["check", "repo", "-o", "json"]);
+    assert_eq!(files_with_findings(&outcome).len(), 4, "{outcome:?}");
+
+    let outcome = workspace.run(&[
+        "check",
+        "repo",
+        "--exclude",
+        "vendor/",
+        "--exclude",
+        "old.yaml",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(
+        files_with_findings(&outcome),
+        ["repo/deploy/web.yaml", "repo/generated/out.yaml"],
+        "{outcome:?}"
+    );
+
+    workspace.write("repo/.meshlifeignore", "# not ours\nvendor/\ngenerated/\n");
+    workspace.write("repo/deploy/.meshlifeignore", "old.yaml\n");
+    let outcome = workspace.run(&["check", "repo", "-o", "json"]);
+    assert_eq!(
+        files_with_findings(&outcome),
+        ["repo/deploy/web.yaml"],
+        "{outcome:?}"
+    );
+
+    let outcome = workspace.run(&["check", "repo", "--exclude", "[oops"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("--exclude \"[oops\" is not a valid glob"),
+        "{outcome:?}"
+    );
+}
