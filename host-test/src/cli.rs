@@ -17,6 +17,7 @@ use crate::engine::Engine;
 use crate::manifests::{self, InputError};
 use crate::namespaces::NamespaceDefinitions;
 use crate::report::{self, Exemption, Finding, Format, ObjectIdentity, ObjectReport, Report};
+use crate::services::ServiceIndex;
 
 /// No finding fails the run.
 pub const EXIT_OK: u8 = 0;
@@ -211,6 +212,7 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         .map(ToString::to_string)
         .collect();
     let namespace_object_of = |object: &manifests::ManifestObject| namespaces.for_object(object);
+    let services = ServiceIndex::from_objects(&loaded.objects);
     let mut errors = loaded.errors.clone();
     let mut coverage = Coverage::default();
     if args.strict {
@@ -276,7 +278,11 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         .par_iter()
         .map(|&(object_index, constraint_index)| {
             let object = &loaded.objects[object_index];
-            constraints[constraint_index].input_for(object, namespace_object_of(object))
+            constraints[constraint_index].input_for(
+                object,
+                namespace_object_of(object),
+                &services.selecting(object),
+            )
         })
         .collect();
     if let Some(bar) = progress.get() {

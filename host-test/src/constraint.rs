@@ -99,12 +99,22 @@ impl Constraint {
         }
     }
 
-    /// The module input for one object: `{"review": ..., "parameters": ...}`.
-    pub fn input_for(&self, object: &ManifestObject, namespace_object: Option<&Value>) -> Vec<u8> {
-        let input = serde_json::json!({
+    /// The module input for one object: `{"review": ..., "parameters": ...}`, with
+    /// `services` (the input's Services that select the object's pods) when there are any.
+    pub fn input_for(
+        &self,
+        object: &ManifestObject,
+        namespace_object: Option<&Value>,
+        services: &[&Value],
+    ) -> Vec<u8> {
+        let mut input = serde_json::json!({
             "review": object.review(namespace_object),
             "parameters": self.parameters,
         });
+        if !services.is_empty() {
+            input["services"] =
+                Value::Array(services.iter().map(|&service| service.clone()).collect());
+        }
         // Serialising a `Value` cannot fail.
         serde_json::to_vec(&input).unwrap_or_default()
     }

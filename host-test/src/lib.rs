@@ -15,4 +15,5 @@ pub mod module_build;
 pub mod namespaces;
 pub mod report;
 pub mod serve;
+pub mod services;
 pub mod suite;

@@ -797,7 +797,7 @@ impl Runner<'_> {
         let violations = match constraint.matches(&object, namespace_object) {
             Ok(false) => Vec::new(),
             Ok(true) => {
-                let input = constraint.input_for(&object, namespace_object);
+                let input = constraint.input_for(&object, namespace_object, &[]);
                 let mut violations = self.engine.evaluate(&input).map_err(|error| {
                     Problem::Broken(format!(
                         "the policy could not evaluate {}: {error:#}",
