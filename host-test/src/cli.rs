@@ -75,7 +75,8 @@ pub struct CheckArgs {
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub format: Format,
 
-    /// Lowest severity of a deny finding that makes the run fail (exit 1).
+    /// Lowest severity of a deny finding that makes the run fail (exit 1); `none`: report
+    /// only, never exit 1 (input errors still exit 2).
     #[arg(long, value_enum, default_value = "warning")]
     pub fail_on: FailOn,
 
@@ -100,14 +101,18 @@ pub enum FailOn {
     Error,
     Warning,
     Info,
+    /// No finding fails the run.
+    None,
 }
 
 impl FailOn {
-    pub fn severity(self) -> Severity {
+    /// The lowest failing severity; `None` for `--fail-on none`.
+    pub fn severity(self) -> Option<Severity> {
         match self {
-            FailOn::Error => Severity::Error,
-            FailOn::Warning => Severity::Warning,
-            FailOn::Info => Severity::Info,
+            FailOn::Error => Some(Severity::Error),
+            FailOn::Warning => Some(Severity::Warning),
+            FailOn::Info => Some(Severity::Info),
+            FailOn::None => None,
         }
     }
 }

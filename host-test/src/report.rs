@@ -94,10 +94,15 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub fn new(violation: Violation, constraint: &Constraint, fail_on: Severity) -> Finding {
+    /// `fail_on` is the lowest failing severity; `None` (`--fail-on none`): nothing fails.
+    pub fn new(
+        violation: Violation,
+        constraint: &Constraint,
+        fail_on: Option<Severity>,
+    ) -> Finding {
         let details = violation.details;
-        let fails_run =
-            constraint.enforcement_action == EnforcementAction::Deny && details.severity >= fail_on;
+        let fails_run = constraint.enforcement_action == EnforcementAction::Deny
+            && fail_on.is_some_and(|fail_on| details.severity >= fail_on);
         Finding {
             rule: details.rule,
             check: details.name,
@@ -174,7 +179,8 @@ pub struct Report {
     /// Inputs that could not be read or evaluated.
     pub errors: Vec<InputError>,
     pub exemptions: Vec<Exemption>,
-    pub fail_on: Severity,
+    /// `None` for `--fail-on none`.
+    pub fail_on: Option<Severity>,
 }
 
 impl Report {
