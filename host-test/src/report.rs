@@ -506,15 +506,14 @@ fn xml_escape(text: &str) -> String {
 }
 
 /// JUnit XML: a testsuite per file, a testcase per object, a `<failure>` per finding that
-/// fails the run; findings that do not (below `--fail-on`, or from a warn/dryrun constraint)
+/// fails the run (the `failures` counts are of failing testcases); findings that do not (below `--fail-on`, or from a warn/dryrun constraint)
 /// are listed in the testcase's `<system-out>` so the test does not turn red for them.
 /// Unreadable documents are testcases with an `<error>`.
 fn render_junit(report: &Report) -> String {
     let groups = report.by_file();
-    let failures: usize = report
-        .findings()
-        .filter(|(_, finding)| finding.fails_run)
-        .count();
+    // `failures` counts failing test cases (objects), as JUnit readers do, not findings.
+    let fails = |object: &ObjectReport| object.findings.iter().any(|finding| finding.fails_run);
+    let failures = report.objects.iter().filter(|object| fails(object)).count();
     let tests = report.objects.len() + report.errors.len();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
@@ -523,12 +522,7 @@ fn render_junit(report: &Report) -> String {
         report.errors.len()
     );
     for group in groups {
-        let suite_failures: usize = group
-            .objects
-            .iter()
-            .flat_map(|object| &object.findings)
-            .filter(|finding| finding.fails_run)
-            .count();
+        let suite_failures = group.objects.iter().filter(|object| fails(object)).count();
         let _ = writeln!(
             out,
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{suite_failures}\" errors=\"{}\">",
