@@ -304,6 +304,7 @@ fn load_constraints(
             constraints.push(constraint);
         }
     }
+    constraint::refuse_duplicate_names(&constraints)?;
     Ok(constraints)
 }
 

@@ -210,6 +210,29 @@ pub fn load_constraints(path: &Path) -> Result<Vec<Constraint>, ConstraintError>
     Ok(constraints)
 }
 
+/// Refuses two constraints with the same `metadata.name` (from repeated `--constraint` files or
+/// one file): Gatekeeper keeps one constraint per kind and name, so a cluster would run only the
+/// one applied last while the CLI checked both.
+pub fn refuse_duplicate_names(constraints: &[Constraint]) -> Result<(), ConstraintError> {
+    for (index, constraint) in constraints.iter().enumerate() {
+        if let Some(first) = constraints[..index]
+            .iter()
+            .find(|earlier| earlier.name == constraint.name)
+        {
+            return Err(constraint.error(
+                Some("metadata.name"),
+                format!(
+                    "`{}` is also the name of the constraint in {} (document {}): Gatekeeper keeps \
+                     one {CONSTRAINT_KIND} per name, so only the one applied last would run; \
+                     rename one of them",
+                    constraint.name, first.file, first.document
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Keys Gatekeeper's CRD defines. Unknown keys are errors: a misspelt `excludedNamespaces`
 /// must not silently widen what the constraint covers.
 const SPEC_KEYS: [&str; 4] = [

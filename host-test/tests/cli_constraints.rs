@@ -299,3 +299,67 @@ fn several_constraints_each_apply_where_they_match() {
             .all(|f| f["constraint"] == "strict-batch" && f["enforcementAction"] == "deny")
     );
 }
+
+#[test]
+fn two_constraints_with_the_same_name_are_refused_naming_both_files() {
+    let workspace = with_constraint("  enforcementAction: deny\n");
+    workspace.write(
+        "other.yaml",
+        &format!("{HEADER}spec:\n  enforcementAction: warn\n"),
+    );
+    let outcome = workspace.run(&[
+        "check",
+        "app.yaml",
+        "--constraint",
+        "constraint.yaml",
+        "--constraint",
+        "other.yaml",
+    ]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(outcome.stdout.is_empty(), "nothing is checked: {outcome:?}");
+    let error = outcome.stderr.lines().next().unwrap_or_default();
+    assert!(error.contains("constraint other.yaml"), "{outcome:?}");
+    assert!(error.contains("field `metadata.name`"), "{outcome:?}");
+    assert!(error.contains("`mesh-lifecycle`"), "{outcome:?}");
+    assert!(error.contains("constraint.yaml"), "{outcome:?}");
+
+    // The same file given twice, and two documents of one file.
+    let outcome = workspace.run(&[
+        "check",
+        "app.yaml",
+        "--constraint",
+        "constraint.yaml",
+        "--constraint",
+        "constraint.yaml",
+    ]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    workspace.write(
+        "both.yaml",
+        &format!("{HEADER}spec: {{}}\n---\n{HEADER}spec: {{}}\n"),
+    );
+    let outcome = workspace.run(&["check", "app.yaml", "--constraint", "both.yaml"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("constraint both.yaml: document ")
+            && outcome.stderr.contains("both.yaml (document "),
+        "{outcome:?}"
+    );
+
+    // Different names load side by side.
+    workspace.write(
+        "other.yaml",
+        &format!(
+            "{}spec:\n  enforcementAction: warn\n",
+            HEADER.replace("name: mesh-lifecycle", "name: mesh-warnings")
+        ),
+    );
+    let outcome = workspace.run(&[
+        "check",
+        "app.yaml",
+        "--constraint",
+        "constraint.yaml",
+        "--constraint",
+        "other.yaml",
+    ]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+}
