@@ -58,6 +58,9 @@ pub enum Command {
     Serve(Box<crate::serve::ServeArgs>),
     /// Print the manifests that run `meshlife serve` in a cluster, for `kubectl apply -f -`.
     Install(crate::install::InstallArgs),
+    /// List the rules (id, name, severity, summary), or show one rule's full entry: what goes
+    /// wrong, when it fires, the fix.
+    Rules(crate::rule_reference::RulesArgs),
 }
 
 #[derive(Args, Debug)]
@@ -127,6 +130,7 @@ pub fn run(cli: Cli) -> u8 {
         Command::Bench(args) => crate::bench::run_bench(&args),
         Command::Serve(args) => crate::serve::run_serve(&args),
         Command::Install(args) => crate::install::run_install(&args),
+        Command::Rules(args) => crate::rule_reference::run_rules(&args),
     }
 }
 

@@ -12,5 +12,6 @@ pub mod install;
 pub mod manifests;
 pub mod module_build;
 pub mod report;
+pub mod rule_reference;
 pub mod serve;
 pub mod suite;
