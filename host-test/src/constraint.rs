@@ -61,7 +61,7 @@ impl fmt::Display for ConstraintError {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(formatter, "constraint {}", self.file)?;
         if let Some(document) = self.document {
-            write!(formatter, ": document {document}")?;
+            write!(formatter, ": document {}", document + 1)?;
         }
         if let Some(field) = &self.field {
             write!(formatter, ": field `{field}`")?;
@@ -225,7 +225,9 @@ pub fn refuse_duplicate_names(constraints: &[Constraint]) -> Result<(), Constrai
                     "`{}` is also the name of the constraint in {} (document {}): Gatekeeper keeps \
                      one {CONSTRAINT_KIND} per name, so only the one applied last would run; \
                      rename one of them",
-                    constraint.name, first.file, first.document
+                    constraint.name,
+                    first.file,
+                    first.document + 1
                 ),
             ));
         }

@@ -56,7 +56,7 @@ impl ObjectIdentity {
         }
     }
 
-    /// `Deployment shop/web (document 0)`.
+    /// `Deployment shop/web (document 1)`: documents and items counted from 1.
     pub fn title(&self) -> String {
         let name = if self.name.is_empty() {
             "<unnamed>"
@@ -64,8 +64,8 @@ impl ObjectIdentity {
             &self.name
         };
         let location = match self.item {
-            Some(item) => format!("document {}, item {item}", self.document),
-            None => format!("document {}", self.document),
+            Some(item) => format!("document {}, item {}", self.document + 1, item + 1),
+            None => format!("document {}", self.document + 1),
         };
         if self.namespace.is_empty() {
             format!("{} {name} ({location})", self.kind)
@@ -401,9 +401,9 @@ fn render_text(report: &Report, colour: bool) -> String {
 fn error_location_and_message(error: &InputError) -> String {
     let mut text = String::new();
     if let Some(document) = error.document {
-        let _ = write!(text, "document {document}");
+        let _ = write!(text, "document {}", document + 1);
         if let Some(item) = error.item {
-            let _ = write!(text, ", item {item}");
+            let _ = write!(text, ", item {}", item + 1);
         }
     }
     if let Some(line) = error.line {
@@ -419,7 +419,8 @@ fn error_location_and_message(error: &InputError) -> String {
     }
 }
 
-/// The JSON shape of one finding (`-o json` is an array of these).
+/// The JSON shape of one finding (`-o json` is an array of these). `document` and `item`
+/// count from 1, as the text says them; `line` is the 1-based line of the document's first key.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct JsonFinding<'a> {
@@ -453,8 +454,8 @@ fn render_json(report: &Report) -> String {
         .findings()
         .map(|(identity, finding)| JsonFinding {
             file: &identity.file,
-            document: identity.document,
-            item: identity.item,
+            document: identity.document + 1,
+            item: identity.item.map(|item| item + 1),
             line: identity.line,
             api_version: &identity.api_version,
             kind: &identity.kind,
@@ -578,7 +579,7 @@ fn render_junit(report: &Report) -> String {
         }
         for error in &group.errors {
             let name = match error.document {
-                Some(document) => format!("document {document}"),
+                Some(document) => format!("document {}", document + 1),
                 None => "file".to_string(),
             };
             let _ = writeln!(
@@ -675,7 +676,7 @@ fn render_sarif(report: &Report) -> String {
                     "check": finding.check,
                     "path": finding.path,
                     "fix": finding.fix,
-                    "document": identity.document,
+                    "document": identity.document + 1,
                     "apiVersion": identity.api_version,
                     "enforcementAction": finding.enforcement_action.as_str(),
                     "failsRun": finding.fails_run,

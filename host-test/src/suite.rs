@@ -319,7 +319,8 @@ fn read_suite_file(path: &Path, named: bool, found: &mut FoundSuites) {
                     Err(error) => {
                         suites += 1;
                         found.errors.push(format!(
-                            "{display}: document {index}: not a valid Suite: {error}"
+                            "{display}: document {}: not a valid Suite: {error}",
+                            index + 1
                         ));
                     }
                 }

@@ -96,7 +96,7 @@ fn malformed_constraints_exit_2_naming_the_field() {
         let outcome = check(&with_constraint(spec));
         assert_eq!(outcome.code, 2, "{spec}: {outcome:?}");
         assert!(
-            outcome.stderr.contains("constraint.yaml: document 0"),
+            outcome.stderr.contains("constraint.yaml: document 1"),
             "{spec}: {outcome:?}"
         );
         assert!(
@@ -138,7 +138,7 @@ fn constraints_of_another_kind_or_version_are_rejected() {
     assert!(
         outcome
             .stderr
-            .contains("constraint broken.yaml: document 0"),
+            .contains("constraint broken.yaml: document 1"),
         "{outcome:?}"
     );
 }
@@ -260,7 +260,7 @@ fn namespace_selector_reads_namespaces_from_the_input() {
     let outcome = check(&workspace);
     assert_eq!(outcome.code, 2, "{outcome:?}");
     assert!(
-        outcome.stderr.contains("app.yaml: document 0"),
+        outcome.stderr.contains("app.yaml: document 1"),
         "{outcome:?}"
     );
     assert!(outcome.stderr.contains("namespaceSelector"), "{outcome:?}");
@@ -340,8 +340,8 @@ fn two_constraints_with_the_same_name_are_refused_naming_both_files() {
     let outcome = workspace.run(&["check", "app.yaml", "--constraint", "both.yaml"]);
     assert_eq!(outcome.code, 2, "{outcome:?}");
     assert!(
-        outcome.stderr.contains("constraint both.yaml: document ")
-            && outcome.stderr.contains("both.yaml (document "),
+        outcome.stderr.contains("constraint both.yaml: document 2")
+            && outcome.stderr.contains("both.yaml (document 1)"),
         "{outcome:?}"
     );
 

@@ -61,7 +61,7 @@ fn valid_by_default() -> bool {
     true
 }
 
-/// Where an object is: file, document, List item.
+/// Where an object is: file, document, List item, 0-based as in expectations.yaml.
 type Location = (String, u64, Option<u64>);
 
 fn show(location: &Location) -> String {
@@ -248,10 +248,17 @@ fn check_folder(root: &Path, folder: &Folder) -> Report {
     let mut found: BTreeMap<(Location, String), String> = BTreeMap::new();
     for finding in &findings {
         let text = |key: &str| finding[key].as_str().unwrap_or_default().to_string();
+        // expectations.yaml numbers documents and items from 0, as it always has; the JSON
+        // output counts them from 1, as the text does.
         let location = (
             text("file"),
-            finding["document"].as_u64().unwrap_or(u64::MAX),
-            finding["item"].as_u64(),
+            finding["document"]
+                .as_u64()
+                .and_then(|document| document.checked_sub(1))
+                .unwrap_or(u64::MAX),
+            finding["item"]
+                .as_u64()
+                .map(|item| item.checked_sub(1).unwrap_or(u64::MAX)),
         );
         let rule = text("rule");
         *report.rule_counts.entry(rule.clone()).or_default() += 1;
@@ -356,9 +363,11 @@ fn check_folder(root: &Path, folder: &Folder) -> Report {
         .filter(|line| line.starts_with("meshlife: error:"))
         .collect();
     let matches = |expected: &ExpectedError, line: &str| {
+        // Messages count documents from 1; expectations.yaml from 0.
         let prefix = format!(
             "meshlife: error: {}: document {}",
-            expected.file, expected.document
+            expected.file,
+            expected.document + 1
         );
         line.starts_with(&prefix)
             && line[prefix.len()..].starts_with([' ', ',', ':'])
