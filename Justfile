@@ -4,9 +4,14 @@
 check:
     cargo run --release -- check examples/
 
-# Run the whole test suite, as CI does.
+# Run the self-contained test suite (passes on any clone), as CI does.
 test:
     cargo test --workspace
+
+# Compare the real-world corpus (../shared/corpus, or MESHLIFE_CORPUS) with the reviewed
+# tests/corpus/expectations.yaml; fails, saying where it looked, when the corpus is missing.
+corpus:
+    cargo test -p meshlife --features corpus --test corpus
 
 # Build the OPA-ABI module into dist/meshlife.wasm.
 wasm:

@@ -61,6 +61,9 @@ pub enum Command {
     Serve(Box<crate::serve::ServeArgs>),
     /// Print the manifests that run `meshlife serve` in a cluster, for `kubectl apply -f -`.
     Install(crate::install::InstallArgs),
+    /// List the rules (id, name, severity, summary), or show one rule's full entry: what goes
+    /// wrong, when it fires, the fix.
+    Rules(crate::rule_reference::RulesArgs),
 }
 
 #[derive(Args, Debug)]
@@ -78,7 +81,8 @@ pub struct CheckArgs {
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub format: Format,
 
-    /// Lowest severity of a deny finding that makes the run fail (exit 1).
+    /// Lowest severity of a deny finding that makes the run fail (exit 1); `none`: report
+    /// only, never exit 1 (input errors still exit 2).
     #[arg(long, value_enum, default_value = "warning")]
     pub fail_on: FailOn,
 
@@ -127,14 +131,18 @@ pub enum FailOn {
     Error,
     Warning,
     Info,
+    /// No finding fails the run.
+    None,
 }
 
 impl FailOn {
-    pub fn severity(self) -> Severity {
+    /// The lowest failing severity; `None` for `--fail-on none`.
+    pub fn severity(self) -> Option<Severity> {
         match self {
-            FailOn::Error => Severity::Error,
-            FailOn::Warning => Severity::Warning,
-            FailOn::Info => Severity::Info,
+            FailOn::Error => Some(Severity::Error),
+            FailOn::Warning => Some(Severity::Warning),
+            FailOn::Info => Some(Severity::Info),
+            FailOn::None => None,
         }
     }
 }
@@ -149,6 +157,7 @@ pub fn run(cli: Cli) -> u8 {
         Command::Bench(args) => crate::bench::run_bench(&args),
         Command::Serve(args) => crate::serve::run_serve(&args),
         Command::Install(args) => crate::install::run_install(&args),
+        Command::Rules(args) => crate::rule_reference::run_rules(&args),
     }
 }
 
@@ -407,6 +416,7 @@ fn load_constraints(args: &CheckArgs, engine: &Engine) -> Result<Vec<Constraint>
             constraints.push(constraint);
         }
     }
+    constraint::refuse_duplicate_names(&constraints).map_err(|error| error.to_string())?;
     Ok(constraints)
 }
 

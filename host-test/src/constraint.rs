@@ -61,7 +61,7 @@ impl fmt::Display for ConstraintError {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(formatter, "constraint {}", self.file)?;
         if let Some(document) = self.document {
-            write!(formatter, ": document {document}")?;
+            write!(formatter, ": document {}", document + 1)?;
         }
         if let Some(field) = &self.field {
             write!(formatter, ": field `{field}`")?;
@@ -230,6 +230,31 @@ pub fn parse_constraints_text(file: &str, text: &str) -> Result<Vec<Constraint>,
         )));
     }
     Ok(constraints)
+}
+
+/// Refuses two constraints with the same `metadata.name` (from repeated `--constraint` files or
+/// one file): Gatekeeper keeps one constraint per kind and name, so a cluster would run only the
+/// one applied last while the CLI checked both.
+pub fn refuse_duplicate_names(constraints: &[Constraint]) -> Result<(), ConstraintError> {
+    for (index, constraint) in constraints.iter().enumerate() {
+        if let Some(first) = constraints[..index]
+            .iter()
+            .find(|earlier| earlier.name == constraint.name)
+        {
+            return Err(constraint.error(
+                Some("metadata.name"),
+                format!(
+                    "`{}` is also the name of the constraint in {} (document {}): Gatekeeper keeps \
+                     one {CONSTRAINT_KIND} per name, so only the one applied last would run; \
+                     rename one of them",
+                    constraint.name,
+                    first.file,
+                    first.document + 1
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Keys Gatekeeper's CRD defines. Unknown keys are errors: a misspelt `excludedNamespaces`

@@ -168,12 +168,16 @@ pub fn gatekeeper_manifests(args: &GatekeeperInstall) -> Result<String, String> 
     }
     let namespace = &args.namespace;
     let mut constraints = String::new();
+    let mut loaded = Vec::new();
     for path in &args.constraints {
         let text = std::fs::read_to_string(path)
             .map_err(|error| format!("cannot read constraint {}: {error}", path.display()))?;
         // The same reader `meshlife check --constraint` uses: a file that is not a
         // MeshLifecycle constraint is refused here, not by the API server later.
-        crate::constraint::load_constraints(path).map_err(|error| error.to_string())?;
+        loaded
+            .extend(crate::constraint::load_constraints(path).map_err(|error| error.to_string())?);
+        // Two of one name: the second `kubectl apply`d would silently replace the first.
+        crate::constraint::refuse_duplicate_names(&loaded).map_err(|error| error.to_string())?;
         let _ = writeln!(
             constraints,
             "---\n# From {}\n{}",

@@ -14,6 +14,7 @@ pub mod manifests;
 pub mod module_build;
 pub mod namespaces;
 pub mod report;
+pub mod rule_reference;
 pub mod serve;
 pub mod services;
 pub mod suite;

@@ -23,11 +23,12 @@ pub const STDIN_NAME: &str = "<stdin>";
 pub struct ManifestObject {
     /// The file as named on the command line (or found under a named folder), or `<stdin>`.
     pub file: String,
-    /// 0-based document index within the file.
+    /// 0-based document index within the file (reports show it 1-based: `document 1`).
     pub document: usize,
-    /// 0-based index in the `items` of a List, when the object came from one.
+    /// 0-based index in the `items` of a List, when the object came from one (shown 1-based).
     pub item: Option<usize>,
-    /// 1-based line where the object's document starts, for annotations that point at lines.
+    /// 1-based line of the first key of the object's document (not its `---`), for reports
+    /// that point at lines; for a List item, the List's.
     pub line: usize,
     pub api_version: String,
     pub kind: String,
@@ -73,11 +74,11 @@ impl ManifestObject {
         }
     }
 
-    /// `document 2` or `document 2, item 5`.
+    /// `document 2` or `document 2, item 5`, counted from 1 as people count.
     pub fn location(&self) -> String {
         match self.item {
-            Some(item) => format!("document {}, item {item}", self.document),
-            None => format!("document {}", self.document),
+            Some(item) => format!("document {}, item {}", self.document + 1, item + 1),
+            None => format!("document {}", self.document + 1),
         }
     }
 
@@ -166,11 +167,12 @@ impl InputError {
 impl fmt::Display for InputError {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(formatter, "{}", self.file)?;
+        // Indexes are 0-based, the numbers people read 1-based.
         if let Some(document) = self.document {
-            write!(formatter, ": document {document}")?;
+            write!(formatter, ": document {}", document + 1)?;
         }
         if let Some(item) = self.item {
-            write!(formatter, ", item {item}")?;
+            write!(formatter, ", item {}", item + 1)?;
         }
         if let Some(line) = self.line {
             write!(formatter, " (line {line})")?;
@@ -211,7 +213,7 @@ impl fmt::Display for Skipped {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(formatter, "{}", self.file)?;
         if let Some(document) = self.document {
-            write!(formatter, ": document {document}")?;
+            write!(formatter, ": document {}", document + 1)?;
         }
         if let Some(line) = self.line {
             write!(formatter, " (line {line})")?;
@@ -602,7 +604,7 @@ fn parse_json_stream(file: &str, text: &str, contents: &mut FileContents) {
     let mut counted = LineCounter::default();
     loop {
         let start = stream.byte_offset();
-        let first_line = counted.line_at(text, skip_whitespace(text, start));
+        let first_line = counted.line_at(text, first_key(text, skip_whitespace(text, start)));
         match stream.next() {
             None => break,
             Some(Ok(value)) => add_document(file, index, first_line, value, contents),
@@ -621,6 +623,20 @@ fn parse_json_stream(file: &str, text: &str, contents: &mut FileContents) {
             }
         }
         index += 1;
+    }
+}
+
+/// Where the first key of the JSON object at `offset` is (the `{` itself when it has none,
+/// `offset` when it is not an object), so that reports point at the object's first key.
+fn first_key(text: &str, offset: usize) -> usize {
+    if !text[offset..].starts_with('{') {
+        return offset;
+    }
+    let key = skip_whitespace(text, offset + 1);
+    if text[key..].starts_with('"') {
+        key
+    } else {
+        offset
     }
 }
 
@@ -664,7 +680,9 @@ fn line_of_offset(text: &str, offset: usize) -> usize {
 /// One YAML document's text and where it sits in the file.
 struct YamlDocument<'a> {
     index: usize,
-    /// 1-based line where the document starts (its `---` marker, if it has one).
+    /// 1-based line of the document's first key: its first line that is not blank, a comment
+    /// or a directive (the `---` line itself when the content starts on it, `--- kind: Pod`);
+    /// the `---` line for an empty document.
     first_line: usize,
     /// 1-based file line of `text`'s first line, to translate parser line numbers.
     text_first_line: usize,
@@ -696,9 +714,13 @@ fn split_yaml_documents<'a>(text: &'a str) -> Vec<YamlDocument<'a>> {
         };
         if pending.explicit || has_yaml_content(&text) {
             let index = documents.len();
+            let first_line = text
+                .lines()
+                .position(is_content_line)
+                .map_or(pending.start_line, |position| text_first_line + position);
             documents.push(YamlDocument {
                 index,
-                first_line: pending.start_line,
+                first_line,
                 text_first_line,
                 text,
             });
@@ -771,10 +793,13 @@ fn split_yaml_documents<'a>(text: &'a str) -> Vec<YamlDocument<'a>> {
 
 /// Whether a document holds anything but blank lines, comments and directives.
 fn has_yaml_content(text: &str) -> bool {
-    text.lines().any(|line| {
-        let trimmed = line.trim();
-        !trimmed.is_empty() && !trimmed.starts_with('#') && !line.starts_with('%')
-    })
+    text.lines().any(is_content_line)
+}
+
+/// A line that is not blank, a comment or a directive.
+fn is_content_line(line: &str) -> bool {
+    let trimmed = line.trim();
+    !trimmed.is_empty() && !trimmed.starts_with('#') && !line.starts_with('%')
 }
 
 /// `Ok(None)` for an empty document (only comments, or `null`).
@@ -1169,20 +1194,25 @@ mod tests {
     fn splitting_numbers_documents_like_a_yaml_parser() {
         assert_eq!(
             documents("a: 1\n---\nb: 2\n"),
-            vec![(0, 1, "a: 1".into()), (1, 2, "b: 2".into())]
+            vec![(0, 1, "a: 1".into()), (1, 3, "b: 2".into())]
         );
         // A leading marker does not create an empty first document; an empty explicit one counts.
+        // The line is the first key's, past comments and blanks; an empty document's is its `---`.
         assert_eq!(
-            documents("# header\n---\na: 1\n---\n---\nb: 2"),
+            documents("# header\n---\na: 1\n---\n---\n# b\n\nb: 2"),
             vec![
-                (0, 2, "a: 1".into()),
+                (0, 3, "a: 1".into()),
                 (1, 4, "".into()),
-                (2, 5, "b: 2".into())
+                (2, 8, "# b\n\nb: 2".into())
             ]
         );
         assert_eq!(
             documents("%YAML 1.2\n---\na: 1\n...\n"),
-            vec![(0, 2, "a: 1".into())]
+            vec![(0, 3, "a: 1".into())]
+        );
+        assert_eq!(
+            documents("# c\n\na: 1\n"),
+            vec![(0, 3, "# c\n\na: 1".into())]
         );
         assert_eq!(documents("--- {a: 1}\n"), vec![(0, 1, "{a: 1}".into())]);
         assert!(documents("").is_empty());
@@ -1246,7 +1276,10 @@ mod tests {
             .iter()
             .map(|e| e.field.clone().unwrap_or_default())
             .collect();
-        assert_eq!(fields, vec!["", "apiVersion", "kind"]);
+        assert_eq!(fields, vec!["apiVersion", "kind"]);
+        // A list is not meant as a Kubernetes object: skipped (and said), not an error.
+        assert_eq!(contents.skipped.len(), 1);
+        assert_eq!(contents.skipped[0].document, Some(0));
     }
 
     #[test]

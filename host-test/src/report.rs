@@ -56,7 +56,7 @@ impl ObjectIdentity {
         }
     }
 
-    /// `Deployment shop/web (document 0)`.
+    /// `Deployment shop/web (document 1)`: documents and items counted from 1.
     pub fn title(&self) -> String {
         let name = if self.name.is_empty() {
             "<unnamed>"
@@ -64,8 +64,8 @@ impl ObjectIdentity {
             &self.name
         };
         let location = match self.item {
-            Some(item) => format!("document {}, item {item}", self.document),
-            None => format!("document {}", self.document),
+            Some(item) => format!("document {}, item {}", self.document + 1, item + 1),
+            None => format!("document {}", self.document + 1),
         };
         if self.namespace.is_empty() {
             format!("{} {name} ({location})", self.kind)
@@ -94,10 +94,15 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub fn new(violation: Violation, constraint: &Constraint, fail_on: Severity) -> Finding {
+    /// `fail_on` is the lowest failing severity; `None` (`--fail-on none`): nothing fails.
+    pub fn new(
+        violation: Violation,
+        constraint: &Constraint,
+        fail_on: Option<Severity>,
+    ) -> Finding {
         let details = violation.details;
-        let fails_run =
-            constraint.enforcement_action == EnforcementAction::Deny && details.severity >= fail_on;
+        let fails_run = constraint.enforcement_action == EnforcementAction::Deny
+            && fail_on.is_some_and(|fail_on| details.severity >= fail_on);
         Finding {
             rule: details.rule,
             check: details.name,
@@ -174,7 +179,8 @@ pub struct Report {
     /// Inputs that could not be read or evaluated.
     pub errors: Vec<InputError>,
     pub exemptions: Vec<Exemption>,
-    pub fail_on: Severity,
+    /// `None` for `--fail-on none`.
+    pub fail_on: Option<Severity>,
     /// What the run did not judge, as counts for the summary line (empty: everything judged).
     pub not_judged: String,
 }
@@ -398,9 +404,9 @@ fn render_text(report: &Report, colour: bool) -> String {
 fn error_location_and_message(error: &InputError) -> String {
     let mut text = String::new();
     if let Some(document) = error.document {
-        let _ = write!(text, "document {document}");
+        let _ = write!(text, "document {}", document + 1);
         if let Some(item) = error.item {
-            let _ = write!(text, ", item {item}");
+            let _ = write!(text, ", item {}", item + 1);
         }
     }
     if let Some(line) = error.line {
@@ -416,7 +422,8 @@ fn error_location_and_message(error: &InputError) -> String {
     }
 }
 
-/// The JSON shape of one finding (`-o json` is an array of these).
+/// The JSON shape of one finding (`-o json` is an array of these). `document` and `item`
+/// count from 1, as the text says them; `line` is the 1-based line of the document's first key.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct JsonFinding<'a> {
@@ -450,8 +457,8 @@ fn render_json(report: &Report) -> String {
         .findings()
         .map(|(identity, finding)| JsonFinding {
             file: &identity.file,
-            document: identity.document,
-            item: identity.item,
+            document: identity.document + 1,
+            item: identity.item.map(|item| item + 1),
             line: identity.line,
             api_version: &identity.api_version,
             kind: &identity.kind,
@@ -503,15 +510,14 @@ fn xml_escape(text: &str) -> String {
 }
 
 /// JUnit XML: a testsuite per file, a testcase per object, a `<failure>` per finding that
-/// fails the run; findings that do not (below `--fail-on`, or from a warn/dryrun constraint)
+/// fails the run (the `failures` counts are of failing testcases); findings that do not (below `--fail-on`, or from a warn/dryrun constraint)
 /// are listed in the testcase's `<system-out>` so the test does not turn red for them.
 /// Unreadable documents are testcases with an `<error>`.
 fn render_junit(report: &Report) -> String {
     let groups = report.by_file();
-    let failures: usize = report
-        .findings()
-        .filter(|(_, finding)| finding.fails_run)
-        .count();
+    // `failures` counts failing test cases (objects), as JUnit readers do, not findings.
+    let fails = |object: &ObjectReport| object.findings.iter().any(|finding| finding.fails_run);
+    let failures = report.objects.iter().filter(|object| fails(object)).count();
     let tests = report.objects.len() + report.errors.len();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
@@ -520,12 +526,7 @@ fn render_junit(report: &Report) -> String {
         report.errors.len()
     );
     for group in groups {
-        let suite_failures: usize = group
-            .objects
-            .iter()
-            .flat_map(|object| &object.findings)
-            .filter(|finding| finding.fails_run)
-            .count();
+        let suite_failures = group.objects.iter().filter(|object| fails(object)).count();
         let _ = writeln!(
             out,
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{suite_failures}\" errors=\"{}\">",
@@ -581,7 +582,7 @@ fn render_junit(report: &Report) -> String {
         }
         for error in &group.errors {
             let name = match error.document {
-                Some(document) => format!("document {document}"),
+                Some(document) => format!("document {}", document + 1),
                 None => "file".to_string(),
             };
             let _ = writeln!(
@@ -678,7 +679,7 @@ fn render_sarif(report: &Report) -> String {
                     "check": finding.check,
                     "path": finding.path,
                     "fix": finding.fix,
-                    "document": identity.document,
+                    "document": identity.document + 1,
                     "apiVersion": identity.api_version,
                     "enforcementAction": finding.enforcement_action.as_str(),
                     "failsRun": finding.fails_run,

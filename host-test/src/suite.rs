@@ -24,7 +24,8 @@
 //!   silent pass.
 //! - Exit code 2 (not 1) when a suite, or a file it names, cannot be read or used (missing or
 //!   absolute paths, a template that is not meshlife's, an object file with several objects, an
-//!   invalid assertion or regular expression, an evaluation failure).
+//!   invalid assertion or regular expression, an evaluation failure), and when a path given
+//!   holds no Suite at all (a folder searched in vain is a wrong path, not a pass).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -99,9 +100,6 @@ pub fn run_verify(args: &VerifyArgs) -> u8 {
     let found = find_suites(&args.paths);
     for error in &found.errors {
         eprintln!("meshlife: error: {error}");
-    }
-    if found.suites.is_empty() && found.errors.is_empty() {
-        eprintln!("meshlife: warning: no test.gatekeeper.sh Suite found in the given paths");
     }
     let runner = Runner {
         engine: &engine,
@@ -208,16 +206,26 @@ struct FoundSuites {
 }
 
 /// Reads the suites under `paths`: named files must hold a Suite; in folders (walked
-/// recursively, sorted, hidden folders skipped) `.yaml`/`.yml` files without one are ignored.
+/// recursively, sorted, hidden folders skipped) `.yaml`/`.yml` files without one are ignored,
+/// but a folder must hold at least one.
 fn find_suites(paths: &[PathBuf]) -> FoundSuites {
     let mut found = FoundSuites::default();
     for path in paths {
         match std::fs::metadata(path) {
             Ok(metadata) if metadata.is_dir() => {
+                let (suites_before, errors_before) = (found.suites.len(), found.errors.len());
                 let mut files = Vec::new();
                 walk(path, &mut files, &mut found.errors);
                 for file in files {
                     read_suite_file(&file, false, &mut found);
+                }
+                // A folder without suites is a wrong path, not a pass with nothing to run.
+                if found.suites.len() == suites_before && found.errors.len() == errors_before {
+                    found.errors.push(format!(
+                        "{}: no {SUITE_GROUP} Suite found (searched recursively for .yaml and \
+                         .yml files with apiVersion: {SUITE_GROUP}/v1alpha1, kind: {SUITE_KIND})",
+                        path.display()
+                    ));
                 }
             }
             Ok(_) => read_suite_file(path, true, &mut found),
@@ -311,7 +319,8 @@ fn read_suite_file(path: &Path, named: bool, found: &mut FoundSuites) {
                     Err(error) => {
                         suites += 1;
                         found.errors.push(format!(
-                            "{display}: document {index}: not a valid Suite: {error}"
+                            "{display}: document {}: not a valid Suite: {error}",
+                            index + 1
                         ));
                     }
                 }

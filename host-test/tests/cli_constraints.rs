@@ -96,7 +96,7 @@ fn malformed_constraints_exit_2_naming_the_field() {
         let outcome = check(&with_constraint(spec));
         assert_eq!(outcome.code, 2, "{spec}: {outcome:?}");
         assert!(
-            outcome.stderr.contains("constraint.yaml: document 0"),
+            outcome.stderr.contains("constraint.yaml: document 1"),
             "{spec}: {outcome:?}"
         );
         assert!(
@@ -138,7 +138,7 @@ fn constraints_of_another_kind_or_version_are_rejected() {
     assert!(
         outcome
             .stderr
-            .contains("constraint broken.yaml: document 0"),
+            .contains("constraint broken.yaml: document 1"),
         "{outcome:?}"
     );
 }
@@ -260,7 +260,7 @@ fn namespace_selector_reads_namespaces_from_the_input() {
     let outcome = check(&workspace);
     assert_eq!(outcome.code, 2, "{outcome:?}");
     assert!(
-        outcome.stderr.contains("app.yaml: document 0"),
+        outcome.stderr.contains("app.yaml: document 1"),
         "{outcome:?}"
     );
     assert!(outcome.stderr.contains("namespaceSelector"), "{outcome:?}");
@@ -298,4 +298,68 @@ fn several_constraints_each_apply_where_they_match() {
             .filter(|f| f["name"] == "migrate")
             .all(|f| f["constraint"] == "strict-batch" && f["enforcementAction"] == "deny")
     );
+}
+
+#[test]
+fn two_constraints_with_the_same_name_are_refused_naming_both_files() {
+    let workspace = with_constraint("  enforcementAction: deny\n");
+    workspace.write(
+        "other.yaml",
+        &format!("{HEADER}spec:\n  enforcementAction: warn\n"),
+    );
+    let outcome = workspace.run(&[
+        "check",
+        "app.yaml",
+        "--constraint",
+        "constraint.yaml",
+        "--constraint",
+        "other.yaml",
+    ]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(outcome.stdout.is_empty(), "nothing is checked: {outcome:?}");
+    let error = outcome.stderr.lines().next().unwrap_or_default();
+    assert!(error.contains("constraint other.yaml"), "{outcome:?}");
+    assert!(error.contains("field `metadata.name`"), "{outcome:?}");
+    assert!(error.contains("`mesh-lifecycle`"), "{outcome:?}");
+    assert!(error.contains("constraint.yaml"), "{outcome:?}");
+
+    // The same file given twice, and two documents of one file.
+    let outcome = workspace.run(&[
+        "check",
+        "app.yaml",
+        "--constraint",
+        "constraint.yaml",
+        "--constraint",
+        "constraint.yaml",
+    ]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    workspace.write(
+        "both.yaml",
+        &format!("{HEADER}spec: {{}}\n---\n{HEADER}spec: {{}}\n"),
+    );
+    let outcome = workspace.run(&["check", "app.yaml", "--constraint", "both.yaml"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("constraint both.yaml: document 2")
+            && outcome.stderr.contains("both.yaml (document 1)"),
+        "{outcome:?}"
+    );
+
+    // Different names load side by side.
+    workspace.write(
+        "other.yaml",
+        &format!(
+            "{}spec:\n  enforcementAction: warn\n",
+            HEADER.replace("name: mesh-lifecycle", "name: mesh-warnings")
+        ),
+    );
+    let outcome = workspace.run(&[
+        "check",
+        "app.yaml",
+        "--constraint",
+        "constraint.yaml",
+        "--constraint",
+        "other.yaml",
+    ]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
 }

@@ -171,3 +171,31 @@ fn module_option_errors_are_clear() {
         "{outcome:?}"
     );
 }
+
+#[test]
+fn fail_on_none_reports_but_exits_0_and_input_errors_still_exit_2() {
+    let workspace = Workspace::new();
+    workspace.write("job.yaml", &meshed_job("job", "shop"));
+    let outcome = workspace.run(&["check", "job.yaml", "--fail-on", "none"]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    assert!(
+        outcome.stdout.contains("ML301"),
+        "still reported: {outcome:?}"
+    );
+    assert!(
+        outcome.stdout.contains("(none failing the run)"),
+        "{outcome:?}"
+    );
+    let json = workspace.run(&["check", "job.yaml", "--fail-on", "none", "-o", "json"]);
+    assert_eq!(json.code, 0, "{json:?}");
+    assert!(
+        json.json()
+            .iter()
+            .all(|finding| finding["failsRun"] == false),
+        "{json:?}"
+    );
+
+    workspace.write("broken.yaml", "kind: {\n");
+    let outcome = workspace.run(&["check", "job.yaml", "broken.yaml", "--fail-on", "none"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+}

@@ -66,7 +66,7 @@ fn json_findings_carry_every_documented_field() {
     assert_eq!(ml301["severity"], "error");
     assert_eq!(ml301["apiVersion"], "batch/v1");
     assert_eq!(ml301["file"], "jobs.yaml");
-    assert_eq!(ml301["document"], 0);
+    assert_eq!(ml301["document"], 1, "documents count from 1");
 }
 
 #[test]
@@ -87,7 +87,7 @@ fn text_groups_by_file_and_ends_with_a_summary() {
     let jobs = text.find("jobs.yaml\n").expect("a jobs.yaml heading");
     let web = text.find("web.yaml\n").expect("a web.yaml heading");
     assert!(jobs < web);
-    assert!(text.contains("Job shop/migrate (document 0)"), "{text}");
+    assert!(text.contains("Job shop/migrate (document 1)"), "{text}");
     assert!(text.contains("ML301 job-sidecar-never-exits"), "{text}");
     assert!(text.contains("fix:"), "{text}");
     // The clean ConfigMap is not listed.
@@ -118,9 +118,9 @@ fn exemptions_in_use_are_listed_with_their_reason() {
     );
     let text = &outcome.stdout;
     assert!(text.contains("Exemptions in use:"), "{text}");
-    assert!(text.contains("Deployment shop/legacy (document 0): ML101 — reason: waits for its own readiness gate, see TICKET-12"), "{text}");
+    assert!(text.contains("Deployment shop/legacy (document 1): ML101 — reason: waits for its own readiness gate, see TICKET-12"), "{text}");
     assert!(
-        text.contains("Deployment shop/other (document 1): * — no reason given"),
+        text.contains("Deployment shop/other (document 2): * — no reason given"),
         "{text}"
     );
     assert!(
@@ -220,18 +220,20 @@ fn junit_has_a_suite_per_file_a_case_per_object_and_a_failure_per_failing_findin
         .next()
         .expect("<testsuites>");
     assert_eq!(root.attribute("tests"), "3");
-    // ML301 (error) and both ML101 (warning) fail the run at --fail-on warning; ML303 (info) does not.
-    assert_eq!(root.attribute("failures"), "3");
+    // `failures` counts failing test cases, not findings: the Job (ML301 and ML101 fail the run
+    // at --fail-on warning, ML303 does not) and the Deployment (ML101); the ConfigMap passes.
+    assert_eq!(root.attribute("failures"), "2");
     assert_eq!(root.attribute("errors"), "0");
     let suites: Vec<&Element> = root.children_named("testsuite").collect();
     let names: Vec<&str> = suites.iter().map(|suite| suite.attribute("name")).collect();
     assert_eq!(names, vec!["jobs.yaml", "web.yaml"]);
     let jobs = suites[0];
     assert_eq!(jobs.attribute("tests"), "2");
-    assert_eq!(jobs.attribute("failures"), "2");
+    assert_eq!(jobs.attribute("failures"), "1");
+    assert_eq!(suites[1].attribute("failures"), "1");
     let cases: Vec<&Element> = jobs.children_named("testcase").collect();
     assert_eq!(cases.len(), 2);
-    assert_eq!(cases[0].attribute("name"), "Job shop/migrate (document 0)");
+    assert_eq!(cases[0].attribute("name"), "Job shop/migrate (document 1)");
     assert_eq!(cases[0].attribute("classname"), "jobs.yaml");
     let failure_types: Vec<&str> = cases[0]
         .children_named("failure")
@@ -270,7 +272,7 @@ fn junit_reports_unreadable_documents_as_errors() {
     assert_eq!(root.attribute("errors"), "1");
     let suite = root.children_named("testsuite").next().unwrap();
     let case = suite.children_named("testcase").next().unwrap();
-    assert_eq!(case.attribute("name"), "document 0");
+    assert_eq!(case.attribute("name"), "document 1");
     let error = case.children_named("error").next().expect("<error>");
     assert!(error.attribute("message").contains("invalid YAML"));
 }
@@ -336,7 +338,7 @@ fn sarif_carries_input_errors_as_notifications() {
         notification["message"]["text"]
             .as_str()
             .unwrap()
-            .contains("broken.yaml: document 0")
+            .contains("broken.yaml: document 1")
     );
     assert_eq!(sarif["runs"][0]["results"].as_array().unwrap().len(), 0);
 }
@@ -421,7 +423,7 @@ fn github_annotations_point_at_file_and_line() {
 }
 
 #[test]
-fn github_line_is_the_start_of_the_document() {
+fn github_line_is_the_objects_first_key_not_the_separator() {
     let workspace = Workspace::new();
     workspace.write(
         "two.yaml",
@@ -429,10 +431,122 @@ fn github_line_is_the_start_of_the_document() {
     );
     let outcome = workspace.run(&["check", "two.yaml", "-o", "github"]);
     let plain_lines = plain_deployment("a", "b").lines().count();
-    let expected = format!("::error file=two.yaml,line={},", plain_lines + 1);
+    // Line plain_lines + 1 is the `---`; the Job's `apiVersion` is the line after it.
+    let expected = format!("::error file=two.yaml,line={},", plain_lines + 2);
     assert!(
         outcome.stdout.contains(&expected),
         "{expected} in {}",
         outcome.stdout
+    );
+}
+
+/// Every format counts documents from 1 and points at the object's first key: here the Job is
+/// document 2, and its `apiVersion` is on line `job_line`, after a `---`, a comment and a blank.
+#[test]
+fn every_format_counts_documents_from_1_and_points_at_the_first_key() {
+    let workspace = Workspace::new();
+    let config_map = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: shop}\n";
+    let text = format!(
+        "{config_map}---\n# the batch job\n\n{}",
+        meshed_job("migrate", "shop")
+    );
+    let job_line = config_map.lines().count() + 4;
+    assert!(
+        text.lines()
+            .nth(job_line - 1)
+            .unwrap()
+            .starts_with("apiVersion: batch/v1")
+    );
+    workspace.write("jobs.yaml", &text);
+    let run = |format: &str| {
+        let outcome = workspace.run(&["check", "jobs.yaml", "-o", format]);
+        assert_eq!(outcome.code, 1, "{outcome:?}");
+        outcome.stdout
+    };
+
+    let text = run("text");
+    assert!(text.contains("Job shop/migrate (document 2)"), "{text}");
+
+    let json: Vec<Value> = serde_json::from_str(&run("json")).unwrap();
+    assert!(!json.is_empty());
+    for finding in &json {
+        assert_eq!(finding["document"], 2, "{finding}");
+        assert_eq!(finding["line"], job_line as u64, "{finding}");
+    }
+
+    let sarif: Value = serde_json::from_str(&run("sarif")).unwrap();
+    for result in sarif["runs"][0]["results"].as_array().unwrap() {
+        assert_eq!(result["properties"]["document"], 2, "{result}");
+        assert_eq!(
+            result["locations"][0]["physicalLocation"]["region"]["startLine"], job_line as u64,
+            "{result}"
+        );
+    }
+
+    let junit = run("junit");
+    assert!(
+        junit.contains("name=\"Job shop/migrate (document 2)\""),
+        "{junit}"
+    );
+
+    let tap = run("tap");
+    assert!(
+        tap.contains("not ok 2 - jobs.yaml: Job shop/migrate (document 2)"),
+        "{tap}"
+    );
+
+    let github = run("github");
+    for line in github.lines().filter(|line| line.starts_with("::")) {
+        assert!(line.contains(&format!(",line={job_line},")), "{line}");
+        assert!(line.contains("(document 2)"), "{line}");
+    }
+
+    // Errors count the same way, with the line the parser names or the document's first key.
+    workspace.write(
+        "broken.yaml",
+        &format!("{config_map}---\n# an object without apiVersion\nkind: Pod\n"),
+    );
+    let outcome = workspace.run(&["check", "broken.yaml", "-o", "junit"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    let broken_line = config_map.lines().count() + 3;
+    assert!(
+        outcome.stderr.contains(&format!(
+            "broken.yaml: document 2 (line {broken_line}): field `apiVersion`"
+        )),
+        "{outcome:?}"
+    );
+    assert!(
+        outcome.stdout.contains("name=\"document 2\""),
+        "{outcome:?}"
+    );
+}
+
+/// JSON input too: the line is the first key's, and items of a List count from 1.
+#[test]
+fn json_documents_and_list_items_count_from_1() {
+    let workspace = Workspace::new();
+    let job: Value = serde_yaml_ng::from_str(&meshed_job("batch", "jobs")).unwrap();
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}, job]});
+    workspace.write(
+        "objects.json",
+        &format!("\n{{}}\n{}", serde_json::to_string_pretty(&list).unwrap()).replacen(
+            "{}",
+            "{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\", \"metadata\": {\"name\": \"a\"}}",
+            1,
+        ),
+    );
+    let outcome = workspace.run(&["check", "objects.json", "-o", "json"]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    for finding in outcome.json() {
+        assert_eq!(finding["document"], 2, "{finding}");
+        assert_eq!(finding["item"], 2, "{finding}");
+        // Line 3 holds the List's `{`, line 4 its first key.
+        assert_eq!(finding["line"], 4, "{finding}");
+    }
+    let text = workspace.run(&["check", "objects.json"]).stdout;
+    assert!(
+        text.contains("Job jobs/batch (document 2, item 2)"),
+        "{text}"
     );
 }

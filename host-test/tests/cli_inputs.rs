@@ -31,12 +31,13 @@ fn multi_document_yaml_reports_each_document_with_its_index() {
         })
         .collect();
     // The comment-only document keeps its number, and `kind: Foo` gives nothing.
-    assert!(located.contains(&(1, "web", "ML101")), "{located:?}");
-    assert!(located.contains(&(4, "migrate", "ML301")), "{located:?}");
+    // Documents count from 1.
+    assert!(located.contains(&(2, "web", "ML101")), "{located:?}");
+    assert!(located.contains(&(5, "migrate", "ML301")), "{located:?}");
     assert!(
         located
             .iter()
-            .all(|(document, ..)| *document == 1 || *document == 4),
+            .all(|(document, ..)| *document == 2 || *document == 5),
         "{located:?}"
     );
 }
@@ -60,7 +61,7 @@ fn json_files_and_json_streams() {
     assert!(
         findings
             .iter()
-            .any(|f| f["rule"] == "ML301" && f["document"] == 1 && f["kind"] == "Job"),
+            .any(|f| f["rule"] == "ML301" && f["document"] == 2 && f["kind"] == "Job"),
         "{outcome:?}"
     );
 }
@@ -88,13 +89,13 @@ fn lists_are_expanded_with_item_indexes() {
     assert!(
         findings
             .iter()
-            .any(|f| f["file"] == "list.yaml" && f["item"] == 1 && f["rule"] == "ML301"),
+            .any(|f| f["file"] == "list.yaml" && f["item"] == 2 && f["rule"] == "ML301"),
         "{outcome:?}"
     );
     assert!(
         findings
             .iter()
-            .any(|f| f["file"] == "deployments.json" && f["item"] == 0 && f["rule"] == "ML101"),
+            .any(|f| f["file"] == "deployments.json" && f["item"] == 1 && f["rule"] == "ML101"),
         "{outcome:?}"
     );
     assert!(outcome.stdout.contains("\"item\""));
@@ -145,7 +146,7 @@ fn admission_review_without_request_names_the_field() {
     let outcome = workspace.run(&["check", "review.yaml"]);
     assert_eq!(outcome.code, 2, "{outcome:?}");
     assert!(
-        outcome.stderr.contains("review.yaml: document 0"),
+        outcome.stderr.contains("review.yaml: document 1"),
         "{outcome:?}"
     );
     assert!(outcome.stderr.contains("`request`"), "{outcome:?}");
@@ -165,7 +166,7 @@ fn stdin_reads_a_rendered_stream() {
     assert!(
         findings
             .iter()
-            .any(|f| f["rule"] == "ML301" && f["document"] == 1)
+            .any(|f| f["rule"] == "ML301" && f["document"] == 2)
     );
 }
 
@@ -246,7 +247,7 @@ fn unreadable_yaml_names_file_document_and_line_and_loses_nothing_else() {
     let outcome = workspace.run(&["check", "broken.yaml", "good.yaml", "-o", "json"]);
     assert_eq!(outcome.code, 2, "{outcome:?}");
     assert!(
-        outcome.stderr.contains("broken.yaml: document 1"),
+        outcome.stderr.contains("broken.yaml: document 2"),
         "{outcome:?}"
     );
     assert!(outcome.stderr.contains("line"), "{outcome:?}");
@@ -271,7 +272,7 @@ fn documents_that_are_broken_kubernetes_objects_are_errors_naming_the_field() {
     let outcome = workspace.run(&["check", "broken.yaml"]);
     assert_eq!(outcome.code, 2, "{outcome:?}");
     assert!(
-        outcome.stderr.contains("broken.yaml: document 0"),
+        outcome.stderr.contains("broken.yaml: document 1"),
         "{outcome:?}"
     );
     assert!(outcome.stderr.contains("`apiVersion`"), "{outcome:?}");
@@ -281,7 +282,7 @@ fn documents_that_are_broken_kubernetes_objects_are_errors_naming_the_field() {
     let outcome = workspace.run(&["check", "list.yaml"]);
     assert_eq!(outcome.code, 0, "{outcome:?}");
     assert!(
-        outcome.stderr.contains("skipped list.yaml: document 0 (line 1): not a Kubernetes object (a list, not a mapping)"),
+        outcome.stderr.contains("skipped list.yaml: document 1 (line 1): not a Kubernetes object (a list, not a mapping)"),
         "{outcome:?}"
     );
     let outcome = workspace.run(&["check", "list.yaml", "--strict"]);
@@ -289,7 +290,7 @@ fn documents_that_are_broken_kubernetes_objects_are_errors_naming_the_field() {
     assert!(
         outcome
             .stderr
-            .contains("error: list.yaml: document 0 (line 1): not a Kubernetes object"),
+            .contains("error: list.yaml: document 1 (line 1): not a Kubernetes object"),
         "{outcome:?}"
     );
 }
@@ -301,7 +302,7 @@ fn invalid_json_names_file_document_and_line() {
     let outcome = workspace.run(&["check", "bad.json"]);
     assert_eq!(outcome.code, 2, "{outcome:?}");
     assert!(
-        outcome.stderr.contains("bad.json: document 0 (line 2)"),
+        outcome.stderr.contains("bad.json: document 1 (line 2)"),
         "{outcome:?}"
     );
 }

@@ -207,3 +207,27 @@ fn decode_base64(text: &str) -> Vec<u8> {
     }
     out
 }
+
+#[test]
+fn install_refuses_two_constraints_with_the_same_name() {
+    // Every cluster file names its constraints mesh-lifecycle-errors and -warnings: applied
+    // together, the second would replace the first in the cluster.
+    let (code, stdout, stderr) = meshlife(
+        &[
+            "install",
+            "gatekeeper",
+            "--constraint",
+            "constraints/gatekeeper/clusters/istio-1.26-classic.yaml",
+            "--constraint",
+            "constraints/gatekeeper/clusters/istio-cni.yaml",
+        ],
+        None,
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains("constraint constraints/gatekeeper/clusters/istio-cni.yaml")
+            && stderr.contains("`mesh-lifecycle-errors` is also the name of the constraint in constraints/gatekeeper/clusters/istio-1.26-classic.yaml"),
+        "{stderr}"
+    );
+}

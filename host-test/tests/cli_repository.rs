@@ -124,7 +124,7 @@ fn yaml_that_is_not_kubernetes_is_listed_as_skipped_not_as_an_error() {
         "repo/package.json",
     ] {
         assert!(
-            outcome.stderr.contains(&format!("skipped {file}: document 0 (line 1): not a Kubernetes object (no apiVersion or kind)")),
+            outcome.stderr.contains(&format!("skipped {file}: document 1 (line 1): not a Kubernetes object (no apiVersion or kind)")),
             "{file}: {outcome:?}"
         );
     }

@@ -53,17 +53,26 @@ fn a_grpc_port_named_on_the_selecting_service_marks_the_stream() {
     ] {
         workspace.write(
             "app.yaml",
-            &stream(&[deployment_with_unnamed_port(), service("checkout", "app: checkout", port)]),
+            &stream(&[
+                deployment_with_unnamed_port(),
+                service("checkout", "app: checkout", port),
+            ]),
         );
         let outcome = workspace.run(&["check", "app.yaml", "-o", "json"]);
-        assert!(outcome.rules().contains(&"ML404".to_string()), "{port}: {outcome:?}");
+        assert!(
+            outcome.rules().contains(&"ML404".to_string()),
+            "{port}: {outcome:?}"
+        );
         let finding = outcome
             .json()
             .into_iter()
             .find(|finding| finding["rule"] == "ML404")
             .unwrap_or_default();
         assert!(
-            finding["message"].as_str().unwrap_or_default().contains("Service \"checkout\""),
+            finding["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("Service \"checkout\""),
             "the message says what marked the stream: {finding}"
         );
     }
@@ -77,5 +86,8 @@ fn a_grpc_port_named_on_the_selecting_service_marks_the_stream() {
         ]),
     );
     let outcome = workspace.run(&["check", "other.yaml", "-o", "json"]);
-    assert!(!outcome.rules().contains(&"ML404".to_string()), "{outcome:?}");
+    assert!(
+        !outcome.rules().contains(&"ML404".to_string()),
+        "{outcome:?}"
+    );
 }

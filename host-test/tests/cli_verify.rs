@@ -865,3 +865,44 @@ fn the_template_schema_describes_exactly_the_module_parameters() {
         assert!(problems(json!({"minSeverity": severity})).is_empty());
     }
 }
+
+#[test]
+fn a_path_holding_no_suite_fails_with_exit_2_naming_it() {
+    let suites = Suites::new();
+    // `objects/` holds manifests but no Suite; an empty folder holds nothing at all.
+    let outcome = suites.verify(&["objects"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("error: objects: no test.gatekeeper.sh Suite found"),
+        "{outcome:?}"
+    );
+    assert_eq!(outcome.stdout, "FAIL\n", "{outcome:?}");
+    std::fs::create_dir_all(suites.path().join("empty")).unwrap();
+    let outcome = suites.verify(&["empty"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("empty: no test.gatekeeper.sh Suite found"),
+        "{outcome:?}"
+    );
+
+    // One path with suites does not excuse another without.
+    suites.suite(
+        "tests/startup.yaml",
+        &STARTUP_TEST
+            .replace("policy/", "../policy/")
+            .replace("objects/", "../objects/"),
+    );
+    let outcome = suites.verify(&["tests", "empty"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("empty: no test.gatekeeper.sh Suite found"),
+        "{outcome:?}"
+    );
+    assert_eq!(suites.verify(&["tests"]).code, 0);
+}
