@@ -413,10 +413,8 @@ fn istio_predicted(workload: &Workload, settings: &Settings) -> bool {
         return false;
     }
     // The label is what the webhook's objectSelector sees, so it wins over the annotation.
-    let pod_request = workload
-        .pod_meta
-        .label(ISTIO_INJECT)
-        .or_else(|| workload.annotation(ISTIO_INJECT));
+    let label_request = workload.pod_meta.label(ISTIO_INJECT);
+    let pod_request = label_request.or_else(|| workload.annotation(ISTIO_INJECT));
     if pod_request == Some("false") {
         return false;
     }
@@ -442,8 +440,13 @@ fn istio_predicted(workload: &Workload, settings: &Settings) -> bool {
     if namespace_injection == Some(false) {
         return false;
     }
-    let sidecar_requested =
-        pod_request == Some("true") || workload.pod_meta.label("istio.io/rev").is_some();
+    // The webhooks select pods by namespace label or by pod *label* (`sidecar.istio.io/inject:
+    // "true"`, `istio.io/rev`); the annotation is only read once a webhook is called for the
+    // pod, that is when the namespace has injection on. An annotation "true" alone in a
+    // namespace without injection asks nobody.
+    let sidecar_requested = label_request == Some("true")
+        || workload.pod_meta.label("istio.io/rev").is_some()
+        || (pod_request == Some("true") && namespace_injection == Some(true));
     let pod_mode = workload.pod_meta.label("istio.io/dataplane-mode");
     let namespace_ambient = match &workload.namespace_meta {
         Some(_) => workload.namespace_label("istio.io/dataplane-mode") == Some("ambient"),
