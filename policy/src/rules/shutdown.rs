@@ -39,7 +39,11 @@ fn grace_path(context: &Context) -> String {
     context.workload.field_path("terminationGracePeriodSeconds")
 }
 
-/// ML401.
+/// ML401. The kubelet sends SIGTERM to the classic proxy when the pod starts terminating (it has
+/// no preStop) and SIGKILL to every container at the grace deadline, which counts from the same
+/// moment; pilot-agent drains for terminationDrainDuration after SIGTERM and then exits. A drain
+/// longer than the grace period is always cut (error). At equality the drain's end and the
+/// SIGKILL race, with no margin for anything that delays the proxy (warning).
 fn drain_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
     let decision = context.decision;
     let grace = grace_seconds(context);
@@ -52,27 +56,46 @@ fn drain_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
         } else {
             "the mesh default"
         };
-        let message = format!(
-            "{proxy} drains for terminationDrainDuration {drain} (from {source}), which is not shorter than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod before the drain ends and in-flight requests are cut."
-        );
+        let equal = decision.drain_ms == grace_ms;
+        let message = if equal {
+            format!(
+                "{proxy} drains for terminationDrainDuration {drain} (from {source}), exactly terminationGracePeriodSeconds {grace}, so there is no margin: the proxy's drain ends exactly when the kubelet kills the pod, so any delay cuts the last connections."
+            )
+        } else {
+            format!(
+                "{proxy} drains for terminationDrainDuration {drain} (from {source}), longer than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod before the drain ends and in-flight requests are cut."
+            )
+        };
         let needed = decision.drain_ms.div_ceil(1000);
         let fix = if grace > 0 {
             format!(
-                "Raise terminationGracePeriodSeconds above {needed}, or lower terminationDrainDuration in the proxy.istio.io/config annotation below {grace}s."
+                "Raise terminationGracePeriodSeconds above {needed} (leaving time for the app's own shutdown), or lower terminationDrainDuration in the proxy.istio.io/config annotation below {grace}s."
             )
         } else {
             format!(
                 "Raise terminationGracePeriodSeconds from 0 to more than {needed} so the proxy can drain (0 kills the pod at once); exempt the workload if an immediate kill is intended."
             )
         };
-        findings.push(context.finding(&DRAIN_EXCEEDS_GRACE, grace_path(context), message, fix));
+        let finding = context.finding(&DRAIN_EXCEEDS_GRACE, grace_path(context), message, fix);
+        findings.push(if equal {
+            finding.with_severity(Severity::Warning)
+        } else {
+            finding
+        });
     }
     if decision.exit_on_zero_active_connections && decision.minimum_drain_ms >= grace_ms {
         let proxy = context.proxy_phrase();
         let minimum = format_ms(decision.minimum_drain_ms);
-        let message = format!(
-            "{proxy} waits MINIMUM_DRAIN_DURATION {minimum} (EXIT_ON_ZERO_ACTIVE_CONNECTIONS is on), which is not shorter than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod before the proxy can drain."
-        );
+        let equal = decision.minimum_drain_ms == grace_ms;
+        let message = if equal {
+            format!(
+                "{proxy} waits MINIMUM_DRAIN_DURATION {minimum} (EXIT_ON_ZERO_ACTIVE_CONNECTIONS is on), exactly terminationGracePeriodSeconds {grace}, so there is no margin: the proxy's minimum drain ends exactly when the kubelet kills the pod, so any delay cuts the last connections."
+            )
+        } else {
+            format!(
+                "{proxy} waits MINIMUM_DRAIN_DURATION {minimum} (EXIT_ON_ZERO_ACTIVE_CONNECTIONS is on), longer than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod before the proxy can drain."
+            )
+        };
         let needed = decision.minimum_drain_ms.div_ceil(1000);
         let fix = if grace > 0 {
             format!(
@@ -83,7 +106,12 @@ fn drain_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
                 "Raise terminationGracePeriodSeconds from 0 to more than {needed} so the proxy can drain."
             )
         };
-        findings.push(context.finding(&DRAIN_EXCEEDS_GRACE, grace_path(context), message, fix));
+        let finding = context.finding(&DRAIN_EXCEEDS_GRACE, grace_path(context), message, fix);
+        findings.push(if equal {
+            finding.with_severity(Severity::Warning)
+        } else {
+            finding
+        });
     }
 }
 
