@@ -247,6 +247,7 @@ fn build_workload<'a>(
         workload.replicas = spec.int("replicas")?;
         workload.strategy = spec.object("strategy", Strategy::read)?;
         if kind == WorkloadKind::CronJob {
+            workload.concurrency_policy = spec.string("concurrencyPolicy")?;
             let job = spec.object("jobTemplate", |job| {
                 job.object("spec", |job_spec| {
                     workload.job_deadline_seconds = job_spec.int("activeDeadlineSeconds")?;

@@ -68,6 +68,7 @@ const RULE_KEYS: &[&str] = &[
     "blueGreen",
     "canary",
     "command",
+    "concurrencyPolicy",
     "containerPort",
     "containers",
     "env",

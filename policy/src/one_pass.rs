@@ -84,6 +84,7 @@ pub fn read(json: &str) -> Option<Reading<'_>> {
             return Some(Reading::Review(Box::new(workload), Box::new(settings)));
         }
         WorkloadKind::CronJob => spec.job_template.and_then(|job_spec| {
+            workload.concurrency_policy = spec.concurrency_policy;
             workload.job_deadline_seconds = job_spec.active_deadline_seconds;
             job_spec.template
         }),
@@ -140,6 +141,7 @@ struct ObjectSpec<'a> {
     strategy: Option<Strategy<'a>>,
     template: Option<PodTemplate<'a>>,
     job_template: Option<JobSpec<'a>>,
+    concurrency_policy: Option<Text<'a>>,
 }
 
 #[derive(Default)]
@@ -346,6 +348,7 @@ fn object_spec<'a>(cursor: &mut Cursor<'a>) -> Option<Option<ObjectSpec<'a>>> {
     fields(cursor, |spec: &mut ObjectSpec<'a>, cursor, key| {
         Some(match key {
             "replicas" => field!(spec.replicas, int(cursor)),
+            "concurrencyPolicy" => field!(spec.concurrency_policy, text(cursor)),
             "strategy" => field!(spec.strategy, strategy(cursor)),
             "template" => field!(spec.template, pod_template(cursor)),
             "jobTemplate" => field!(

@@ -65,6 +65,8 @@ pub struct Workload<'a> {
     pub strategy: Option<Strategy<'a>>,
     /// `activeDeadlineSeconds` of the Job (or CronJob job template).
     pub job_deadline_seconds: Option<i64>,
+    /// A CronJob's `spec.concurrencyPolicy`.
+    pub concurrency_policy: Option<Text<'a>>,
 }
 
 impl<'a> Workload<'a> {
@@ -91,6 +93,7 @@ impl<'a> Workload<'a> {
             replicas: None,
             strategy: None,
             job_deadline_seconds: None,
+            concurrency_policy: None,
         }
     }
 

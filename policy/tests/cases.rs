@@ -38,6 +38,9 @@ struct Case {
     /// Substrings that must appear in some `details.fix`.
     #[serde(default)]
     fixes: Vec<String>,
+    /// Substrings that must appear in no message and no fix (another mesh's words, say).
+    #[serde(default)]
+    absent: Vec<String>,
 }
 
 fn case_files() -> Vec<PathBuf> {
@@ -126,6 +129,13 @@ fn every_case_gives_exactly_its_expected_rules() {
                     .any(|v| v.details.fix.contains(needle.as_str()))
                 {
                     failures.push(format!("{label}: no fix contains {needle:?}"));
+                }
+            }
+            for needle in &case.absent {
+                if violations.iter().any(|v| {
+                    v.msg.contains(needle.as_str()) || v.details.fix.contains(needle.as_str())
+                }) {
+                    failures.push(format!("{label}: a message or fix contains {needle:?}"));
                 }
             }
             for violation in &violations {
