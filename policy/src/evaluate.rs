@@ -11,7 +11,9 @@ use crate::one_pass::{self, Reading};
 use crate::params::{Parameters, Settings};
 use crate::rules::{Context, run_all};
 use crate::violation::{Details, Violation};
-use crate::workload::{Workload, WorkloadKind, glob_matches};
+use std::borrow::Cow;
+
+use crate::workload::{EmbeddedJob, TrainingKind, Workload, WorkloadKind, glob_matches};
 
 /// Pod template annotation listing rule ids or names (or `*`) exempt for this workload.
 pub const EXEMPT_ANNOTATION: &str = "meshlife.io/exempt";
@@ -171,17 +173,15 @@ fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Reje
         })?;
     let review_kind = review.object("kind", |kind| kind.string("kind"))?.flatten();
     let kind_name = object.string("kind")?.or(review_kind);
-    let Some(kind) = kind_name.as_deref().and_then(WorkloadKind::from_kind) else {
+    // `Rollout` is Argo's; another group's Rollout is not a pod controller we know (and so on
+    // for the other kinds of one API group).
+    let api_version = object.string("apiVersion")?;
+    let Some(kind) = kind_name
+        .as_deref()
+        .and_then(|kind| WorkloadKind::of(kind, api_version.as_deref()))
+    else {
         return Ok(Vec::new());
     };
-    // `Rollout` is Argo's; another group's Rollout is not a pod controller we know.
-    if kind == WorkloadKind::Rollout
-        && object
-            .string("apiVersion")?
-            .is_some_and(|api_version| !api_version.starts_with("argoproj.io/"))
-    {
-        return Ok(Vec::new());
-    }
     let object_meta = object
         .object("metadata", ObjectMeta::read)?
         .unwrap_or_default();
@@ -196,6 +196,13 @@ fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Reje
         review.string("namespace")?,
         namespace_meta,
     );
+    if kind.is_embedding() {
+        let mut violations = Vec::new();
+        for workload in embedded_workloads(&workload, &object)? {
+            violations.extend(review_workload(&workload, &settings));
+        }
+        return Ok(violations);
+    }
     let Some(workload) = build_workload(workload, &object)? else {
         return Ok(Vec::new());
     };
@@ -271,6 +278,220 @@ fn build_workload<'a>(
     workload.spec = spec;
     workload.pod_meta = metadata.unwrap_or_default();
     Ok(Some(workload))
+}
+
+/// Where an embedded pod template sits: its path in the object, the job that runs it, and the
+/// job's own deadline.
+struct Embedding<'a> {
+    template_path: String,
+    template: TemplateParts<'a>,
+    job: EmbeddedJob,
+    job_deadline_seconds: Option<i64>,
+}
+
+/// A Job spec (`{activeDeadlineSeconds, template}`) at `path`.
+fn job_spec_template<'a>(
+    job_spec: &Fields<'a, '_>,
+    path: &str,
+    phrase: String,
+    found: &mut Vec<Embedding<'a>>,
+) -> Parsed<()> {
+    let deadline = job_spec.int("activeDeadlineSeconds")?;
+    if let Some(template) = job_spec.object("template", read_template)? {
+        found.push(Embedding {
+            template_path: format!("{path}.template"),
+            template,
+            job: EmbeddedJob {
+                phrase,
+                deadline_path: format!("{path}.activeDeadlineSeconds"),
+            },
+            job_deadline_seconds: deadline,
+        });
+    }
+    Ok(())
+}
+
+/// A Kubeflow training job's spec at `path`: `runPolicy.activeDeadlineSeconds` and one template
+/// per role of `<x>ReplicaSpecs`.
+fn training_job_templates<'a>(
+    spec: &Fields<'a, '_>,
+    path: &str,
+    training: TrainingKind,
+    owner: &str,
+    found: &mut Vec<Embedding<'a>>,
+) -> Parsed<()> {
+    let deadline = spec
+        .object("runPolicy", |policy| policy.int("activeDeadlineSeconds"))?
+        .flatten();
+    let field = training.replica_specs_field();
+    spec.object(field, |roles| {
+        for role in roles.keys() {
+            let template = roles
+                .object(role, |replica| replica.object("template", read_template))?
+                .flatten();
+            if let Some(template) = template {
+                let role_path = Path::Key(&Path::Key(&Path::Root(path), field), role).render();
+                found.push(Embedding {
+                    template_path: format!("{role_path}.template"),
+                    template,
+                    job: EmbeddedJob {
+                        phrase: format!("the {role} replicas of {owner}"),
+                        deadline_path: format!("{path}.runPolicy.activeDeadlineSeconds"),
+                    },
+                    job_deadline_seconds: deadline,
+                });
+            }
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// The pod specs of an embedding kind, each a workload of its own with paths into its template.
+fn embedded_workloads<'a>(
+    base: &Workload<'a>,
+    object: &Fields<'a, '_>,
+) -> Parsed<Vec<Workload<'a>>> {
+    let kind = base.kind;
+    let mut found = Vec::new();
+    object.object("spec", |spec| {
+        match kind {
+            WorkloadKind::AnalysisTemplate | WorkloadKind::ClusterAnalysisTemplate => {
+                let kind_name = if kind == WorkloadKind::AnalysisTemplate {
+                    "AnalysisTemplate"
+                } else {
+                    "ClusterAnalysisTemplate"
+                };
+                let mut index = 0;
+                spec.list("metrics", |item, path| {
+                    let at = index;
+                    index += 1;
+                    let Some(metric) = Fields::of(item, path)? else {
+                        return Ok(());
+                    };
+                    let name = metric.string("name")?;
+                    let phrase = match &name {
+                        Some(name) => format!("the Job of {kind_name} metric \"{name}\""),
+                        None => format!("the Job of {kind_name} metric {at}"),
+                    };
+                    let job_path = format!("spec.metrics[{at}].provider.job.spec");
+                    metric.object("provider", |provider| {
+                        provider.object("job", |job| {
+                            job.object("spec", |job_spec| {
+                                job_spec_template(job_spec, &job_path, phrase, &mut found)
+                            })
+                        })
+                    })?;
+                    Ok(())
+                })?;
+            }
+            WorkloadKind::KatibExperiment => {
+                spec.object("trialTemplate", |trial| {
+                    trial.object("trialSpec", |trial_spec| {
+                        let trial_kind = trial_spec.string("kind")?;
+                        let trial_api = trial_spec.string("apiVersion")?;
+                        let trial_kind = trial_kind
+                            .as_deref()
+                            .and_then(|k| WorkloadKind::of(k, trial_api.as_deref()));
+                        let path = "spec.trialTemplate.trialSpec.spec";
+                        trial_spec.object("spec", |inner| match trial_kind {
+                            Some(WorkloadKind::TrainingJob(training)) => training_job_templates(
+                                inner,
+                                path,
+                                training,
+                                &format!("the {} of each Katib trial", training.kind()),
+                                &mut found,
+                            ),
+                            // A batch/v1 Job, the usual trial, and the default when `kind` is absent.
+                            Some(WorkloadKind::Job) | None => job_spec_template(
+                                inner,
+                                path,
+                                "the Job of each Katib trial".to_string(),
+                                &mut found,
+                            ),
+                            Some(_) => Ok(()),
+                        })
+                    })
+                })?;
+            }
+            WorkloadKind::TrainingJob(training) => {
+                training_job_templates(
+                    spec,
+                    "spec",
+                    training,
+                    &format!("the {}", training.kind()),
+                    &mut found,
+                )?;
+            }
+            WorkloadKind::JobSet => {
+                let mut index = 0;
+                spec.list("replicatedJobs", |item, path| {
+                    let at = index;
+                    index += 1;
+                    let Some(replicated) = Fields::of(item, path)? else {
+                        return Ok(());
+                    };
+                    let name = replicated.string("name")?;
+                    let phrase = match &name {
+                        Some(name) => format!("the Jobs of JobSet replicatedJob \"{name}\""),
+                        None => format!("the Jobs of JobSet replicatedJob {at}"),
+                    };
+                    let job_path = format!("spec.replicatedJobs[{at}].template.spec");
+                    replicated.object("template", |job| {
+                        job.object("spec", |job_spec| {
+                            job_spec_template(job_spec, &job_path, phrase, &mut found)
+                        })
+                    })?;
+                    Ok(())
+                })?;
+            }
+            WorkloadKind::VolcanoJob => {
+                let mut index = 0;
+                spec.list("tasks", |item, path| {
+                    let at = index;
+                    index += 1;
+                    let Some(task) = Fields::of(item, path)? else {
+                        return Ok(());
+                    };
+                    let name = task.string("name")?;
+                    let phrase = match &name {
+                        Some(name) => format!("the pods of Volcano Job task \"{name}\""),
+                        None => format!("the pods of Volcano Job task {at}"),
+                    };
+                    if let Some(template) = task.object("template", read_template)? {
+                        found.push(Embedding {
+                            template_path: format!("spec.tasks[{at}].template"),
+                            template,
+                            job: EmbeddedJob {
+                                phrase,
+                                deadline_path: format!(
+                                    "spec.tasks[{at}].template.spec.activeDeadlineSeconds"
+                                ),
+                            },
+                            job_deadline_seconds: None,
+                        });
+                    }
+                    Ok(())
+                })?;
+            }
+            _ => {}
+        }
+        Ok(())
+    })?;
+    Ok(found
+        .into_iter()
+        .filter_map(|embedding| {
+            let spec = embedding.template.spec?;
+            let mut workload = base.clone();
+            workload.spec = spec;
+            workload.pod_meta = embedding.template.metadata.unwrap_or_default();
+            workload.spec_path = Cow::Owned(format!("{}.spec", embedding.template_path));
+            workload.metadata_path = Cow::Owned(format!("{}.metadata", embedding.template_path));
+            workload.job_deadline_seconds = embedding.job_deadline_seconds;
+            workload.embedded = Some(embedding.job);
+            Some(workload)
+        })
+        .collect())
 }
 
 /// Runs the rules over one workload and applies exemptions and the selection parameters.

@@ -56,7 +56,20 @@ pub enum Keep {
     RuleKeys,
     /// Every key: annotations, labels, parameters.
     All,
+    /// Every key, each holding a value read by rule keys: the role maps of a Kubeflow
+    /// training job (`pytorchReplicaSpecs: {Master: {...}, Worker: {...}}`).
+    DataKeys,
 }
+
+/// Maps from role names to replica specs (Kubeflow training jobs).
+const ROLE_MAPS: &[&str] = &[
+    "jaxReplicaSpecs",
+    "mpiReplicaSpecs",
+    "paddleReplicaSpecs",
+    "pytorchReplicaSpecs",
+    "tfReplicaSpecs",
+    "xgbReplicaSpecs",
+];
 
 /// Keys the rules read anywhere in an admission object.
 const RULE_KEYS: &[&str] = &[
@@ -77,6 +90,7 @@ const RULE_KEYS: &[&str] = &[
     "httpGet",
     "image",
     "initContainers",
+    "job",
     "jobTemplate",
     "kind",
     "labels",
@@ -84,6 +98,7 @@ const RULE_KEYS: &[&str] = &[
     "maxSurge",
     "maxUnavailable",
     "metadata",
+    "metrics",
     "name",
     "namespace",
     "namespaceObject",
@@ -95,20 +110,26 @@ const RULE_KEYS: &[&str] = &[
     "ports",
     "postStart",
     "preStop",
+    "provider",
     "readinessProbe",
     "replicas",
+    "replicatedJobs",
     "restartPolicy",
     "review",
     "rollingUpdate",
     "runAsUser",
+    "runPolicy",
     "seconds",
     "securityContext",
     "sleep",
     "spec",
     "startupProbe",
     "strategy",
+    "tasks",
     "template",
     "terminationGracePeriodSeconds",
+    "trialSpec",
+    "trialTemplate",
     "type",
     "value",
     "workloadRef",
@@ -120,6 +141,8 @@ const KEEP_ALL_BELOW: &[&str] = &["annotations", "labels", "parameters"];
 fn keep_for_child(key: &str) -> Keep {
     if KEEP_ALL_BELOW.contains(&key) {
         Keep::All
+    } else if ROLE_MAPS.contains(&key) {
+        Keep::DataKeys
     } else {
         Keep::RuleKeys
     }
@@ -238,11 +261,15 @@ impl<'de> Visitor<'de> for NodeSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
         let mut entries = Vec::new();
         while let Some(KeyText(key)) = map.next_key()? {
-            if self.keep == Keep::All || RULE_KEYS.contains(&key.as_ref()) {
-                let keep = if self.keep == Keep::All {
-                    Keep::All
-                } else {
-                    keep_for_child(&key)
+            let key_text = key.as_ref();
+            if self.keep != Keep::RuleKeys
+                || RULE_KEYS.contains(&key_text)
+                || ROLE_MAPS.contains(&key_text)
+            {
+                let keep = match self.keep {
+                    Keep::All => Keep::All,
+                    Keep::DataKeys => Keep::RuleKeys,
+                    Keep::RuleKeys => keep_for_child(key_text),
                 };
                 let value = map.next_value_seed(self.nested(keep)?)?;
                 entries.push((key, value));

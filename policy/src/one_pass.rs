@@ -57,16 +57,14 @@ pub fn read(json: &str) -> Option<Reading<'_>> {
         .kind
         .or(review_kind)
         .as_deref()
-        .and_then(WorkloadKind::from_kind)
+        .and_then(|kind| WorkloadKind::of(kind, object.api_version.as_deref()))
     else {
         return Some(Reading::NothingToReview);
     };
-    if kind == WorkloadKind::Rollout
-        && object
-            .api_version
-            .is_some_and(|api_version| !api_version.starts_with("argoproj.io/"))
-    {
-        return Some(Reading::NothingToReview);
+    // Pod specs inside other objects (analysis templates, training jobs, ...) are rare at
+    // admission; the exact reader finds them.
+    if kind.is_embedding() {
+        return None;
     }
     let mut workload = Workload::new(
         kind,

@@ -38,6 +38,9 @@ struct Case {
     /// Substrings that must appear in some `details.fix`.
     #[serde(default)]
     fixes: Vec<String>,
+    /// `details.path` values that must each appear among the violations.
+    #[serde(default)]
+    paths: Vec<String>,
     /// Substrings that must appear in no message and no fix (another mesh's words, say).
     #[serde(default)]
     absent: Vec<String>,
@@ -129,6 +132,11 @@ fn every_case_gives_exactly_its_expected_rules() {
                     .any(|v| v.details.fix.contains(needle.as_str()))
                 {
                     failures.push(format!("{label}: no fix contains {needle:?}"));
+                }
+            }
+            for path in &case.paths {
+                if !violations.iter().any(|v| &v.details.path == path) {
+                    failures.push(format!("{label}: no violation has path {path:?}"));
                 }
             }
             for needle in &case.absent {

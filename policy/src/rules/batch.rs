@@ -85,7 +85,10 @@ fn calls_linkerd_shutdown(container: &Container) -> bool {
 /// The env var the injector sets on linkerd-proxy when the shutdown endpoint is on.
 const SHUTDOWN_ENDPOINT_ENV: &str = "LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED";
 
-fn kind_phrase(context: &Context) -> &'static str {
+fn kind_phrase<'c>(context: &'c Context) -> &'c str {
+    if let Some(embedded) = &context.workload.embedded {
+        return &embedded.phrase;
+    }
     match context.workload.kind {
         WorkloadKind::Job => "the Job",
         WorkloadKind::CronJob => "each Job of the CronJob",
@@ -186,18 +189,22 @@ fn job_no_deadline(context: &Context, findings: &mut Vec<Finding>) {
     if context.workload.batch_deadline_seconds().is_some() {
         return;
     }
-    let (path, field) = match context.workload.kind {
-        WorkloadKind::Job => (
-            "spec.activeDeadlineSeconds",
-            "spec.activeDeadlineSeconds on the Job",
+    let (path, field) = match (&context.workload.embedded, context.workload.kind) {
+        (Some(embedded), _) => (
+            embedded.deadline_path.clone(),
+            embedded.deadline_path.clone(),
         ),
-        WorkloadKind::CronJob => (
-            "spec.jobTemplate.spec.activeDeadlineSeconds",
-            "spec.jobTemplate.spec.activeDeadlineSeconds on the CronJob",
+        (None, WorkloadKind::Job) => (
+            "spec.activeDeadlineSeconds".to_string(),
+            "spec.activeDeadlineSeconds on the Job".to_string(),
         ),
-        _ => (
-            "spec.activeDeadlineSeconds",
-            "spec.activeDeadlineSeconds on the pod",
+        (None, WorkloadKind::CronJob) => (
+            "spec.jobTemplate.spec.activeDeadlineSeconds".to_string(),
+            "spec.jobTemplate.spec.activeDeadlineSeconds on the CronJob".to_string(),
+        ),
+        (None, _) => (
+            "spec.activeDeadlineSeconds".to_string(),
+            "spec.activeDeadlineSeconds on the pod".to_string(),
         ),
     };
     let forbid = if context.workload.kind == WorkloadKind::CronJob
@@ -213,5 +220,5 @@ fn job_no_deadline(context: &Context, findings: &mut Vec<Finding>) {
         context.proxy_phrase()
     );
     let fix = format!("Set {field} to bound a stuck run.");
-    findings.push(context.finding(&JOB_NO_DEADLINE, path.to_string(), message, fix));
+    findings.push(context.finding(&JOB_NO_DEADLINE, path, message, fix));
 }
