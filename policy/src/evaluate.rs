@@ -48,7 +48,7 @@ pub fn evaluate_if_json(input: &[u8]) -> Option<Vec<Violation>> {
 }
 
 /// Why an input produced no rule results.
-enum Rejection {
+pub(crate) enum Rejection {
     /// Readable, but not an input the policy can evaluate: ML000.
     Invalid(InputError),
     /// Not JSON syntax (also ML000 when nothing else reads it).
@@ -114,14 +114,7 @@ pub(crate) fn is_skipped_operation(operation: Option<&str>) -> bool {
 }
 
 fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Rejection> {
-    let text = core::str::from_utf8(trim_input(input))
-        .map_err(|error| InputError::new("", format!("not UTF-8 ({error})")))?;
-    if text.is_empty() {
-        return Err(Rejection::Invalid(InputError::new(
-            "",
-            "empty; expected {\"review\": ..., \"parameters\": ...}",
-        )));
-    }
+    let text = input_text(input)?;
     if reader == Reader::OnePassFirst {
         match one_pass::read(text) {
             Some(Reading::NothingToReview) => return Ok(Vec::new()),
@@ -131,7 +124,19 @@ fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Reje
             None => {}
         }
     }
-    let document = parse_sparse(text).map_err(|error| {
+    let document = parse_document(text)?;
+    match read_document(&document)? {
+        Read::NotReviewed(_) => Ok(Vec::new()),
+        Read::Workloads(workloads, settings) => Ok(workloads
+            .iter()
+            .flat_map(|workload| review_workload(workload, &settings))
+            .collect()),
+    }
+}
+
+/// The input text as a sparse tree, or why it is not JSON the policy can read.
+fn parse_document(text: &str) -> Result<Node<'_>, Rejection> {
+    parse_sparse(text).map_err(|error| {
         let syntax = matches!(error.classify(), Category::Syntax | Category::Eof);
         let text = error.to_string();
         if text.contains("nests deeper") {
@@ -141,8 +146,34 @@ fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Reje
         } else {
             Rejection::Invalid(InputError::new("", format!("not valid JSON: {text}")))
         }
-    })?;
-    let Some(top) = Fields::of(&document, Path::Root(""))? else {
+    })
+}
+
+/// Why an input holds no pod spec to judge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+pub(crate) enum NotReviewed {
+    /// `operation` is DELETE or CONNECT.
+    SkippedOperation(String),
+    /// The kind (and API group) is not one whose pod specs the rules review.
+    Kind {
+        kind: Option<String>,
+        api_version: Option<String>,
+    },
+    /// A reviewed kind without a pod spec: a Rollout with `workloadRef`, a Pod without `spec`.
+    NoPodSpec { kind: String },
+}
+
+/// What the exact reader found in an input.
+pub(crate) enum Read<'a> {
+    NotReviewed(#[cfg_attr(target_arch = "wasm32", allow(dead_code))] NotReviewed),
+    /// Every pod spec of the object (one, or several for the embedding kinds), with the settings.
+    Workloads(Vec<Workload<'a>>, Box<Settings>),
+}
+
+/// Reads the envelope, the parameters and the object's pod specs from the sparse tree.
+pub(crate) fn read_document<'a>(document: &'a Node<'a>) -> Result<Read<'a>, Rejection> {
+    let Some(top) = Fields::of(document, Path::Root(""))? else {
         return Err(Rejection::Invalid(InputError::new(
             "",
             "expected a JSON object {\"review\": ..., \"parameters\": ...}, got null",
@@ -153,7 +184,9 @@ fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Reje
     if let Some(Node::Str(operation)) = review_node.and_then(|review| review.get("operation"))
         && is_skipped_operation(Some(operation))
     {
-        return Ok(Vec::new());
+        return Ok(Read::NotReviewed(NotReviewed::SkippedOperation(
+            operation.to_string(),
+        )));
     }
     let settings = Settings::from_parameters(Parameters::read(top.get("parameters"))?)?;
     let review_node = review_node.ok_or_else(|| {
@@ -180,7 +213,10 @@ fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Reje
         .as_deref()
         .and_then(|kind| WorkloadKind::of(kind, api_version.as_deref()))
     else {
-        return Ok(Vec::new());
+        return Ok(Read::NotReviewed(NotReviewed::Kind {
+            kind: kind_name.map(|kind| kind.to_string()),
+            api_version: api_version.map(|version| version.to_string()),
+        }));
     };
     let object_meta = object
         .object("metadata", ObjectMeta::read)?
@@ -196,17 +232,56 @@ fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Reje
         review.string("namespace")?,
         namespace_meta,
     );
-    if kind.is_embedding() {
-        let mut violations = Vec::new();
-        for workload in embedded_workloads(&workload, &object)? {
-            violations.extend(review_workload(&workload, &settings));
-        }
-        return Ok(violations);
-    }
-    let Some(workload) = build_workload(workload, &object)? else {
-        return Ok(Vec::new());
+    let workloads = if kind.is_embedding() {
+        embedded_workloads(&workload, &object)?
+    } else {
+        build_workload(workload, &object)?.into_iter().collect()
     };
-    Ok(review_workload(&workload, &settings))
+    if workloads.is_empty() {
+        return Ok(Read::NotReviewed(NotReviewed::NoPodSpec {
+            kind: kind_name.map(|kind| kind.to_string()).unwrap_or_default(),
+        }));
+    }
+    Ok(Read::Workloads(workloads, Box::new(settings)))
+}
+
+/// The text of the input, or why it cannot be read.
+pub(crate) fn input_text(input: &[u8]) -> Result<&str, Rejection> {
+    let text = core::str::from_utf8(trim_input(input))
+        .map_err(|error| InputError::new("", format!("not UTF-8 ({error})")))?;
+    if text.is_empty() {
+        return Err(Rejection::Invalid(InputError::new(
+            "",
+            "empty; expected {\"review\": ..., \"parameters\": ...}",
+        )));
+    }
+    Ok(text)
+}
+
+/// The input error behind a rejection.
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+pub(crate) fn rejection_error(rejection: Rejection) -> InputError {
+    match rejection {
+        Rejection::Invalid(error) | Rejection::NotJson(error) => error,
+    }
+}
+
+/// Parses and reads an input the exact way and hands the result to `use_it` (the workloads
+/// borrow from the parsed tree, which lives only inside this call).
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+pub(crate) fn with_exact_reading<R>(
+    input: &[u8],
+    use_it: impl FnOnce(Result<Read<'_>, InputError>) -> R,
+) -> R {
+    let text = match input_text(input) {
+        Ok(text) => text,
+        Err(rejection) => return use_it(Err(rejection_error(rejection))),
+    };
+    let document = match parse_document(text) {
+        Ok(document) => document,
+        Err(rejection) => return use_it(Err(rejection_error(rejection))),
+    };
+    use_it(read_document(&document).map_err(rejection_error))
 }
 
 /// Hosts may pass a trailing NUL (counted in the length) and surrounding whitespace.
@@ -287,6 +362,22 @@ struct Embedding<'a> {
     template: TemplateParts<'a>,
     job: EmbeddedJob,
     job_deadline_seconds: Option<i64>,
+    /// The embedded Job's own metadata, with its path.
+    job_meta: Option<(String, ObjectMeta<'a>)>,
+}
+
+/// Attaches the metadata of the Job that holds the embeddings found since `from`.
+fn attach_job_meta<'a>(
+    found: &mut [Embedding<'a>],
+    from: usize,
+    path: String,
+    meta: Option<ObjectMeta<'a>>,
+) {
+    if let Some(meta) = meta {
+        for embedding in found.iter_mut().skip(from) {
+            embedding.job_meta = Some((path.clone(), meta.clone()));
+        }
+    }
 }
 
 /// A Job spec (`{activeDeadlineSeconds, template}`) at `path`.
@@ -306,6 +397,7 @@ fn job_spec_template<'a>(
                 deadline_path: format!("{path}.activeDeadlineSeconds"),
             },
             job_deadline_seconds: deadline,
+            job_meta: None,
         });
     }
     Ok(())
@@ -339,6 +431,7 @@ fn training_job_templates<'a>(
                         deadline_path: format!("{path}.runPolicy.activeDeadlineSeconds"),
                     },
                     job_deadline_seconds: deadline,
+                    job_meta: None,
                 });
             }
         }
@@ -377,9 +470,14 @@ fn embedded_workloads<'a>(
                     let job_path = format!("spec.metrics[{at}].provider.job.spec");
                     metric.object("provider", |provider| {
                         provider.object("job", |job| {
+                            let from = found.len();
+                            let meta = job.object("metadata", ObjectMeta::read)?;
                             job.object("spec", |job_spec| {
                                 job_spec_template(job_spec, &job_path, phrase, &mut found)
-                            })
+                            })?;
+                            let meta_path = format!("spec.metrics[{at}].provider.job.metadata");
+                            attach_job_meta(&mut found, from, meta_path, meta);
+                            Ok(())
                         })
                     })?;
                     Ok(())
@@ -388,6 +486,8 @@ fn embedded_workloads<'a>(
             WorkloadKind::KatibExperiment => {
                 spec.object("trialTemplate", |trial| {
                     trial.object("trialSpec", |trial_spec| {
+                        let from = found.len();
+                        let meta = trial_spec.object("metadata", ObjectMeta::read)?;
                         let trial_kind = trial_spec.string("kind")?;
                         let trial_api = trial_spec.string("apiVersion")?;
                         let trial_kind = trial_kind
@@ -410,7 +510,10 @@ fn embedded_workloads<'a>(
                                 &mut found,
                             ),
                             Some(_) => Ok(()),
-                        })
+                        })?;
+                        let meta_path = "spec.trialTemplate.trialSpec.metadata".to_string();
+                        attach_job_meta(&mut found, from, meta_path, meta);
+                        Ok(())
                     })
                 })?;
             }
@@ -438,9 +541,14 @@ fn embedded_workloads<'a>(
                     };
                     let job_path = format!("spec.replicatedJobs[{at}].template.spec");
                     replicated.object("template", |job| {
+                        let from = found.len();
+                        let meta = job.object("metadata", ObjectMeta::read)?;
                         job.object("spec", |job_spec| {
                             job_spec_template(job_spec, &job_path, phrase, &mut found)
-                        })
+                        })?;
+                        let meta_path = format!("spec.replicatedJobs[{at}].template.metadata");
+                        attach_job_meta(&mut found, from, meta_path, meta);
+                        Ok(())
                     })?;
                     Ok(())
                 })?;
@@ -469,6 +577,7 @@ fn embedded_workloads<'a>(
                                 ),
                             },
                             job_deadline_seconds: None,
+                            job_meta: None,
                         });
                     }
                     Ok(())
@@ -489,6 +598,7 @@ fn embedded_workloads<'a>(
             workload.metadata_path = Cow::Owned(format!("{}.metadata", embedding.template_path));
             workload.job_deadline_seconds = embedding.job_deadline_seconds;
             workload.embedded = Some(embedding.job);
+            workload.job_meta = embedding.job_meta;
             Some(workload)
         })
         .collect())

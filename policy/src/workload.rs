@@ -160,6 +160,9 @@ pub struct Workload<'a> {
     pub metadata_path: Cow<'static, str>,
     /// For a pod spec inside another object: the Job (or job-like) that runs it.
     pub embedded: Option<EmbeddedJob>,
+    /// For a pod spec inside another object: that Job's own metadata and its path (which, like
+    /// the controller's, never reaches the pods).
+    pub job_meta: Option<(String, ObjectMeta<'a>)>,
     /// The metadata that steers injection: the pod template's (a Pod's own).
     pub pod_meta: ObjectMeta<'a>,
     pub spec: PodSpec<'a>,
@@ -204,6 +207,7 @@ impl<'a> Workload<'a> {
             spec_path: Cow::Borrowed(kind.spec_path()),
             metadata_path: Cow::Borrowed(kind.metadata_path()),
             embedded: None,
+            job_meta: None,
             pod_meta: ObjectMeta::default(),
             spec: PodSpec::default(),
             namespace,

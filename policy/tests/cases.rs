@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use std::sync::OnceLock;
 
-use meshlife_policy::{Severity, evaluate, evaluate_with_exact_reader};
+use meshlife_policy::verdicts::{MeshVerdict, NotJudged};
+use meshlife_policy::{Severity, evaluate, evaluate_with_exact_reader, mesh_verdicts};
 use proptest::prelude::*;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -186,6 +187,34 @@ fn both_readers_answer_every_case_alike() {
     }
 }
 
+/// The mesh verdicts agree with the rules: a case with findings has a meshed pod spec, and an
+/// ML000 case is invalid input there too.
+#[test]
+fn mesh_verdicts_agree_with_the_findings() {
+    for (label, input) in case_inputs() {
+        let bytes = serde_json::to_vec(input).expect("serialisable");
+        let violations = evaluate(&bytes);
+        let verdicts = mesh_verdicts(&bytes);
+        assert!(!verdicts.is_empty(), "{label}");
+        if violations.iter().any(|v| v.details.rule == "ML000") {
+            assert!(
+                matches!(
+                    verdicts[0].verdict,
+                    MeshVerdict::NotJudged(NotJudged::InvalidInput { .. })
+                ),
+                "{label}: {verdicts:?}"
+            );
+        } else if !violations.is_empty() {
+            assert!(
+                verdicts
+                    .iter()
+                    .any(|v| matches!(v.verdict, MeshVerdict::Meshed { .. })),
+                "{label}: {verdicts:?}"
+            );
+        }
+    }
+}
+
 /// A rule selected alone reports what it reports among all rules: selection skips the rule
 /// families that cannot report a selected rule, and this holds the families' rule lists true.
 #[test]
@@ -319,6 +348,8 @@ proptest! {
     ) {
         let (label, input) = case.get(case_inputs());
         let text = mutate(input, place, substitute, change);
+        // Never panics, whatever the input.
+        let _ = mesh_verdicts(text.as_bytes());
         prop_assert_eq!(
             evaluate(text.as_bytes()),
             evaluate_with_exact_reader(text.as_bytes()),
