@@ -4,7 +4,7 @@
 use serde_json::error::Category;
 
 use crate::catalogue::INVALID_INPUT;
-use crate::input::{Fields, InputError, ObjectMeta, Parsed, Path, PodSpec, Strategy};
+use crate::input::{Fields, InputError, ObjectMeta, Parsed, Path, PodSpec, Service, Strategy};
 use crate::mesh::{Decision, decide};
 use crate::node::{Node, parse_sparse};
 use crate::one_pass::{self, Reading};
@@ -226,12 +226,14 @@ pub(crate) fn read_document<'a>(document: &'a Node<'a>) -> Result<Read<'a>, Reje
             namespace.object("metadata", ObjectMeta::read)
         })?
         .flatten();
-    let workload = Workload::new(
+    let mut workload = Workload::new(
         kind,
         object_meta,
         review.string("namespace")?,
         namespace_meta,
     );
+    // Absent, null and empty alike; a wrong type anywhere inside is ML000 (`services[0].spec`).
+    workload.services = top.objects("services", Service::read)?.unwrap_or_default();
     let workloads = if kind.is_embedding() {
         embedded_workloads(&workload, &object)?
     } else {

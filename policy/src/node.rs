@@ -86,6 +86,7 @@ const RULE_KEYS: &[&str] = &[
     "containers",
     "env",
     "exec",
+    "grpc",
     "hostNetwork",
     "httpGet",
     "image",
@@ -95,6 +96,7 @@ const RULE_KEYS: &[&str] = &[
     "kind",
     "labels",
     "lifecycle",
+    "livenessProbe",
     "maxSurge",
     "maxUnavailable",
     "metadata",
@@ -107,6 +109,7 @@ const RULE_KEYS: &[&str] = &[
     "ownerReferences",
     "parameters",
     "path",
+    "port",
     "ports",
     "postStart",
     "preStop",
@@ -121,10 +124,13 @@ const RULE_KEYS: &[&str] = &[
     "runPolicy",
     "seconds",
     "securityContext",
+    "selector",
+    "services",
     "sleep",
     "spec",
     "startupProbe",
     "strategy",
+    "targetPort",
     "tasks",
     "template",
     "terminationGracePeriodSeconds",
@@ -136,7 +142,7 @@ const RULE_KEYS: &[&str] = &[
 ];
 
 /// Keys whose whole subtree is kept: their keys are data, not schema.
-const KEEP_ALL_BELOW: &[&str] = &["annotations", "labels", "parameters"];
+const KEEP_ALL_BELOW: &[&str] = &["annotations", "labels", "parameters", "selector"];
 
 fn keep_for_child(key: &str) -> Keep {
     if KEEP_ALL_BELOW.contains(&key) {

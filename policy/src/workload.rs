@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use crate::input::{ObjectMeta, PodSpec, Strategy, Text};
+use crate::input::{ObjectMeta, PodSpec, Service, Strategy, Text};
 
 /// Kinds whose pod spec the rules review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,6 +177,8 @@ pub struct Workload<'a> {
     pub job_deadline_seconds: Option<i64>,
     /// A CronJob's `spec.concurrencyPolicy`.
     pub concurrency_policy: Option<Text<'a>>,
+    /// The input's top-level `services` (the host passes those of the object's namespace).
+    pub services: Vec<Service<'a>>,
 }
 
 /// The job that runs an embedded pod spec, for batch messages.
@@ -217,6 +219,7 @@ impl<'a> Workload<'a> {
             strategy: None,
             job_deadline_seconds: None,
             concurrency_policy: None,
+            services: Vec::new(),
         }
     }
 

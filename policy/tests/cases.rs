@@ -28,6 +28,12 @@ struct Case {
     namespace_object: Option<Value>,
     #[serde(default)]
     operation: Option<String>,
+    /// The input's top-level `services`: Service objects of the object's namespace.
+    #[serde(default)]
+    services: Option<Value>,
+    /// More top-level input members (keys the policy does not know, say).
+    #[serde(default)]
+    top_level: Option<serde_json::Map<String, Value>>,
     /// Rule ids expected, as a multiset.
     expect: Vec<String>,
     /// `rule id: severity` for findings whose severity differs from the rule's usual one.
@@ -87,6 +93,12 @@ fn input_of(case: &Case) -> Value {
     let mut input = json!({ "review": review });
     if let Some(parameters) = &case.parameters {
         input["parameters"] = parameters.clone();
+    }
+    if let Some(services) = &case.services {
+        input["services"] = services.clone();
+    }
+    for (key, value) in case.top_level.iter().flatten() {
+        input[key.as_str()] = value.clone();
     }
     input
 }
