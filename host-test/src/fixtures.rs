@@ -36,10 +36,14 @@ struct RuleCase {
     namespace_object: Option<Value>,
     #[serde(default)]
     operation: Option<Value>,
+    #[serde(default)]
+    services: Option<Value>,
+    #[serde(default)]
+    top_level: Option<serde_json::Map<String, Value>>,
 }
 
 impl RuleCase {
-    /// `{"review": {"object", "namespaceObject", "operation"}, "parameters"}`.
+    /// `{"review": {"object", "namespaceObject", "operation"}, "parameters", "services"}`.
     fn input(&self) -> Vec<u8> {
         let mut review = json!({ "object": self.object });
         if let Some(namespace) = &self.namespace_object {
@@ -51,6 +55,12 @@ impl RuleCase {
         let mut input = json!({ "review": review });
         if let Some(parameters) = &self.parameters {
             input["parameters"] = parameters.clone();
+        }
+        if let Some(services) = &self.services {
+            input["services"] = services.clone();
+        }
+        for (key, value) in self.top_level.iter().flatten() {
+            input[key.as_str()] = value.clone();
         }
         serde_json::to_vec(&input).expect("a serde_json::Value always serialises")
     }

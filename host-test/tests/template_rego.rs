@@ -378,7 +378,12 @@ fn the_rego_gives_the_modules_violations_for_every_rule_case() {
     assert!(selections.len() >= 6, "{selections:?}");
     let mut with_ml000 = 0;
     for case in cases {
-        let input: Value = serde_json::from_slice(&case.input).expect("a JSON input");
+        let mut input: Value = serde_json::from_slice(&case.input).expect("a JSON input");
+        // Gatekeeper's input holds only `review` and `parameters`: a case's top-level
+        // `services` (which CLI hosts pass) and other keys never reach the template.
+        if let Some(members) = input.as_object_mut() {
+            members.retain(|key, _| key == "review" || key == "parameters");
+        }
         let direct = assert_rego_equals_module(&mut rego, &input, &case.label);
         if direct
             .iter()

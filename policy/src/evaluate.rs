@@ -4,14 +4,16 @@
 use serde_json::error::Category;
 
 use crate::catalogue::INVALID_INPUT;
-use crate::input::{Fields, InputError, ObjectMeta, Parsed, Path, PodSpec, Strategy};
+use crate::input::{Fields, InputError, ObjectMeta, Parsed, Path, PodSpec, Service, Strategy};
 use crate::mesh::{Decision, decide};
 use crate::node::{Node, parse_sparse};
 use crate::one_pass::{self, Reading};
 use crate::params::{Parameters, Settings};
 use crate::rules::{Context, run_all};
 use crate::violation::{Details, Violation};
-use crate::workload::{Workload, WorkloadKind, glob_matches};
+use std::borrow::Cow;
+
+use crate::workload::{EmbeddedJob, TrainingKind, Workload, WorkloadKind, glob_matches};
 
 /// Pod template annotation listing rule ids or names (or `*`) exempt for this workload.
 pub const EXEMPT_ANNOTATION: &str = "meshlife.io/exempt";
@@ -46,7 +48,7 @@ pub fn evaluate_if_json(input: &[u8]) -> Option<Vec<Violation>> {
 }
 
 /// Why an input produced no rule results.
-enum Rejection {
+pub(crate) enum Rejection {
     /// Readable, but not an input the policy can evaluate: ML000.
     Invalid(InputError),
     /// Not JSON syntax (also ML000 when nothing else reads it).
@@ -112,14 +114,7 @@ pub(crate) fn is_skipped_operation(operation: Option<&str>) -> bool {
 }
 
 fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Rejection> {
-    let text = core::str::from_utf8(trim_input(input))
-        .map_err(|error| InputError::new("", format!("not UTF-8 ({error})")))?;
-    if text.is_empty() {
-        return Err(Rejection::Invalid(InputError::new(
-            "",
-            "empty; expected {\"review\": ..., \"parameters\": ...}",
-        )));
-    }
+    let text = input_text(input)?;
     if reader == Reader::OnePassFirst {
         match one_pass::read(text) {
             Some(Reading::NothingToReview) => return Ok(Vec::new()),
@@ -129,7 +124,19 @@ fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Reje
             None => {}
         }
     }
-    let document = parse_sparse(text).map_err(|error| {
+    let document = parse_document(text)?;
+    match read_document(&document)? {
+        Read::NotReviewed(_) => Ok(Vec::new()),
+        Read::Workloads(workloads, settings) => Ok(workloads
+            .iter()
+            .flat_map(|workload| review_workload(workload, &settings))
+            .collect()),
+    }
+}
+
+/// The input text as a sparse tree, or why it is not JSON the policy can read.
+fn parse_document(text: &str) -> Result<Node<'_>, Rejection> {
+    parse_sparse(text).map_err(|error| {
         let syntax = matches!(error.classify(), Category::Syntax | Category::Eof);
         let text = error.to_string();
         if text.contains("nests deeper") {
@@ -139,8 +146,34 @@ fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Reje
         } else {
             Rejection::Invalid(InputError::new("", format!("not valid JSON: {text}")))
         }
-    })?;
-    let Some(top) = Fields::of(&document, Path::Root(""))? else {
+    })
+}
+
+/// Why an input holds no pod spec to judge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+pub(crate) enum NotReviewed {
+    /// `operation` is DELETE or CONNECT.
+    SkippedOperation(String),
+    /// The kind (and API group) is not one whose pod specs the rules review.
+    Kind {
+        kind: Option<String>,
+        api_version: Option<String>,
+    },
+    /// A reviewed kind without a pod spec: a Rollout with `workloadRef`, a Pod without `spec`.
+    NoPodSpec { kind: String },
+}
+
+/// What the exact reader found in an input.
+pub(crate) enum Read<'a> {
+    NotReviewed(#[cfg_attr(target_arch = "wasm32", allow(dead_code))] NotReviewed),
+    /// Every pod spec of the object (one, or several for the embedding kinds), with the settings.
+    Workloads(Vec<Workload<'a>>, Box<Settings>),
+}
+
+/// Reads the envelope, the parameters and the object's pod specs from the sparse tree.
+pub(crate) fn read_document<'a>(document: &'a Node<'a>) -> Result<Read<'a>, Rejection> {
+    let Some(top) = Fields::of(document, Path::Root(""))? else {
         return Err(Rejection::Invalid(InputError::new(
             "",
             "expected a JSON object {\"review\": ..., \"parameters\": ...}, got null",
@@ -151,7 +184,9 @@ fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Reje
     if let Some(Node::Str(operation)) = review_node.and_then(|review| review.get("operation"))
         && is_skipped_operation(Some(operation))
     {
-        return Ok(Vec::new());
+        return Ok(Read::NotReviewed(NotReviewed::SkippedOperation(
+            operation.to_string(),
+        )));
     }
     let settings = Settings::from_parameters(Parameters::read(top.get("parameters"))?)?;
     let review_node = review_node.ok_or_else(|| {
@@ -171,17 +206,18 @@ fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Reje
         })?;
     let review_kind = review.object("kind", |kind| kind.string("kind"))?.flatten();
     let kind_name = object.string("kind")?.or(review_kind);
-    let Some(kind) = kind_name.as_deref().and_then(WorkloadKind::from_kind) else {
-        return Ok(Vec::new());
+    // `Rollout` is Argo's; another group's Rollout is not a pod controller we know (and so on
+    // for the other kinds of one API group).
+    let api_version = object.string("apiVersion")?;
+    let Some(kind) = kind_name
+        .as_deref()
+        .and_then(|kind| WorkloadKind::of(kind, api_version.as_deref()))
+    else {
+        return Ok(Read::NotReviewed(NotReviewed::Kind {
+            kind: kind_name.map(|kind| kind.to_string()),
+            api_version: api_version.map(|version| version.to_string()),
+        }));
     };
-    // `Rollout` is Argo's; another group's Rollout is not a pod controller we know.
-    if kind == WorkloadKind::Rollout
-        && object
-            .string("apiVersion")?
-            .is_some_and(|api_version| !api_version.starts_with("argoproj.io/"))
-    {
-        return Ok(Vec::new());
-    }
     let object_meta = object
         .object("metadata", ObjectMeta::read)?
         .unwrap_or_default();
@@ -190,16 +226,64 @@ fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Reje
             namespace.object("metadata", ObjectMeta::read)
         })?
         .flatten();
-    let workload = Workload::new(
+    let mut workload = Workload::new(
         kind,
         object_meta,
         review.string("namespace")?,
         namespace_meta,
     );
-    let Some(workload) = build_workload(workload, &object)? else {
-        return Ok(Vec::new());
+    // Absent, null and empty alike; a wrong type anywhere inside is ML000 (`services[0].spec`).
+    workload.services = top.objects("services", Service::read)?.unwrap_or_default();
+    let workloads = if kind.is_embedding() {
+        embedded_workloads(&workload, &object)?
+    } else {
+        build_workload(workload, &object)?.into_iter().collect()
     };
-    Ok(review_workload(&workload, &settings))
+    if workloads.is_empty() {
+        return Ok(Read::NotReviewed(NotReviewed::NoPodSpec {
+            kind: kind_name.map(|kind| kind.to_string()).unwrap_or_default(),
+        }));
+    }
+    Ok(Read::Workloads(workloads, Box::new(settings)))
+}
+
+/// The text of the input, or why it cannot be read.
+pub(crate) fn input_text(input: &[u8]) -> Result<&str, Rejection> {
+    let text = core::str::from_utf8(trim_input(input))
+        .map_err(|error| InputError::new("", format!("not UTF-8 ({error})")))?;
+    if text.is_empty() {
+        return Err(Rejection::Invalid(InputError::new(
+            "",
+            "empty; expected {\"review\": ..., \"parameters\": ...}",
+        )));
+    }
+    Ok(text)
+}
+
+/// The input error behind a rejection.
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+pub(crate) fn rejection_error(rejection: Rejection) -> InputError {
+    match rejection {
+        Rejection::Invalid(error) | Rejection::NotJson(error) => error,
+    }
+}
+
+/// Parses and reads an input the exact way and hands the result to `use_it` (the workloads
+/// borrow from the parsed tree, which lives only inside this call).
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+pub(crate) fn with_exact_reading<R>(
+    input: &[u8],
+    use_it: impl FnOnce(Result<Read<'_>, InputError>) -> R,
+) -> R {
+    let text = match input_text(input) {
+        Ok(text) => text,
+        Err(rejection) => return use_it(Err(rejection_error(rejection))),
+    };
+    let document = match parse_document(text) {
+        Ok(document) => document,
+        Err(rejection) => return use_it(Err(rejection_error(rejection))),
+    };
+    use_it(read_document(&document).map_err(rejection_error))
 }
 
 /// Hosts may pass a trailing NUL (counted in the length) and surrounding whitespace.
@@ -247,6 +331,7 @@ fn build_workload<'a>(
         workload.replicas = spec.int("replicas")?;
         workload.strategy = spec.object("strategy", Strategy::read)?;
         if kind == WorkloadKind::CronJob {
+            workload.concurrency_policy = spec.string("concurrencyPolicy")?;
             let job = spec.object("jobTemplate", |job| {
                 job.object("spec", |job_spec| {
                     workload.job_deadline_seconds = job_spec.int("activeDeadlineSeconds")?;
@@ -270,6 +355,255 @@ fn build_workload<'a>(
     workload.spec = spec;
     workload.pod_meta = metadata.unwrap_or_default();
     Ok(Some(workload))
+}
+
+/// Where an embedded pod template sits: its path in the object, the job that runs it, and the
+/// job's own deadline.
+struct Embedding<'a> {
+    template_path: String,
+    template: TemplateParts<'a>,
+    job: EmbeddedJob,
+    job_deadline_seconds: Option<i64>,
+    /// The embedded Job's own metadata, with its path.
+    job_meta: Option<(String, ObjectMeta<'a>)>,
+}
+
+/// Attaches the metadata of the Job that holds the embeddings found since `from`.
+fn attach_job_meta<'a>(
+    found: &mut [Embedding<'a>],
+    from: usize,
+    path: String,
+    meta: Option<ObjectMeta<'a>>,
+) {
+    if let Some(meta) = meta {
+        for embedding in found.iter_mut().skip(from) {
+            embedding.job_meta = Some((path.clone(), meta.clone()));
+        }
+    }
+}
+
+/// A Job spec (`{activeDeadlineSeconds, template}`) at `path`.
+fn job_spec_template<'a>(
+    job_spec: &Fields<'a, '_>,
+    path: &str,
+    phrase: String,
+    found: &mut Vec<Embedding<'a>>,
+) -> Parsed<()> {
+    let deadline = job_spec.int("activeDeadlineSeconds")?;
+    if let Some(template) = job_spec.object("template", read_template)? {
+        found.push(Embedding {
+            template_path: format!("{path}.template"),
+            template,
+            job: EmbeddedJob {
+                phrase,
+                deadline_path: format!("{path}.activeDeadlineSeconds"),
+            },
+            job_deadline_seconds: deadline,
+            job_meta: None,
+        });
+    }
+    Ok(())
+}
+
+/// A Kubeflow training job's spec at `path`: `runPolicy.activeDeadlineSeconds` and one template
+/// per role of `<x>ReplicaSpecs`.
+fn training_job_templates<'a>(
+    spec: &Fields<'a, '_>,
+    path: &str,
+    training: TrainingKind,
+    owner: &str,
+    found: &mut Vec<Embedding<'a>>,
+) -> Parsed<()> {
+    let deadline = spec
+        .object("runPolicy", |policy| policy.int("activeDeadlineSeconds"))?
+        .flatten();
+    let field = training.replica_specs_field();
+    spec.object(field, |roles| {
+        for role in roles.keys() {
+            let template = roles
+                .object(role, |replica| replica.object("template", read_template))?
+                .flatten();
+            if let Some(template) = template {
+                let role_path = Path::Key(&Path::Key(&Path::Root(path), field), role).render();
+                found.push(Embedding {
+                    template_path: format!("{role_path}.template"),
+                    template,
+                    job: EmbeddedJob {
+                        phrase: format!("the {role} replicas of {owner}"),
+                        deadline_path: format!("{path}.runPolicy.activeDeadlineSeconds"),
+                    },
+                    job_deadline_seconds: deadline,
+                    job_meta: None,
+                });
+            }
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// The pod specs of an embedding kind, each a workload of its own with paths into its template.
+fn embedded_workloads<'a>(
+    base: &Workload<'a>,
+    object: &Fields<'a, '_>,
+) -> Parsed<Vec<Workload<'a>>> {
+    let kind = base.kind;
+    let mut found = Vec::new();
+    object.object("spec", |spec| {
+        match kind {
+            WorkloadKind::AnalysisTemplate | WorkloadKind::ClusterAnalysisTemplate => {
+                let kind_name = if kind == WorkloadKind::AnalysisTemplate {
+                    "AnalysisTemplate"
+                } else {
+                    "ClusterAnalysisTemplate"
+                };
+                let mut index = 0;
+                spec.list("metrics", |item, path| {
+                    let at = index;
+                    index += 1;
+                    let Some(metric) = Fields::of(item, path)? else {
+                        return Ok(());
+                    };
+                    let name = metric.string("name")?;
+                    let phrase = match &name {
+                        Some(name) => format!("the Job of {kind_name} metric \"{name}\""),
+                        None => format!("the Job of {kind_name} metric {at}"),
+                    };
+                    let job_path = format!("spec.metrics[{at}].provider.job.spec");
+                    metric.object("provider", |provider| {
+                        provider.object("job", |job| {
+                            let from = found.len();
+                            let meta = job.object("metadata", ObjectMeta::read)?;
+                            job.object("spec", |job_spec| {
+                                job_spec_template(job_spec, &job_path, phrase, &mut found)
+                            })?;
+                            let meta_path = format!("spec.metrics[{at}].provider.job.metadata");
+                            attach_job_meta(&mut found, from, meta_path, meta);
+                            Ok(())
+                        })
+                    })?;
+                    Ok(())
+                })?;
+            }
+            WorkloadKind::KatibExperiment => {
+                spec.object("trialTemplate", |trial| {
+                    trial.object("trialSpec", |trial_spec| {
+                        let from = found.len();
+                        let meta = trial_spec.object("metadata", ObjectMeta::read)?;
+                        let trial_kind = trial_spec.string("kind")?;
+                        let trial_api = trial_spec.string("apiVersion")?;
+                        let trial_kind = trial_kind
+                            .as_deref()
+                            .and_then(|k| WorkloadKind::of(k, trial_api.as_deref()));
+                        let path = "spec.trialTemplate.trialSpec.spec";
+                        trial_spec.object("spec", |inner| match trial_kind {
+                            Some(WorkloadKind::TrainingJob(training)) => training_job_templates(
+                                inner,
+                                path,
+                                training,
+                                &format!("the {} of each Katib trial", training.kind()),
+                                &mut found,
+                            ),
+                            // A batch/v1 Job, the usual trial, and the default when `kind` is absent.
+                            Some(WorkloadKind::Job) | None => job_spec_template(
+                                inner,
+                                path,
+                                "the Job of each Katib trial".to_string(),
+                                &mut found,
+                            ),
+                            Some(_) => Ok(()),
+                        })?;
+                        let meta_path = "spec.trialTemplate.trialSpec.metadata".to_string();
+                        attach_job_meta(&mut found, from, meta_path, meta);
+                        Ok(())
+                    })
+                })?;
+            }
+            WorkloadKind::TrainingJob(training) => {
+                training_job_templates(
+                    spec,
+                    "spec",
+                    training,
+                    &format!("the {}", training.kind()),
+                    &mut found,
+                )?;
+            }
+            WorkloadKind::JobSet => {
+                let mut index = 0;
+                spec.list("replicatedJobs", |item, path| {
+                    let at = index;
+                    index += 1;
+                    let Some(replicated) = Fields::of(item, path)? else {
+                        return Ok(());
+                    };
+                    let name = replicated.string("name")?;
+                    let phrase = match &name {
+                        Some(name) => format!("the Jobs of JobSet replicatedJob \"{name}\""),
+                        None => format!("the Jobs of JobSet replicatedJob {at}"),
+                    };
+                    let job_path = format!("spec.replicatedJobs[{at}].template.spec");
+                    replicated.object("template", |job| {
+                        let from = found.len();
+                        let meta = job.object("metadata", ObjectMeta::read)?;
+                        job.object("spec", |job_spec| {
+                            job_spec_template(job_spec, &job_path, phrase, &mut found)
+                        })?;
+                        let meta_path = format!("spec.replicatedJobs[{at}].template.metadata");
+                        attach_job_meta(&mut found, from, meta_path, meta);
+                        Ok(())
+                    })?;
+                    Ok(())
+                })?;
+            }
+            WorkloadKind::VolcanoJob => {
+                let mut index = 0;
+                spec.list("tasks", |item, path| {
+                    let at = index;
+                    index += 1;
+                    let Some(task) = Fields::of(item, path)? else {
+                        return Ok(());
+                    };
+                    let name = task.string("name")?;
+                    let phrase = match &name {
+                        Some(name) => format!("the pods of Volcano Job task \"{name}\""),
+                        None => format!("the pods of Volcano Job task {at}"),
+                    };
+                    if let Some(template) = task.object("template", read_template)? {
+                        found.push(Embedding {
+                            template_path: format!("spec.tasks[{at}].template"),
+                            template,
+                            job: EmbeddedJob {
+                                phrase,
+                                deadline_path: format!(
+                                    "spec.tasks[{at}].template.spec.activeDeadlineSeconds"
+                                ),
+                            },
+                            job_deadline_seconds: None,
+                            job_meta: None,
+                        });
+                    }
+                    Ok(())
+                })?;
+            }
+            _ => {}
+        }
+        Ok(())
+    })?;
+    Ok(found
+        .into_iter()
+        .filter_map(|embedding| {
+            let spec = embedding.template.spec?;
+            let mut workload = base.clone();
+            workload.spec = spec;
+            workload.pod_meta = embedding.template.metadata.unwrap_or_default();
+            workload.spec_path = Cow::Owned(format!("{}.spec", embedding.template_path));
+            workload.metadata_path = Cow::Owned(format!("{}.metadata", embedding.template_path));
+            workload.job_deadline_seconds = embedding.job_deadline_seconds;
+            workload.embedded = Some(embedding.job);
+            workload.job_meta = embedding.job_meta;
+            Some(workload)
+        })
+        .collect())
 }
 
 /// Runs the rules over one workload and applies exemptions and the selection parameters.

@@ -386,12 +386,15 @@ pub struct Container<'a> {
     pub lifecycle: Option<Lifecycle<'a>>,
     pub has_readiness_probe: bool,
     pub has_startup_probe: bool,
+    /// Which probes use a `grpc` action (they mark the container as a gRPC server).
+    pub grpc_probes: GrpcProbes,
     pub restart_policy: Option<Text<'a>>,
     pub security_context: Option<SecurityContext>,
 }
 
 impl<'a> Container<'a> {
     pub fn read(fields: &Fields<'a, '_>) -> Parsed<Container<'a>> {
+        let mut grpc_probes = GrpcProbes::default();
         Ok(Container {
             name: fields.string("name")?,
             image: fields.string("image")?,
@@ -416,8 +419,20 @@ impl<'a> Container<'a> {
                     pre_stop: lifecycle.object("preStop", Handler::read)?,
                 })
             })?,
-            has_readiness_probe: fields.object("readinessProbe", |_| Ok(()))?.is_some(),
-            has_startup_probe: fields.object("startupProbe", |_| Ok(()))?.is_some(),
+            has_readiness_probe: fields
+                .object("readinessProbe", grpc_action)?
+                .inspect(|grpc| grpc_probes.readiness = *grpc)
+                .is_some(),
+            has_startup_probe: fields
+                .object("startupProbe", grpc_action)?
+                .inspect(|grpc| grpc_probes.startup = *grpc)
+                .is_some(),
+            grpc_probes: GrpcProbes {
+                liveness: fields
+                    .object("livenessProbe", grpc_action)?
+                    .unwrap_or(false),
+                ..grpc_probes
+            },
             restart_policy: fields.string("restartPolicy")?,
             security_context: fields.object("securityContext", SecurityContext::read)?,
         })
@@ -476,6 +491,95 @@ impl<'a> Container<'a> {
             .chain(self.args())
             .map(Text::as_str)
             .chain(hooks.flat_map(Handler::strings))
+    }
+}
+
+/// A probe's `grpc` action: present (an object), absent, or of the wrong type.
+fn grpc_action(probe: &Fields) -> Parsed<bool> {
+    Ok(probe.object("grpc", |_| Ok(()))?.is_some())
+}
+
+/// The probes of a container that use a `grpc` action.
+#[derive(Default, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GrpcProbes {
+    pub liveness: bool,
+    pub readiness: bool,
+    pub startup: bool,
+}
+
+impl GrpcProbes {
+    /// The first probe with a grpc action, as `readinessProbe.grpc`.
+    pub fn first(self) -> Option<&'static str> {
+        [
+            (self.readiness, "readinessProbe.grpc"),
+            (self.liveness, "livenessProbe.grpc"),
+            (self.startup, "startupProbe.grpc"),
+        ]
+        .into_iter()
+        .find_map(|(used, name)| used.then_some(name))
+    }
+}
+
+/// A Service of the object's namespace (the input's top-level `services`).
+#[derive(Default, Debug, Clone)]
+pub struct Service<'a> {
+    pub name: Option<Text<'a>>,
+    pub namespace: Option<Text<'a>>,
+    pub selector: Option<BTreeMap<Text<'a>, Text<'a>>>,
+    pub ports: Option<Vec<ServicePort<'a>>>,
+}
+
+#[derive(Default, Debug, Clone)]
+pub struct ServicePort<'a> {
+    pub name: Option<Text<'a>>,
+    pub port: Option<i64>,
+    pub target_port: Option<IntOrString<'a>>,
+    pub app_protocol: Option<Text<'a>>,
+}
+
+impl<'a> Service<'a> {
+    pub fn read(fields: &Fields<'a, '_>) -> Parsed<Service<'a>> {
+        let meta = fields.object("metadata", |meta| {
+            Ok((meta.string("name")?, meta.string("namespace")?))
+        })?;
+        let (name, namespace) = meta.unwrap_or_default();
+        let spec = fields.object("spec", |spec| {
+            Ok((
+                spec.string_map("selector")?,
+                spec.objects("ports", |port| {
+                    Ok(ServicePort {
+                        name: port.string("name")?,
+                        port: port.int("port")?,
+                        target_port: port.int_or_string("targetPort")?,
+                        app_protocol: port.string("appProtocol")?,
+                    })
+                })?,
+            ))
+        })?;
+        let (selector, ports) = spec.unwrap_or_default();
+        Ok(Service {
+            name,
+            namespace,
+            selector,
+            ports,
+        })
+    }
+
+    pub fn ports(&self) -> &[ServicePort<'a>] {
+        self.ports.as_deref().unwrap_or(&[])
+    }
+
+    /// A selector that is present and not empty, all of whose entries the labels hold.
+    pub fn selects(&self, labels: Option<&BTreeMap<Text<'a>, Text<'a>>>) -> bool {
+        let Some(selector) = self.selector.as_ref().filter(|s| !s.is_empty()) else {
+            return false;
+        };
+        let Some(labels) = labels else {
+            return false;
+        };
+        selector
+            .iter()
+            .all(|(key, value)| labels.get(key.as_str()) == Some(value))
     }
 }
 

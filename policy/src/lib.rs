@@ -15,6 +15,8 @@ pub mod params;
 pub mod proxy_config;
 mod rules;
 pub mod value_text;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod verdicts;
 pub mod violation;
 pub mod workload;
 mod yaml_subset;
@@ -49,3 +51,11 @@ pub fn evaluate_with_exact_reader(input: &[u8]) -> Vec<Violation> {
 }
 
 pub use evaluate::{EXEMPT_ANNOTATION, EXEMPT_REASON_ANNOTATION};
+
+/// For each pod spec the object of a Gatekeeper-shaped input holds, whether it is meshed (mesh,
+/// injected or predicted, native or classic) or why not, for a host's "not judged" summary.
+/// Native-only (not an entrypoint of the wasm module); never panics.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn mesh_verdicts(input: &[u8]) -> Vec<verdicts::PodSpecVerdict> {
+    verdicts::mesh_verdicts(input)
+}

@@ -157,11 +157,59 @@ impl MeshDecision {
 }
 
 pub enum Decision {
-    /// No proxy now, none predicted (or ambient, or hostNetwork, or a system namespace).
-    NotMeshed,
+    /// No proxy now, none predicted, and why.
+    NotMeshed(NotMeshed),
     /// An Istio gateway: the proxy is the workload itself.
     Gateway,
     Meshed(Box<MeshDecision>),
+}
+
+/// Why a pod spec without a proxy gets none predicted.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "reason", rename_all = "camelCase")]
+pub enum NotMeshed {
+    /// Nothing asks for a proxy: no inject label or annotation, and the namespace has no
+    /// injection on. `namespace_unknown`: `review.namespaceObject` was absent and the namespace
+    /// is in neither `istio.injectedNamespaces` nor `linkerd.injectedNamespaces` (the
+    /// "Namespace not in the input and not in the facts" case).
+    #[serde(rename_all = "camelCase")]
+    NoMeshSignal {
+        namespace: Option<String>,
+        namespace_object_absent: bool,
+        namespace_unknown: bool,
+    },
+    /// The pod template opts out: `sidecar.istio.io/inject: "false"` (label or annotation) or
+    /// `linkerd.io/inject: disabled`.
+    #[serde(rename_all = "camelCase")]
+    OptedOut {
+        mesh: &'static str,
+        key: &'static str,
+        is_label: bool,
+        value: String,
+    },
+    /// The Namespace object turns Istio injection off (`istio-injection: disabled`).
+    #[serde(rename_all = "camelCase")]
+    NamespaceInjectionDisabled { namespace: Option<String> },
+    /// `hostNetwork: true`: neither injector touches the pod.
+    HostNetwork,
+    /// `kube-system` or `kube-public`.
+    SystemNamespace { namespace: String },
+    /// Istio ambient (`istio.io/dataplane-mode: ambient` on the pod or its namespace) without a
+    /// sidecar request: no in-pod proxy.
+    #[serde(rename_all = "camelCase")]
+    Ambient { by_pod_label: bool },
+    /// `inject.istio.io/templates` names no sidecar template: the proxy cannot be predicted.
+    CustomTemplate { templates: String },
+    /// The annotation `sidecar.istio.io/inject: "true"` alone, in a namespace without injection:
+    /// no webhook is called for the pod, so the annotation is never read.
+    AnnotationOnlyInjectRequest { namespace: Option<String> },
+}
+
+impl NotMeshed {
+    /// A specific reason says more than "no signal".
+    fn is_specific(&self) -> bool {
+        !matches!(self, NotMeshed::NoMeshSignal { .. })
+    }
 }
 
 pub fn decide(workload: &Workload, settings: &Settings) -> Decision {
@@ -202,15 +250,23 @@ pub fn decide(workload: &Workload, settings: &Settings) -> Decision {
         }
     }
     if workload.spec.host_network == Some(true) {
-        return Decision::NotMeshed;
+        return Decision::NotMeshed(NotMeshed::HostNetwork);
     }
-    if istio_predicted(workload, settings) {
-        return Decision::Meshed(Box::new(predicted(workload, settings, Mesh::Istio)));
-    }
-    if linkerd_predicted(workload, settings) {
-        return Decision::Meshed(Box::new(predicted(workload, settings, Mesh::Linkerd)));
-    }
-    Decision::NotMeshed
+    let istio = match istio_predicted(workload, settings) {
+        Ok(()) => return Decision::Meshed(Box::new(predicted(workload, settings, Mesh::Istio))),
+        Err(reason) => reason,
+    };
+    let linkerd = match linkerd_predicted(workload, settings) {
+        Ok(()) => {
+            return Decision::Meshed(Box::new(predicted(workload, settings, Mesh::Linkerd)));
+        }
+        Err(reason) => reason,
+    };
+    Decision::NotMeshed(if !istio.is_specific() && linkerd.is_specific() {
+        linkerd
+    } else {
+        istio
+    })
 }
 
 /// A gateway runs the proxy as its only container, or with the `router` mode argument.
@@ -407,18 +463,44 @@ fn in_system_namespace(workload: &Workload) -> bool {
     )
 }
 
-fn istio_predicted(workload: &Workload, settings: &Settings) -> bool {
+fn system_namespace(workload: &Workload) -> NotMeshed {
+    NotMeshed::SystemNamespace {
+        namespace: workload.namespace.as_deref().unwrap_or("").to_string(),
+    }
+}
+
+fn namespace_name(workload: &Workload) -> Option<String> {
+    workload.namespace.as_deref().map(str::to_string)
+}
+
+/// Nothing asks for a proxy; whether the namespace's facts were known at all.
+fn no_mesh_signal(workload: &Workload, settings: &Settings) -> NotMeshed {
+    let namespace = workload.namespace.as_deref().unwrap_or("");
+    let absent = workload.namespace_meta.is_none();
+    NotMeshed::NoMeshSignal {
+        namespace: namespace_name(workload),
+        namespace_object_absent: absent,
+        namespace_unknown: absent
+            && !in_list(&settings.raw.istio.injected_namespaces, namespace)
+            && !in_list(&settings.raw.linkerd.injected_namespaces, namespace),
+    }
+}
+
+fn istio_predicted(workload: &Workload, settings: &Settings) -> Result<(), NotMeshed> {
     let namespace = workload.namespace.as_deref().unwrap_or("");
     if in_system_namespace(workload) {
-        return false;
+        return Err(system_namespace(workload));
     }
     // The label is what the webhook's objectSelector sees, so it wins over the annotation.
-    let pod_request = workload
-        .pod_meta
-        .label(ISTIO_INJECT)
-        .or_else(|| workload.annotation(ISTIO_INJECT));
+    let label_request = workload.pod_meta.label(ISTIO_INJECT);
+    let pod_request = label_request.or_else(|| workload.annotation(ISTIO_INJECT));
     if pod_request == Some("false") {
-        return false;
+        return Err(NotMeshed::OptedOut {
+            mesh: "istio",
+            key: ISTIO_INJECT,
+            is_label: label_request.is_some(),
+            value: "false".to_string(),
+        });
     }
     // Custom injection templates (proxyless gRPC, a platform's own) may add no proxy at all:
     // only the sidecar templates can be predicted.
@@ -428,7 +510,9 @@ fn istio_predicted(workload: &Workload, settings: &Settings) -> bool {
             .map(str::trim)
             .any(|template| matches!(template, "sidecar" | "grpc-agent"))
     {
-        return false;
+        return Err(NotMeshed::CustomTemplate {
+            templates: templates.to_string(),
+        });
     }
     let istio = &settings.raw.istio;
     // The facts describe the cluster; a Namespace manifest beside the workload may be a bare
@@ -443,10 +527,17 @@ fn istio_predicted(workload: &Workload, settings: &Settings) -> bool {
         }
     };
     if namespace_injection == Some(false) {
-        return false;
+        return Err(NotMeshed::NamespaceInjectionDisabled {
+            namespace: namespace_name(workload),
+        });
     }
-    let sidecar_requested =
-        pod_request == Some("true") || workload.pod_meta.label("istio.io/rev").is_some();
+    // The webhooks select pods by namespace label or by pod *label* (`sidecar.istio.io/inject:
+    // "true"`, `istio.io/rev`); the annotation is only read once a webhook is called for the
+    // pod, that is when the namespace has injection on. An annotation "true" alone in a
+    // namespace without injection asks nobody.
+    let sidecar_requested = label_request == Some("true")
+        || workload.pod_meta.label("istio.io/rev").is_some()
+        || (pod_request == Some("true") && namespace_injection == Some(true));
     let pod_mode = workload.pod_meta.label("istio.io/dataplane-mode");
     let namespace_ambient = match &workload.namespace_meta {
         Some(_) => workload.namespace_label("istio.io/dataplane-mode") == Some("ambient"),
@@ -454,18 +545,35 @@ fn istio_predicted(workload: &Workload, settings: &Settings) -> bool {
     };
     let ambient = pod_mode == Some("ambient") || (namespace_ambient && pod_mode != Some("none"));
     if ambient && !sidecar_requested {
-        return false;
+        return Err(NotMeshed::Ambient {
+            by_pod_label: pod_mode == Some("ambient"),
+        });
     }
-    sidecar_requested || namespace_injection == Some(true)
+    if sidecar_requested || namespace_injection == Some(true) {
+        return Ok(());
+    }
+    if pod_request == Some("true") {
+        return Err(NotMeshed::AnnotationOnlyInjectRequest {
+            namespace: namespace_name(workload),
+        });
+    }
+    Err(no_mesh_signal(workload, settings))
 }
 
-fn linkerd_predicted(workload: &Workload, settings: &Settings) -> bool {
+fn linkerd_predicted(workload: &Workload, settings: &Settings) -> Result<(), NotMeshed> {
     if in_system_namespace(workload) {
-        return false;
+        return Err(system_namespace(workload));
     }
     let enabled = |value: Option<&str>| matches!(value, Some("enabled" | "ingress"));
-    match workload.annotation(LINKERD_INJECT) {
-        Some("disabled") => false,
+    let meshed = match workload.annotation(LINKERD_INJECT) {
+        Some("disabled") => {
+            return Err(NotMeshed::OptedOut {
+                mesh: "linkerd",
+                key: LINKERD_INJECT,
+                is_label: false,
+                value: "disabled".to_string(),
+            });
+        }
         value if enabled(value) => true,
         _ => {
             let namespace = workload.namespace.as_deref().unwrap_or("");
@@ -473,6 +581,11 @@ fn linkerd_predicted(workload: &Workload, settings: &Settings) -> bool {
             enabled(workload.namespace_annotation(LINKERD_INJECT))
                 || in_list(&settings.raw.linkerd.injected_namespaces, namespace)
         }
+    };
+    if meshed {
+        Ok(())
+    } else {
+        Err(no_mesh_signal(workload, settings))
     }
 }
 

@@ -56,7 +56,20 @@ pub enum Keep {
     RuleKeys,
     /// Every key: annotations, labels, parameters.
     All,
+    /// Every key, each holding a value read by rule keys: the role maps of a Kubeflow
+    /// training job (`pytorchReplicaSpecs: {Master: {...}, Worker: {...}}`).
+    DataKeys,
 }
+
+/// Maps from role names to replica specs (Kubeflow training jobs).
+const ROLE_MAPS: &[&str] = &[
+    "jaxReplicaSpecs",
+    "mpiReplicaSpecs",
+    "paddleReplicaSpecs",
+    "pytorchReplicaSpecs",
+    "tfReplicaSpecs",
+    "xgbReplicaSpecs",
+];
 
 /// Keys the rules read anywhere in an admission object.
 const RULE_KEYS: &[&str] = &[
@@ -68,21 +81,26 @@ const RULE_KEYS: &[&str] = &[
     "blueGreen",
     "canary",
     "command",
+    "concurrencyPolicy",
     "containerPort",
     "containers",
     "env",
     "exec",
+    "grpc",
     "hostNetwork",
     "httpGet",
     "image",
     "initContainers",
+    "job",
     "jobTemplate",
     "kind",
     "labels",
     "lifecycle",
+    "livenessProbe",
     "maxSurge",
     "maxUnavailable",
     "metadata",
+    "metrics",
     "name",
     "namespace",
     "namespaceObject",
@@ -91,34 +109,46 @@ const RULE_KEYS: &[&str] = &[
     "ownerReferences",
     "parameters",
     "path",
+    "port",
     "ports",
     "postStart",
     "preStop",
+    "provider",
     "readinessProbe",
     "replicas",
+    "replicatedJobs",
     "restartPolicy",
     "review",
     "rollingUpdate",
     "runAsUser",
+    "runPolicy",
     "seconds",
     "securityContext",
+    "selector",
+    "services",
     "sleep",
     "spec",
     "startupProbe",
     "strategy",
+    "targetPort",
+    "tasks",
     "template",
     "terminationGracePeriodSeconds",
+    "trialSpec",
+    "trialTemplate",
     "type",
     "value",
     "workloadRef",
 ];
 
 /// Keys whose whole subtree is kept: their keys are data, not schema.
-const KEEP_ALL_BELOW: &[&str] = &["annotations", "labels", "parameters"];
+const KEEP_ALL_BELOW: &[&str] = &["annotations", "labels", "parameters", "selector"];
 
 fn keep_for_child(key: &str) -> Keep {
     if KEEP_ALL_BELOW.contains(&key) {
         Keep::All
+    } else if ROLE_MAPS.contains(&key) {
+        Keep::DataKeys
     } else {
         Keep::RuleKeys
     }
@@ -237,11 +267,15 @@ impl<'de> Visitor<'de> for NodeSeed {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node<'de>, A::Error> {
         let mut entries = Vec::new();
         while let Some(KeyText(key)) = map.next_key()? {
-            if self.keep == Keep::All || RULE_KEYS.contains(&key.as_ref()) {
-                let keep = if self.keep == Keep::All {
-                    Keep::All
-                } else {
-                    keep_for_child(&key)
+            let key_text = key.as_ref();
+            if self.keep != Keep::RuleKeys
+                || RULE_KEYS.contains(&key_text)
+                || ROLE_MAPS.contains(&key_text)
+            {
+                let keep = match self.keep {
+                    Keep::All => Keep::All,
+                    Keep::DataKeys => Keep::RuleKeys,
+                    Keep::RuleKeys => keep_for_child(key_text),
                 };
                 let value = map.next_value_seed(self.nested(keep)?)?;
                 entries.push((key, value));

@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 use crate::evaluate::is_skipped_operation;
 use crate::input::{
     Container, ContainerPort, EnvVar, ExecAction, Handler, HttpGetAction, IntOrString, Lifecycle,
-    ObjectMeta, OwnerReference, PodSpec, RollingUpdate, SecurityContext, SleepAction, Strategy,
-    Text,
+    ObjectMeta, OwnerReference, PodSpec, RollingUpdate, SecurityContext, Service, ServicePort,
+    SleepAction, Strategy, Text,
 };
 use crate::json_cursor::Cursor;
 use crate::node::parse_parameters;
@@ -57,16 +57,14 @@ pub fn read(json: &str) -> Option<Reading<'_>> {
         .kind
         .or(review_kind)
         .as_deref()
-        .and_then(WorkloadKind::from_kind)
+        .and_then(|kind| WorkloadKind::of(kind, object.api_version.as_deref()))
     else {
         return Some(Reading::NothingToReview);
     };
-    if kind == WorkloadKind::Rollout
-        && object
-            .api_version
-            .is_some_and(|api_version| !api_version.starts_with("argoproj.io/"))
-    {
-        return Some(Reading::NothingToReview);
+    // Pod specs inside other objects (analysis templates, training jobs, ...) are rare at
+    // admission; the exact reader finds them.
+    if kind.is_embedding() {
+        return None;
     }
     let mut workload = Workload::new(
         kind,
@@ -74,6 +72,7 @@ pub fn read(json: &str) -> Option<Reading<'_>> {
         review.namespace,
         review.namespace_object,
     );
+    workload.services = envelope.services.unwrap_or_default();
     let Some(spec) = object.spec else {
         return Some(Reading::NothingToReview);
     };
@@ -84,6 +83,7 @@ pub fn read(json: &str) -> Option<Reading<'_>> {
             return Some(Reading::Review(Box::new(workload), Box::new(settings)));
         }
         WorkloadKind::CronJob => spec.job_template.and_then(|job_spec| {
+            workload.concurrency_policy = spec.concurrency_policy;
             workload.job_deadline_seconds = job_spec.active_deadline_seconds;
             job_spec.template
         }),
@@ -110,6 +110,8 @@ pub fn read(json: &str) -> Option<Reading<'_>> {
 /// Gatekeeper's input: `{"review": AdmissionRequest, "parameters": {...}}`.
 struct Envelope<'a> {
     review: Option<Review<'a>>,
+    /// The Services of the object's namespace (absent, null and empty alike).
+    services: Option<Vec<Service<'a>>>,
     /// The text of `parameters`: they keep every key (a misspelt one is an error), so the exact
     /// reader reads them.
     parameters: Option<&'a str>,
@@ -140,6 +142,7 @@ struct ObjectSpec<'a> {
     strategy: Option<Strategy<'a>>,
     template: Option<PodTemplate<'a>>,
     job_template: Option<JobSpec<'a>>,
+    concurrency_policy: Option<Text<'a>>,
 }
 
 #[derive(Default)]
@@ -260,12 +263,18 @@ macro_rules! field {
 fn envelope<'a>(cursor: &mut Cursor<'a>) -> Option<Envelope<'a>> {
     let mut review = None;
     let mut parameters = None;
+    let mut services = None;
     cursor.fields(|cursor, key| match key {
         "review" => Some(field!(review, review_fields(cursor))),
         "parameters" => Some(field!(parameters, nullable(cursor, Cursor::raw_value))),
+        "services" => Some(field!(services, objects(cursor, service_fields))),
         _ => cursor.skip().map(|()| false),
     })?;
-    Some(Envelope { review, parameters })
+    Some(Envelope {
+        review,
+        parameters,
+        services,
+    })
 }
 
 fn review_fields<'a>(cursor: &mut Cursor<'a>) -> Option<Option<Review<'a>>> {
@@ -346,6 +355,7 @@ fn object_spec<'a>(cursor: &mut Cursor<'a>) -> Option<Option<ObjectSpec<'a>>> {
     fields(cursor, |spec: &mut ObjectSpec<'a>, cursor, key| {
         Some(match key {
             "replicas" => field!(spec.replicas, int(cursor)),
+            "concurrencyPolicy" => field!(spec.concurrency_policy, text(cursor)),
             "strategy" => field!(spec.strategy, strategy(cursor)),
             "template" => field!(spec.template, pod_template(cursor)),
             "jobTemplate" => field!(
@@ -442,10 +452,84 @@ fn container_field<'a>(
                 })
             })
         ),
-        "readinessProbe" => field!(container.has_readiness_probe, is_object(cursor)),
-        "startupProbe" => field!(container.has_startup_probe, is_object(cursor)),
+        "readinessProbe" => {
+            let grpc = probe(cursor)?;
+            container.has_readiness_probe = grpc.is_some();
+            container.grpc_probes.readiness = grpc.unwrap_or(false);
+            true
+        }
+        "startupProbe" => {
+            let grpc = probe(cursor)?;
+            container.has_startup_probe = grpc.is_some();
+            container.grpc_probes.startup = grpc.unwrap_or(false);
+            true
+        }
+        "livenessProbe" => field!(
+            container.grpc_probes.liveness,
+            probe(cursor).map(|grpc| grpc.unwrap_or(false))
+        ),
         "restartPolicy" => field!(container.restart_policy, text(cursor)),
         "securityContext" => field!(container.security_context, security_context(cursor)),
+        _ => false,
+    })
+}
+
+/// A probe (`Some(None)` when null): whether it has a `grpc` action.
+fn probe(cursor: &mut Cursor) -> Option<Option<bool>> {
+    fields(cursor, |grpc: &mut bool, cursor, key| {
+        Some(key == "grpc" && field!(*grpc, is_object(cursor)))
+    })
+}
+
+/// A Service of the input's top-level `services`.
+fn service_fields<'a>(
+    service: &mut Service<'a>,
+    cursor: &mut Cursor<'a>,
+    key: &str,
+) -> Option<bool> {
+    Some(match key {
+        "metadata" => {
+            let meta = fields(
+                cursor,
+                |meta: &mut (Option<Text<'a>>, Option<Text<'a>>), cursor, key| {
+                    Some(match key {
+                        "name" => field!(meta.0, text(cursor)),
+                        "namespace" => field!(meta.1, text(cursor)),
+                        _ => false,
+                    })
+                },
+            )?;
+            (service.name, service.namespace) = meta.unwrap_or_default();
+            true
+        }
+        "spec" => {
+            let spec = fields(cursor, |spec: &mut Service<'a>, cursor, key| {
+                Some(match key {
+                    "selector" => field!(spec.selector, string_map(cursor)),
+                    "ports" => field!(
+                        spec.ports,
+                        objects(cursor, |port: &mut ServicePort<'a>, cursor, key| {
+                            Some(match key {
+                                "name" => field!(port.name, text(cursor)),
+                                "port" => field!(port.port, int(cursor)),
+                                "targetPort" => field!(port.target_port, int_or_string(cursor)),
+                                "appProtocol" => field!(port.app_protocol, text(cursor)),
+                                _ => false,
+                            })
+                        })
+                    ),
+                    _ => false,
+                })
+            })?;
+            if let Some(spec) = spec {
+                service.selector = spec.selector;
+                service.ports = spec.ports;
+            } else {
+                service.selector = None;
+                service.ports = None;
+            }
+            true
+        }
         _ => false,
     })
 }
@@ -541,6 +625,24 @@ mod tests {
         let container = &workload.spec.containers()[0];
         assert_eq!(container.name(), "web");
         assert!(container.has_readiness_probe && !container.has_startup_probe);
+    }
+
+    #[test]
+    fn reads_services_and_grpc_probes_in_one_pass() {
+        let input = deployment(
+            r#"{"containers": [{"name": "web", "livenessProbe": {"grpc": {"port": 9000}}}]}"#,
+        )
+        .replacen(
+            "{\"review\"",
+            r#"{"services": [{"metadata": {"name": "web"}, "spec": {"selector": {"app": "web"},
+            "ports": [{"name": "grpc", "port": 80, "targetPort": 9000}]}}], "extra": [1], "review""#,
+            1,
+        );
+        let workload = reviewed(&input).expect("services are read in one pass");
+        assert_eq!(workload.services.len(), 1);
+        assert_eq!(workload.services[0].ports()[0].port, Some(80));
+        assert!(workload.services[0].selects(workload.pod_meta.labels.as_ref()));
+        assert!(workload.spec.containers()[0].grpc_probes.liveness);
     }
 
     #[test]

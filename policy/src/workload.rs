@@ -1,7 +1,9 @@
 //! The reviewed pod spec in its context: which kind holds it, where, with which metadata, and
 //! the controller fields some rules read. Built once per input from the typed view.
 
-use crate::input::{ObjectMeta, PodSpec, Strategy, Text};
+use std::borrow::Cow;
+
+use crate::input::{ObjectMeta, PodSpec, Service, Strategy, Text};
 
 /// Kinds whose pod spec the rules review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,9 +17,106 @@ pub enum WorkloadKind {
     Job,
     CronJob,
     Rollout,
+    /// Argo Rollouts (`argoproj.io`): a Job spec per metric, `spec.metrics[].provider.job`.
+    AnalysisTemplate,
+    ClusterAnalysisTemplate,
+    /// Katib (`kubeflow.org`): `spec.trialTemplate.trialSpec`, a Job or a training job.
+    KatibExperiment,
+    /// Kubeflow training operator (`kubeflow.org`): `spec.<x>ReplicaSpecs.<role>.template`.
+    TrainingJob(TrainingKind),
+    /// JobSet (`jobset.x-k8s.io`): `spec.replicatedJobs[].template.spec.template`.
+    JobSet,
+    /// Volcano (`batch.volcano.sh`) `Job`: `spec.tasks[].template`.
+    VolcanoJob,
+}
+
+/// The Kubeflow training jobs, each with its own replica-spec field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrainingKind {
+    PyTorchJob,
+    TFJob,
+    MPIJob,
+    XGBoostJob,
+    PaddleJob,
+    JAXJob,
+}
+
+impl TrainingKind {
+    pub const ALL: [TrainingKind; 6] = [
+        TrainingKind::PyTorchJob,
+        TrainingKind::TFJob,
+        TrainingKind::MPIJob,
+        TrainingKind::XGBoostJob,
+        TrainingKind::PaddleJob,
+        TrainingKind::JAXJob,
+    ];
+
+    pub fn kind(self) -> &'static str {
+        match self {
+            TrainingKind::PyTorchJob => "PyTorchJob",
+            TrainingKind::TFJob => "TFJob",
+            TrainingKind::MPIJob => "MPIJob",
+            TrainingKind::XGBoostJob => "XGBoostJob",
+            TrainingKind::PaddleJob => "PaddleJob",
+            TrainingKind::JAXJob => "JAXJob",
+        }
+    }
+
+    /// The field of `spec` that maps role names to replica specs.
+    pub fn replica_specs_field(self) -> &'static str {
+        match self {
+            TrainingKind::PyTorchJob => "pytorchReplicaSpecs",
+            TrainingKind::TFJob => "tfReplicaSpecs",
+            TrainingKind::MPIJob => "mpiReplicaSpecs",
+            TrainingKind::XGBoostJob => "xgbReplicaSpecs",
+            TrainingKind::PaddleJob => "paddleReplicaSpecs",
+            TrainingKind::JAXJob => "jaxReplicaSpecs",
+        }
+    }
 }
 
 impl WorkloadKind {
+    /// The kind named `kind` of API version `api_version` (absent: any group), when it is a kind
+    /// whose pod specs the rules review. `Rollout`, the analysis templates and the embedding
+    /// kinds are only those of their own API group; `Job` is Volcano's under
+    /// `batch.volcano.sh`, else Kubernetes'.
+    pub fn of(kind: &str, api_version: Option<&str>) -> Option<WorkloadKind> {
+        let group = api_version.map(|version| version.split_once('/').map_or("", |(g, _)| g));
+        let in_group = |wanted: &str| group.is_none_or(|group| group == wanted);
+        let kind = match kind {
+            "Job" if group == Some("batch.volcano.sh") => WorkloadKind::VolcanoJob,
+            "Rollout" | "AnalysisTemplate" | "ClusterAnalysisTemplate"
+                if !in_group("argoproj.io") =>
+            {
+                return None;
+            }
+            "AnalysisTemplate" => WorkloadKind::AnalysisTemplate,
+            "ClusterAnalysisTemplate" => WorkloadKind::ClusterAnalysisTemplate,
+            "Experiment" if in_group("kubeflow.org") => WorkloadKind::KatibExperiment,
+            "JobSet" if in_group("jobset.x-k8s.io") => WorkloadKind::JobSet,
+            other => match TrainingKind::ALL.iter().find(|t| t.kind() == other) {
+                Some(training) if in_group("kubeflow.org") => WorkloadKind::TrainingJob(*training),
+                Some(_) => return None,
+                None => WorkloadKind::from_kind(other)?,
+            },
+        };
+        Some(kind)
+    }
+
+    /// Kinds whose pod specs sit inside other objects (several per object, possibly).
+    pub fn is_embedding(self) -> bool {
+        matches!(
+            self,
+            WorkloadKind::AnalysisTemplate
+                | WorkloadKind::ClusterAnalysisTemplate
+                | WorkloadKind::KatibExperiment
+                | WorkloadKind::TrainingJob(_)
+                | WorkloadKind::JobSet
+                | WorkloadKind::VolcanoJob
+        )
+    }
+
+    /// The kinds of Kubernetes' own and Argo's `Rollout`, by name alone.
     pub fn from_kind(kind: &str) -> Option<WorkloadKind> {
         Some(match kind {
             "Pod" => WorkloadKind::Pod,
@@ -33,7 +132,8 @@ impl WorkloadKind {
         })
     }
 
-    /// Where the pod spec and its metadata live in the object.
+    /// Where the pod spec and its metadata live in the object (embedding kinds: see the
+    /// workload's own paths).
     pub fn spec_path(self) -> &'static str {
         match self {
             WorkloadKind::Pod => "spec",
@@ -51,8 +151,18 @@ impl WorkloadKind {
     }
 }
 
+#[derive(Clone)]
 pub struct Workload<'a> {
     pub kind: WorkloadKind,
+    /// Where the pod spec and its metadata are in the object, e.g. `spec.template.spec` or
+    /// `spec.metrics[0].provider.job.spec.template.spec`.
+    pub spec_path: Cow<'static, str>,
+    pub metadata_path: Cow<'static, str>,
+    /// For a pod spec inside another object: the Job (or job-like) that runs it.
+    pub embedded: Option<EmbeddedJob>,
+    /// For a pod spec inside another object: that Job's own metadata and its path (which, like
+    /// the controller's, never reaches the pods).
+    pub job_meta: Option<(String, ObjectMeta<'a>)>,
     /// The metadata that steers injection: the pod template's (a Pod's own).
     pub pod_meta: ObjectMeta<'a>,
     pub spec: PodSpec<'a>,
@@ -65,6 +175,19 @@ pub struct Workload<'a> {
     pub strategy: Option<Strategy<'a>>,
     /// `activeDeadlineSeconds` of the Job (or CronJob job template).
     pub job_deadline_seconds: Option<i64>,
+    /// A CronJob's `spec.concurrencyPolicy`.
+    pub concurrency_policy: Option<Text<'a>>,
+    /// The input's top-level `services` (the host passes those of the object's namespace).
+    pub services: Vec<Service<'a>>,
+}
+
+/// The job that runs an embedded pod spec, for batch messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbeddedJob {
+    /// `the Job of AnalysisTemplate metric "web"`, `the Worker replicas of the PyTorchJob`.
+    pub phrase: String,
+    /// Where its deadline goes, e.g. `spec.metrics[0].provider.job.spec.activeDeadlineSeconds`.
+    pub deadline_path: String,
 }
 
 impl<'a> Workload<'a> {
@@ -83,6 +206,10 @@ impl<'a> Workload<'a> {
             .or_else(|| namespace_meta.as_ref().and_then(|meta| meta.name.clone()));
         Workload {
             kind,
+            spec_path: Cow::Borrowed(kind.spec_path()),
+            metadata_path: Cow::Borrowed(kind.metadata_path()),
+            embedded: None,
+            job_meta: None,
             pod_meta: ObjectMeta::default(),
             spec: PodSpec::default(),
             namespace,
@@ -91,21 +218,23 @@ impl<'a> Workload<'a> {
             replicas: None,
             strategy: None,
             job_deadline_seconds: None,
+            concurrency_policy: None,
+            services: Vec::new(),
         }
     }
 
-    pub fn spec_path(&self) -> &'static str {
-        self.kind.spec_path()
+    pub fn spec_path(&self) -> &str {
+        &self.spec_path
     }
 
     /// Path of an annotation of the pod template, e.g.
     /// `spec.template.metadata.annotations["proxy.istio.io/config"]`.
     pub fn annotation_path(&self, key: &str) -> String {
-        format!("{}.annotations[\"{key}\"]", self.kind.metadata_path())
+        format!("{}.annotations[\"{key}\"]", self.metadata_path)
     }
 
     pub fn label_path(&self, key: &str) -> String {
-        format!("{}.labels[\"{key}\"]", self.kind.metadata_path())
+        format!("{}.labels[\"{key}\"]", self.metadata_path)
     }
 
     pub fn container_path(&self, index: usize) -> String {
@@ -143,6 +272,7 @@ impl<'a> Workload<'a> {
     pub fn is_batch(&self) -> bool {
         match self.kind {
             WorkloadKind::Job | WorkloadKind::CronJob => true,
+            kind if kind.is_embedding() => true,
             WorkloadKind::Pod => {
                 let owned_by_job = self
                     .object_meta

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use std::sync::OnceLock;
 
-use meshlife_policy::{Severity, evaluate, evaluate_with_exact_reader};
+use meshlife_policy::verdicts::{MeshVerdict, NotJudged};
+use meshlife_policy::{Severity, evaluate, evaluate_with_exact_reader, mesh_verdicts};
 use proptest::prelude::*;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -27,6 +28,12 @@ struct Case {
     namespace_object: Option<Value>,
     #[serde(default)]
     operation: Option<String>,
+    /// The input's top-level `services`: Service objects of the object's namespace.
+    #[serde(default)]
+    services: Option<Value>,
+    /// More top-level input members (keys the policy does not know, say).
+    #[serde(default)]
+    top_level: Option<serde_json::Map<String, Value>>,
     /// Rule ids expected, as a multiset.
     expect: Vec<String>,
     /// `rule id: severity` for findings whose severity differs from the rule's usual one.
@@ -38,6 +45,12 @@ struct Case {
     /// Substrings that must appear in some `details.fix`.
     #[serde(default)]
     fixes: Vec<String>,
+    /// `details.path` values that must each appear among the violations.
+    #[serde(default)]
+    paths: Vec<String>,
+    /// Substrings that must appear in no message and no fix (another mesh's words, say).
+    #[serde(default)]
+    absent: Vec<String>,
 }
 
 fn case_files() -> Vec<PathBuf> {
@@ -80,6 +93,12 @@ fn input_of(case: &Case) -> Value {
     let mut input = json!({ "review": review });
     if let Some(parameters) = &case.parameters {
         input["parameters"] = parameters.clone();
+    }
+    if let Some(services) = &case.services {
+        input["services"] = services.clone();
+    }
+    for (key, value) in case.top_level.iter().flatten() {
+        input[key.as_str()] = value.clone();
     }
     input
 }
@@ -128,6 +147,18 @@ fn every_case_gives_exactly_its_expected_rules() {
                     failures.push(format!("{label}: no fix contains {needle:?}"));
                 }
             }
+            for path in &case.paths {
+                if !violations.iter().any(|v| &v.details.path == path) {
+                    failures.push(format!("{label}: no violation has path {path:?}"));
+                }
+            }
+            for needle in &case.absent {
+                if violations.iter().any(|v| {
+                    v.msg.contains(needle.as_str()) || v.details.fix.contains(needle.as_str())
+                }) {
+                    failures.push(format!("{label}: a message or fix contains {needle:?}"));
+                }
+            }
             for violation in &violations {
                 let prefix = format!("[{} {}] ", violation.details.rule, violation.details.name);
                 if !violation.msg.starts_with(&prefix) || violation.details.fix.is_empty() {
@@ -165,6 +196,34 @@ fn both_readers_answer_every_case_alike() {
             evaluate_with_exact_reader(&bytes),
             "{label}"
         );
+    }
+}
+
+/// The mesh verdicts agree with the rules: a case with findings has a meshed pod spec, and an
+/// ML000 case is invalid input there too.
+#[test]
+fn mesh_verdicts_agree_with_the_findings() {
+    for (label, input) in case_inputs() {
+        let bytes = serde_json::to_vec(input).expect("serialisable");
+        let violations = evaluate(&bytes);
+        let verdicts = mesh_verdicts(&bytes);
+        assert!(!verdicts.is_empty(), "{label}");
+        if violations.iter().any(|v| v.details.rule == "ML000") {
+            assert!(
+                matches!(
+                    verdicts[0].verdict,
+                    MeshVerdict::NotJudged(NotJudged::InvalidInput { .. })
+                ),
+                "{label}: {verdicts:?}"
+            );
+        } else if !violations.is_empty() {
+            assert!(
+                verdicts
+                    .iter()
+                    .any(|v| matches!(v.verdict, MeshVerdict::Meshed { .. })),
+                "{label}: {verdicts:?}"
+            );
+        }
     }
 }
 
@@ -301,6 +360,8 @@ proptest! {
     ) {
         let (label, input) = case.get(case_inputs());
         let text = mutate(input, place, substitute, change);
+        // Never panics, whatever the input.
+        let _ = mesh_verdicts(text.as_bytes());
         prop_assert_eq!(
             evaluate(text.as_bytes()),
             evaluate_with_exact_reader(text.as_bytes()),

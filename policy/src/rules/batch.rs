@@ -85,7 +85,10 @@ fn calls_linkerd_shutdown(container: &Container) -> bool {
 /// The env var the injector sets on linkerd-proxy when the shutdown endpoint is on.
 const SHUTDOWN_ENDPOINT_ENV: &str = "LINKERD2_PROXY_SHUTDOWN_ENDPOINT_ENABLED";
 
-fn kind_phrase(context: &Context) -> &'static str {
+fn kind_phrase<'c>(context: &'c Context) -> &'c str {
+    if let Some(embedded) = &context.workload.embedded {
+        return &embedded.phrase;
+    }
     match context.workload.kind {
         WorkloadKind::Job => "the Job",
         WorkloadKind::CronJob => "each Job of the CronJob",
@@ -98,8 +101,15 @@ fn job_sidecar_never_exits(context: &Context, findings: &mut Vec<Finding>) {
     if context.app_containers().next().is_none() {
         return;
     }
+    // Istio users often reach for exit-on-idle; it is Istio's word, so only Istio hears it.
+    let not_a_fix = match context.mesh() {
+        Mesh::Istio => {
+            "; EXIT_ON_ZERO_ACTIVE_CONNECTIONS does not help, since it only acts after SIGTERM"
+        }
+        Mesh::Linkerd => "",
+    };
     let message = format!(
-        "{} keeps running once {} {} finished, so the pod never completes and {} never succeeds; EXIT_ON_ZERO_ACTIVE_CONNECTIONS does not help, since it only acts after SIGTERM.",
+        "{} keeps running once {} {} finished, so the pod never completes and {} never succeeds{not_a_fix}.",
         capitalised(&context.proxy_phrase()),
         context.app_containers_phrase(),
         if context.app_containers().count() == 1 {
@@ -114,7 +124,7 @@ fn job_sidecar_never_exits(context: &Context, findings: &mut Vec<Finding>) {
             "End the app's command with curl -fsS -X POST http://localhost:15020/quitquitquit, or use native sidecars (sidecar.istio.io/nativeSidecar: \"true\"), or opt the pod out with the label sidecar.istio.io/inject: \"false\"."
         }
         Mesh::Linkerd => {
-            "Wrap the app's command in linkerd-await --shutdown -- <command> (or POST http://localhost:4191/shutdown) with config.linkerd.io/proxy-admin-shutdown: enabled, or use native sidecars (config.linkerd.io/proxy-enable-native-sidecar: \"true\")."
+            "Wrap the app's command in linkerd-await --shutdown -- <command> (or POST http://localhost:4191/shutdown) with config.linkerd.io/proxy-admin-shutdown: enabled, or use native sidecars (config.linkerd.io/proxy-enable-native-sidecar: \"true\"), or opt the pod out with the annotation linkerd.io/inject: disabled."
         }
     };
     findings.push(context.finding(
@@ -179,25 +189,36 @@ fn job_no_deadline(context: &Context, findings: &mut Vec<Finding>) {
     if context.workload.batch_deadline_seconds().is_some() {
         return;
     }
-    let (path, field) = match context.workload.kind {
-        WorkloadKind::Job => (
-            "spec.activeDeadlineSeconds",
-            "spec.activeDeadlineSeconds on the Job",
+    let (path, field) = match (&context.workload.embedded, context.workload.kind) {
+        (Some(embedded), _) => (
+            embedded.deadline_path.clone(),
+            embedded.deadline_path.clone(),
         ),
-        WorkloadKind::CronJob => (
-            "spec.jobTemplate.spec.activeDeadlineSeconds",
-            "spec.jobTemplate.spec.activeDeadlineSeconds on the CronJob",
+        (None, WorkloadKind::Job) => (
+            "spec.activeDeadlineSeconds".to_string(),
+            "spec.activeDeadlineSeconds on the Job".to_string(),
         ),
-        _ => (
-            "spec.activeDeadlineSeconds",
-            "spec.activeDeadlineSeconds on the pod",
+        (None, WorkloadKind::CronJob) => (
+            "spec.jobTemplate.spec.activeDeadlineSeconds".to_string(),
+            "spec.jobTemplate.spec.activeDeadlineSeconds on the CronJob".to_string(),
+        ),
+        (None, _) => (
+            "spec.activeDeadlineSeconds".to_string(),
+            "spec.activeDeadlineSeconds on the pod".to_string(),
         ),
     };
+    let forbid = if context.workload.kind == WorkloadKind::CronJob
+        && context.workload.concurrency_policy.as_deref() == Some("Forbid")
+    {
+        "; under the CronJob's concurrencyPolicy: Forbid one stuck run blocks every later one"
+    } else {
+        ""
+    };
     let message = format!(
-        "{} with {} has no activeDeadlineSeconds, so if the sidecar never exits the pod runs and holds its resources forever.",
+        "{} with {} has no activeDeadlineSeconds, so if the sidecar never exits the pod runs and holds its resources forever{forbid}.",
         capitalised(kind_phrase(context)),
         context.proxy_phrase()
     );
     let fix = format!("Set {field} to bound a stuck run.");
-    findings.push(context.finding(&JOB_NO_DEADLINE, path.to_string(), message, fix));
+    findings.push(context.finding(&JOB_NO_DEADLINE, path, message, fix));
 }

@@ -7,7 +7,7 @@ use crate::catalogue::{
     PRESTOP_EXCEEDS_GRACE, PROXY_EXITS_BEFORE_APP,
 };
 use crate::duration::format_ms;
-use crate::input::Container;
+use crate::input::{Container, IntOrString};
 use crate::mesh::{LINKERD_WAIT_BEFORE_EXIT, Mesh};
 use crate::violation::Severity;
 
@@ -39,7 +39,11 @@ fn grace_path(context: &Context) -> String {
     context.workload.field_path("terminationGracePeriodSeconds")
 }
 
-/// ML401.
+/// ML401. The kubelet sends SIGTERM to the classic proxy when the pod starts terminating (it has
+/// no preStop) and SIGKILL to every container at the grace deadline, which counts from the same
+/// moment; pilot-agent drains for terminationDrainDuration after SIGTERM and then exits. A drain
+/// longer than the grace period is always cut (error). At equality the drain's end and the
+/// SIGKILL race, with no margin for anything that delays the proxy (warning).
 fn drain_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
     let decision = context.decision;
     let grace = grace_seconds(context);
@@ -52,27 +56,46 @@ fn drain_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
         } else {
             "the mesh default"
         };
-        let message = format!(
-            "{proxy} drains for terminationDrainDuration {drain} (from {source}), which is not shorter than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod before the drain ends and in-flight requests are cut."
-        );
+        let equal = decision.drain_ms == grace_ms;
+        let message = if equal {
+            format!(
+                "{proxy} drains for terminationDrainDuration {drain} (from {source}), exactly terminationGracePeriodSeconds {grace}, so there is no margin: the proxy's drain ends exactly when the kubelet kills the pod, so any delay cuts the last connections."
+            )
+        } else {
+            format!(
+                "{proxy} drains for terminationDrainDuration {drain} (from {source}), longer than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod before the drain ends and in-flight requests are cut."
+            )
+        };
         let needed = decision.drain_ms.div_ceil(1000);
         let fix = if grace > 0 {
             format!(
-                "Raise terminationGracePeriodSeconds above {needed}, or lower terminationDrainDuration in the proxy.istio.io/config annotation below {grace}s."
+                "Raise terminationGracePeriodSeconds above {needed} (leaving time for the app's own shutdown), or lower terminationDrainDuration in the proxy.istio.io/config annotation below {grace}s."
             )
         } else {
             format!(
                 "Raise terminationGracePeriodSeconds from 0 to more than {needed} so the proxy can drain (0 kills the pod at once); exempt the workload if an immediate kill is intended."
             )
         };
-        findings.push(context.finding(&DRAIN_EXCEEDS_GRACE, grace_path(context), message, fix));
+        let finding = context.finding(&DRAIN_EXCEEDS_GRACE, grace_path(context), message, fix);
+        findings.push(if equal {
+            finding.with_severity(Severity::Warning)
+        } else {
+            finding
+        });
     }
     if decision.exit_on_zero_active_connections && decision.minimum_drain_ms >= grace_ms {
         let proxy = context.proxy_phrase();
         let minimum = format_ms(decision.minimum_drain_ms);
-        let message = format!(
-            "{proxy} waits MINIMUM_DRAIN_DURATION {minimum} (EXIT_ON_ZERO_ACTIVE_CONNECTIONS is on), which is not shorter than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod before the proxy can drain."
-        );
+        let equal = decision.minimum_drain_ms == grace_ms;
+        let message = if equal {
+            format!(
+                "{proxy} waits MINIMUM_DRAIN_DURATION {minimum} (EXIT_ON_ZERO_ACTIVE_CONNECTIONS is on), exactly terminationGracePeriodSeconds {grace}, so there is no margin: the proxy's minimum drain ends exactly when the kubelet kills the pod, so any delay cuts the last connections."
+            )
+        } else {
+            format!(
+                "{proxy} waits MINIMUM_DRAIN_DURATION {minimum} (EXIT_ON_ZERO_ACTIVE_CONNECTIONS is on), longer than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod before the proxy can drain."
+            )
+        };
         let needed = decision.minimum_drain_ms.div_ceil(1000);
         let fix = if grace > 0 {
             format!(
@@ -83,7 +106,12 @@ fn drain_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
                 "Raise terminationGracePeriodSeconds from 0 to more than {needed} so the proxy can drain."
             )
         };
-        findings.push(context.finding(&DRAIN_EXCEEDS_GRACE, grace_path(context), message, fix));
+        let finding = context.finding(&DRAIN_EXCEEDS_GRACE, grace_path(context), message, fix);
+        findings.push(if equal {
+            finding.with_severity(Severity::Warning)
+        } else {
+            finding
+        });
     }
 }
 
@@ -225,15 +253,104 @@ fn stream_protocol(name: &str, app_protocol: &str) -> Option<&'static str> {
     None
 }
 
+/// What marks a container as a stream server, for the message: `port "grpc"`, `Service "api"
+/// port "grpc" (targetPort 9000)`, `readinessProbe.grpc`.
+fn stream_marker(context: &Context, container: &Container) -> Option<(String, &'static str)> {
+    if let Some(marked) = container.ports().iter().find_map(|port| {
+        let name = port.name.as_deref().unwrap_or("");
+        let protocol = stream_protocol(name, port.app_protocol.as_deref().unwrap_or(""))?;
+        Some((format!("port \"{name}\""), protocol))
+    }) {
+        return Some(marked);
+    }
+    if let Some(marked) = service_marker(context, container) {
+        return Some(marked);
+    }
+    let probe = container.grpc_probes.first()?;
+    Some((probe.to_string(), "gRPC"))
+}
+
+/// A stream port of a Service that selects the pod, whose target is this container.
+fn service_marker(context: &Context, container: &Container) -> Option<(String, &'static str)> {
+    let workload = context.workload;
+    let namespace = workload.namespace.as_deref();
+    let app_count = context.app_containers().count();
+    for service in &workload.services {
+        if service.namespace.is_some() && service.namespace.as_deref() != namespace {
+            continue;
+        }
+        if !service.selects(workload.pod_meta.labels.as_ref()) {
+            continue;
+        }
+        for port in service.ports() {
+            let name = port.name.as_deref().unwrap_or("");
+            let app_protocol = port.app_protocol.as_deref().unwrap_or("");
+            let Some(protocol) = stream_protocol(name, app_protocol) else {
+                continue;
+            };
+            let target = match &port.target_port {
+                Some(IntOrString::Str(name)) => Target::Name(name.as_str()),
+                Some(IntOrString::Int(number)) => Target::Number(*number),
+                None => match port.port {
+                    Some(number) => Target::Number(number),
+                    None => continue,
+                },
+            };
+            let declares = |c: &Container| {
+                c.ports().iter().any(|p| match target {
+                    Target::Name(name) => p.name.as_deref() == Some(name),
+                    Target::Number(number) => p.container_port == Some(IntOrString::Int(number)),
+                })
+            };
+            // A number no container declares still reaches the pod: with one app container, it
+            // is that one's.
+            let targets_this = declares(container)
+                || (matches!(target, Target::Number(_))
+                    && app_count == 1
+                    && !workload.spec.containers().iter().any(declares));
+            if !targets_this {
+                continue;
+            }
+            let service_name = service.name.as_deref().unwrap_or("");
+            let port_text = match (&port.name, port.port) {
+                (Some(name), _) => format!("\"{name}\""),
+                (None, Some(number)) => number.to_string(),
+                (None, None) => "\"\"".to_string(),
+            };
+            let mut notes = Vec::new();
+            if !app_protocol.is_empty() && stream_protocol("", app_protocol).is_some() {
+                notes.push(format!("appProtocol {app_protocol}"));
+            }
+            match &port.target_port {
+                Some(IntOrString::Str(name)) => notes.push(format!("targetPort {name}")),
+                Some(IntOrString::Int(number)) => notes.push(format!("targetPort {number}")),
+                None => {}
+            }
+            let notes = if notes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", notes.join(", "))
+            };
+            return Some((
+                format!("Service \"{service_name}\" port {port_text}{notes}"),
+                protocol,
+            ));
+        }
+    }
+    None
+}
+
+#[derive(Clone, Copy)]
+enum Target<'t> {
+    Name(&'t str),
+    Number(i64),
+}
+
 /// ML404.
 fn long_lived_streams(context: &Context, findings: &mut Vec<Finding>) {
     let grace = grace_seconds(context);
     for (index, container) in context.app_containers() {
-        let Some((port_name, protocol)) = container.ports().iter().find_map(|port| {
-            let name = port.name.as_deref().unwrap_or("");
-            let protocol = stream_protocol(name, port.app_protocol.as_deref().unwrap_or(""))?;
-            Some((name, protocol))
-        }) else {
+        let Some((marker, protocol)) = stream_marker(context, container) else {
             continue;
         };
         let has_prestop = container.pre_stop().is_some();
@@ -249,7 +366,7 @@ fn long_lived_streams(context: &Context, findings: &mut Vec<Finding>) {
             _ => "the container has no preStop".to_string(),
         };
         let message = format!(
-            "container \"{name}\" serves {protocol} streams (port \"{port_name}\") and {why}, so open streams are cut at every rollout and clients see resets unless they reconnect."
+            "container \"{name}\" serves {protocol} streams ({marker}) and {why}, so open streams are cut at every rollout and clients see resets unless they reconnect."
         );
         let fix = format!(
             "Give \"{name}\" a preStop delay and terminationGracePeriodSeconds of at least 30 so the server can send GOAWAY and drain, and make sure clients retry and reconnect."
