@@ -12,12 +12,13 @@ use meshlife_policy::Severity;
 use rayon::prelude::*;
 
 use crate::constraint::{self, Constraint};
-use crate::coverage::Coverage;
+use crate::coverage::{self, Coverage};
 use crate::engine::Engine;
 use crate::manifests::{self, InputError};
 use crate::namespaces::NamespaceDefinitions;
 use crate::report::{self, Exemption, Finding, Format, ObjectIdentity, ObjectReport, Report};
 use crate::services::ServiceIndex;
+use meshlife_policy::verdicts::{MeshVerdict, PodSpecVerdict};
 
 /// No finding fails the run.
 pub const EXIT_OK: u8 = 0;
@@ -252,7 +253,10 @@ pub fn run_check(args: &CheckArgs) -> u8 {
                 }
             }
         }
-        if !matched && meshlife_policy::workload::WorkloadKind::from_kind(&object.kind).is_some() {
+        if !matched
+            && meshlife_policy::workload::WorkloadKind::of(&object.kind, Some(&object.api_version))
+                .is_some()
+        {
             let reason = if constraints.len() == 1 {
                 format!(
                     "not matched by constraint {}",
@@ -305,7 +309,6 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         bar.finish_and_clear();
     }
 
-    let fail_on = args.fail_on.severity();
     let mut objects: Vec<ObjectReport> = loaded
         .objects
         .iter()
@@ -314,6 +317,65 @@ pub fn run_check(args: &CheckArgs) -> u8 {
             findings: Vec::new(),
         })
         .collect();
+    let fail_on = args.fail_on.severity();
+    // Every rule applies to meshed pod specs only, so an object without findings is where a
+    // "0 findings" may mean "not judged": ask the policy's own mesh decision why.
+    // A mesh key on the controller's metadata is worth the question too: the injector never
+    // reads it there, whatever the findings.
+    let verdicts: Vec<Option<Vec<PodSpecVerdict>>> = jobs
+        .par_iter()
+        .zip(inputs.par_iter())
+        .zip(outcomes.par_iter())
+        .map(|((&(object_index, _), input), outcome)| {
+            let no_findings = matches!(outcome, Ok(violations) if violations.is_empty());
+            (no_findings || coverage::has_mesh_metadata(&loaded.objects[object_index].object))
+                .then(|| meshlife_policy::mesh_verdicts(input))
+        })
+        .collect();
+    let mut required_mesh_findings: Vec<(usize, Finding)> = Vec::new();
+    for (&(object_index, constraint_index), verdicts) in jobs.iter().zip(&verdicts) {
+        let object = &loaded.objects[object_index];
+        for verdict in verdicts.iter().flatten() {
+            let listed = object_note(object);
+            for misplaced in &verdict.misplaced {
+                notices.push(coverage::misplaced_notice(&listed, misplaced));
+            }
+            match &verdict.verdict {
+                MeshVerdict::NotMeshed(reason) => {
+                    let reason = coverage::not_meshed_reason(reason);
+                    if args.require_mesh {
+                        required_mesh_findings.push((
+                            object_index,
+                            coverage::require_mesh_finding(
+                                &reason,
+                                verdict.path.as_deref().unwrap_or(""),
+                                &constraints[constraint_index],
+                                fail_on,
+                            ),
+                        ));
+                    }
+                    coverage
+                        .not_meshed
+                        .entry(reason)
+                        .or_default()
+                        .push(listed.clone());
+                }
+                MeshVerdict::NotJudged(reason) => {
+                    if let Some(reason) = coverage::not_judged_reason(reason) {
+                        coverage
+                            .unmatched
+                            .entry(reason)
+                            .or_default()
+                            .push(listed.clone());
+                    }
+                }
+                MeshVerdict::Meshed { .. } | MeshVerdict::Gateway => {}
+            }
+        }
+    }
+    for (object_index, finding) in required_mesh_findings {
+        objects[object_index].findings.push(finding);
+    }
     for (&(object_index, constraint_index), outcome) in jobs.iter().zip(outcomes) {
         let constraint = &constraints[constraint_index];
         match outcome {

@@ -5,7 +5,13 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use meshlife_policy::mesh::NotMeshed;
+use meshlife_policy::verdicts::{MisplacedKey, NotJudged};
+use meshlife_policy::{Details, Severity, Violation};
+
+use crate::constraint::Constraint;
 use crate::manifests::Skipped;
+use crate::report::Finding;
 
 /// Lines listed per reason before the rest is only counted.
 const LISTED_PER_REASON: usize = 5;
@@ -88,6 +94,145 @@ impl Coverage {
         );
         notes
     }
+}
+
+/// The id and name of the finding `--require-mesh` makes of a workload judged as not meshed.
+/// Not a rule of the module: the CLI's own check, so it never reaches Gatekeeper.
+pub const REQUIRE_MESH_RULE: &str = "require-mesh";
+pub const REQUIRE_MESH_NAME: &str = "workload-not-meshed";
+
+/// Why the policy judged a pod spec as not meshed, in words, with what to do where it helps.
+pub fn not_meshed_reason(reason: &NotMeshed) -> String {
+    let namespace_name = |namespace: &Option<String>| match namespace {
+        Some(namespace) if !namespace.is_empty() => format!("namespace {namespace}"),
+        _ => "its namespace".to_string(),
+    };
+    match reason {
+        NotMeshed::NoMeshSignal {
+            namespace,
+            namespace_unknown: true,
+            ..
+        } => format!(
+            "no mesh signal, and whether {} injects is unknown: its Namespace is not in the \
+             input and not in the facts (add the Namespace manifest, or \
+             --istio-injected-namespaces / --linkerd-injected-namespaces)",
+            namespace_name(namespace)
+        ),
+        NotMeshed::NoMeshSignal { namespace, .. } => format!(
+            "no mesh signal (no proxy, no injection request, and {} has no injection on)",
+            namespace_name(namespace)
+        ),
+        NotMeshed::OptedOut {
+            key,
+            is_label,
+            value,
+            ..
+        } => format!(
+            "opted out with the {} {key}: {value:?}",
+            if *is_label { "label" } else { "annotation" }
+        ),
+        NotMeshed::NamespaceInjectionDisabled { namespace } => {
+            format!(
+                "{} has istio-injection: disabled",
+                namespace_name(namespace)
+            )
+        }
+        NotMeshed::HostNetwork => "hostNetwork: true (no injector touches such a pod)".into(),
+        NotMeshed::SystemNamespace { namespace } => {
+            format!("in {namespace}, which the injectors leave alone")
+        }
+        NotMeshed::Ambient { by_pod_label: true } => {
+            "ambient mode by its istio.io/dataplane-mode label (no sidecar)".into()
+        }
+        NotMeshed::Ambient {
+            by_pod_label: false,
+        } => "in an ambient namespace without a sidecar request (no sidecar)".into(),
+        NotMeshed::CustomTemplate { templates } => format!(
+            "inject.istio.io/templates: {templates:?} names no sidecar template, so the proxy \
+             cannot be predicted"
+        ),
+        NotMeshed::AnnotationOnlyInjectRequest { namespace } => format!(
+            "only the annotation sidecar.istio.io/inject: \"true\", and {} has no injection on: \
+             Istio's webhooks select pods by namespace label or pod label, so the annotation is \
+             never read (make it a pod template label)",
+            namespace_name(namespace)
+        ),
+    }
+}
+
+/// Why the policy did not look at an object it was given, when that is worth a note: a kind
+/// it does not review is not (it is most of any input).
+pub fn not_judged_reason(reason: &NotJudged) -> Option<String> {
+    match reason {
+        NotJudged::NoPodSpec { kind } => Some(format!(
+            "a {kind} without a pod spec (a Rollout with workloadRef is judged through the \
+             workload it names)"
+        )),
+        NotJudged::ExemptNamespace { namespace } => Some(format!(
+            "namespace {namespace} is in the constraint's exemptNamespaces"
+        )),
+        NotJudged::NotAReviewedKind { .. }
+        | NotJudged::SkippedOperation { .. }
+        | NotJudged::InvalidInput { .. } => None,
+    }
+}
+
+/// A mesh label or annotation on the controller's metadata, where the injector never reads it:
+/// the same hint a misplaced exemption gets.
+pub fn misplaced_notice(object: &str, misplaced: &MisplacedKey) -> String {
+    format!(
+        "{object}: {} is on the controller's metadata, where the injector does not read it: \
+         move it to the pod template",
+        misplaced.path
+    )
+}
+
+/// Whether the object's own metadata holds a label or annotation of a mesh (cheap, so only
+/// such objects are asked for misplaced keys).
+pub fn has_mesh_metadata(object: &serde_json::Value) -> bool {
+    ["/metadata/labels", "/metadata/annotations"]
+        .iter()
+        .any(|pointer| {
+            object
+                .pointer(pointer)
+                .and_then(serde_json::Value::as_object)
+                .is_some_and(|fields| {
+                    fields
+                        .keys()
+                        .any(|key| key.contains("istio.io/") || key.contains("linkerd.io/"))
+                })
+        })
+}
+
+/// The error finding `--require-mesh` adds for a pod spec judged as not meshed.
+pub fn require_mesh_finding(
+    reason: &str,
+    pod_spec_path: &str,
+    constraint: &Constraint,
+    fail_on: Option<Severity>,
+) -> Finding {
+    let violation = Violation {
+        msg: format!(
+            "[{REQUIRE_MESH_RULE} {REQUIRE_MESH_NAME}] The pod spec is judged as not meshed \
+             ({reason}), and --require-mesh says every workload here is meshed: no mesh rule \
+             checked it."
+        ),
+        details: Details {
+            rule: REQUIRE_MESH_RULE.into(),
+            name: REQUIRE_MESH_NAME.into(),
+            severity: Severity::Error,
+            path: pod_spec_path.into(),
+            fix: "Turn injection on where the cluster does (the namespace's istio-injection: \
+                  enabled label or linkerd.io/inject: enabled annotation, or the pod template's \
+                  sidecar.istio.io/inject: \"true\" label), state it with \
+                  --istio-injected-namespaces or --linkerd-injected-namespaces, or exclude this \
+                  file from the run."
+                .into(),
+            mesh: None,
+            container: None,
+        },
+    };
+    Finding::new(violation, constraint, fail_on)
 }
 
 fn plural(count: usize, one: &str, many: &str) -> String {

@@ -69,7 +69,7 @@ fn a_grpc_port_named_on_the_selecting_service_marks_the_stream() {
             .find(|finding| finding["rule"] == "ML404")
             .unwrap_or_default();
         assert!(
-            finding["message"]
+            finding["msg"]
                 .as_str()
                 .unwrap_or_default()
                 .contains("Service \"checkout\""),

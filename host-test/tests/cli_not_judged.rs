@@ -1,0 +1,133 @@
+//! "0 findings" must never stand for "not judged": workloads judged as not meshed are counted
+//! with the reason, `--require-mesh` makes them errors, misplaced mesh keys get a hint.
+
+mod cli_support;
+
+use cli_support::*;
+
+/// A Deployment whose pod template asks for a sidecar with the annotation only.
+const ANNOTATION_ONLY: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: shop
+spec:
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+      annotations:
+        sidecar.istio.io/inject: "true"
+    spec:
+      containers:
+      - name: web
+        image: registry.example/web:1
+"#;
+
+#[test]
+fn an_inject_annotation_alone_does_not_mesh_and_the_run_says_why() {
+    let workspace = Workspace::new();
+    workspace.write("web.yaml", ANNOTATION_ONLY);
+    let outcome = workspace.run(&["check", "web.yaml"]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    assert!(
+        outcome
+            .stdout
+            .contains("0 errors, 0 warnings, 0 info findings; 1 workload judged as not meshed"),
+        "{outcome:?}"
+    );
+    assert!(
+        outcome
+            .stderr
+            .contains("only the annotation sidecar.istio.io/inject: \"true\"")
+            && outcome
+                .stderr
+                .contains("web.yaml: document 1: Deployment shop/web"),
+        "{outcome:?}"
+    );
+
+    // In an injected namespace the webhook is called, and then the annotation counts.
+    workspace.write(
+        "injected.yaml",
+        &stream(&[
+            namespace("shop", "istio-injection: enabled"),
+            ANNOTATION_ONLY.to_string(),
+        ]),
+    );
+    let outcome = workspace.run(&["check", "injected.yaml", "-o", "json"]);
+    assert_eq!(outcome.rules(), ["ML101"], "{outcome:?}");
+    assert!(!outcome.stdout.contains("not meshed"), "{outcome:?}");
+}
+
+#[test]
+fn workloads_whose_namespace_is_unknown_are_counted_with_what_to_add() {
+    let workspace = Workspace::new();
+    workspace.write(
+        "app.yaml",
+        &stream(&[
+            unlabelled_deployment("web", "shop"),
+            plain_deployment("api", "shop"),
+        ]),
+    );
+    let outcome = workspace.run(&["check", "app.yaml"]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    assert!(
+        outcome.stdout.contains("2 workloads judged as not meshed"),
+        "{outcome:?}"
+    );
+    assert!(
+        outcome.stderr.contains(
+            "2 objects judged as not meshed, so no mesh rule applies: no mesh signal, and whether \
+             namespace shop injects is unknown: its Namespace is not in the input and not in the facts"
+        ),
+        "{outcome:?}"
+    );
+    // With the facts stated there is nothing unknown left.
+    let outcome = workspace.run(&[
+        "check",
+        "app.yaml",
+        "--istio",
+        "1.26",
+        "--istio-injected-namespaces",
+        "shop",
+    ]);
+    assert!(!outcome.stdout.contains("not meshed"), "{outcome:?}");
+}
+
+#[test]
+fn require_mesh_makes_an_unmeshed_workload_an_error() {
+    let workspace = Workspace::new();
+    workspace.write("web.yaml", ANNOTATION_ONLY);
+    let outcome = workspace.run(&["check", "web.yaml", "--require-mesh", "-o", "json"]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    let findings = outcome.json();
+    assert_eq!(findings.len(), 1, "{outcome:?}");
+    assert_eq!(findings[0]["rule"], "require-mesh");
+    assert_eq!(findings[0]["severity"], "error");
+    assert_eq!(findings[0]["path"], "spec.template.spec");
+
+    // A meshed workload passes it.
+    workspace.write("meshed.yaml", &meshed_deployment("web", "shop"));
+    let outcome = workspace.run(&["check", "meshed.yaml", "--require-mesh", "-o", "json"]);
+    assert_eq!(outcome.rules(), ["ML101"], "{outcome:?}");
+}
+
+#[test]
+fn a_mesh_key_on_the_controller_gets_the_hint_a_misplaced_exemption_gets() {
+    let workspace = Workspace::new();
+    let misplaced = plain_deployment("web", "shop").replacen(
+        "  namespace: shop\n",
+        "  namespace: shop\n  labels:\n    sidecar.istio.io/inject: \"true\"\n",
+        1,
+    );
+    workspace.write("web.yaml", &misplaced);
+    let outcome = workspace.run(&["check", "web.yaml"]);
+    assert!(
+        outcome.stderr.contains(
+            "web.yaml: document 1: Deployment shop/web: metadata.labels[\"sidecar.istio.io/inject\"] is on the \
+             controller's metadata, where the injector does not read it: move it to the pod template"
+        ),
+        "{outcome:?}"
+    );
+}
