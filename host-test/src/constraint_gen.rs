@@ -50,6 +50,16 @@ const DEFAULT_ISTIO_UID: u32 = 1337;
 const DEFAULT_LINKERD_UID: u32 = 2102;
 /// Grace period of a pod spec that does not set `terminationGracePeriodSeconds`.
 const DEFAULT_GRACE_SECONDS: u64 = 30;
+/// Kubeflow's kinds holding pod templates: Katib's Experiment and the training operator's jobs.
+const EMBEDDING_KUBEFLOW_KINDS: &[&str] = &[
+    "Experiment",
+    "PyTorchJob",
+    "TFJob",
+    "MPIJob",
+    "XGBoostJob",
+    "PaddleJob",
+    "JAXJob",
+];
 /// Widest a comment line may be, indentation and `# ` included.
 const COMMENT_WIDTH: usize = 100;
 
@@ -959,9 +969,11 @@ fn match_section(args: &ConstraintArgs, facts: &Facts) -> Result<Yaml, String> {
         ]))
     };
     let mut entries = vec![
-        Entry::new("scope", Yaml::plain("Namespaced")).comment(
-            "Every reviewed kind is namespaced; without this, the namespace matchers would also \
-             match cluster-scoped objects.",
+        Entry::new("scope", Yaml::string("*")).comment(
+            "Argo's ClusterAnalysisTemplate is cluster-scoped (its Jobs run in the namespace of \
+             the rollout that uses it); every other kind below is namespaced. The namespace \
+             matchers leave cluster-scoped objects in, so only that kind is reviewed wherever it \
+             is used.",
         ),
         Entry::new(
             "kinds",
@@ -972,13 +984,21 @@ fn match_section(args: &ConstraintArgs, facts: &Facts) -> Result<Yaml, String> {
                     &["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"],
                 ),
                 kinds("batch", &["Job", "CronJob"]),
-                kinds("argoproj.io", &["Rollout"]),
+                kinds(
+                    "argoproj.io",
+                    &["Rollout", "AnalysisTemplate", "ClusterAnalysisTemplate"],
+                ),
+                kinds("kubeflow.org", EMBEDDING_KUBEFLOW_KINDS),
+                kinds("jobset.x-k8s.io", &["JobSet"]),
+                kinds("batch.volcano.sh", &["Job"]),
             ]),
         )
         .comment(
             "The kinds meshlife reviews (every other kind never has findings), so no other \
              object costs an External Data call. Pods are judged exactly (they arrive injected); \
-             controllers by predicting what injection does to their pod template.",
+             controllers by predicting what injection does to their pod template; analysis \
+             templates, Katib experiments, training jobs, JobSets and Volcano Jobs by the pod \
+             templates they hold.",
         ),
     ];
     let mut excluded = Vec::new();

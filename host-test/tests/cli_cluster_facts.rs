@@ -251,3 +251,56 @@ spec:
 "#
     )
 }
+
+#[test]
+fn jobs_inside_analysis_templates_are_reviewed_under_the_generated_constraint() {
+    let workspace = Workspace::new();
+    let template = r#"apiVersion: argoproj.io/v1alpha1
+kind: ClusterAnalysisTemplate
+metadata:
+  name: smoke-test
+spec:
+  metrics:
+  - name: smoke
+    provider:
+      job:
+        spec:
+          template:
+            spec:
+              restartPolicy: Never
+              containers:
+              - name: smoke
+                image: registry.example/smoke:1
+"#;
+    workspace.write("analysis.yaml", template);
+    let generated = workspace.run(&[
+        "constraint",
+        "--kubernetes",
+        "1.31",
+        "--istio",
+        "1.26",
+        "--istio-injected-namespaces",
+        "*",
+    ]);
+    workspace.write("constraint.yaml", &generated.stdout);
+    let outcome = workspace.run(&[
+        "check",
+        "analysis.yaml",
+        "--constraint",
+        "constraint.yaml",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    let paths: Vec<String> = outcome
+        .json()
+        .iter()
+        .filter(|finding| finding["rule"] == "ML301")
+        .map(|finding| finding["path"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        paths,
+        ["spec.metrics[0].provider.job.spec.template.spec"],
+        "{outcome:?}"
+    );
+}
