@@ -118,7 +118,7 @@ fn the_document_is_a_mesh_lifecycle_constraint() {
     assert_eq!(document["kind"], "MeshLifecycle");
     assert_eq!(document["metadata"], json!({"name": "prod-mesh"}));
     assert_eq!(document["spec"]["enforcementAction"], "warn");
-    assert_eq!(document["spec"]["match"]["scope"], "Namespaced");
+    assert_eq!(document["spec"]["match"]["scope"], "*");
     assert_eq!(
         document["spec"]["match"]["kinds"],
         json!([
@@ -128,7 +128,16 @@ fn the_document_is_a_mesh_lifecycle_constraint() {
                 "kinds": ["Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"]
             },
             {"apiGroups": ["batch"], "kinds": ["Job", "CronJob"]},
-            {"apiGroups": ["argoproj.io"], "kinds": ["Rollout"]},
+            {
+                "apiGroups": ["argoproj.io"],
+                "kinds": ["Rollout", "AnalysisTemplate", "ClusterAnalysisTemplate"]
+            },
+            {
+                "apiGroups": ["kubeflow.org"],
+                "kinds": ["Experiment", "PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob"]
+            },
+            {"apiGroups": ["jobset.x-k8s.io"], "kinds": ["JobSet"]},
+            {"apiGroups": ["batch.volcano.sh"], "kinds": ["Job"]},
         ])
     );
     let keys: Vec<&String> = document["spec"].as_object().unwrap().keys().collect();

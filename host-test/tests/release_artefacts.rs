@@ -209,9 +209,20 @@ fn the_kubewarden_module_carries_the_metadata_as_kwctl_writes_it() {
             "apps/deployments",
             "apps/replicasets",
             "apps/statefulsets",
+            "argoproj.io/analysistemplates",
+            "argoproj.io/clusteranalysistemplates",
             "argoproj.io/rollouts",
+            "batch.volcano.sh/jobs",
             "batch/cronjobs",
-            "batch/jobs"
+            "batch/jobs",
+            "jobset.x-k8s.io/jobsets",
+            "kubeflow.org/experiments",
+            "kubeflow.org/jaxjobs",
+            "kubeflow.org/mpijobs",
+            "kubeflow.org/paddlejobs",
+            "kubeflow.org/pytorchjobs",
+            "kubeflow.org/tfjobs",
+            "kubeflow.org/xgboostjobs"
         ]
         .into_iter()
         .map(String::from)
