@@ -1,6 +1,7 @@
 //! Command-line parsing and wiring. Each subcommand is a variant of [`Command`] with its own
 //! argument struct and `run_*` function, so adding one (`verify`) touches only this file.
 
+use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -19,6 +20,7 @@ use crate::namespaces::NamespaceDefinitions;
 use crate::report::{self, Exemption, Finding, Format, ObjectIdentity, ObjectReport, Report};
 use crate::services::ServiceIndex;
 use meshlife_policy::verdicts::{MeshVerdict, PodSpecVerdict};
+use meshlife_policy::workload::WorkloadKind;
 
 /// No finding fails the run.
 pub const EXIT_OK: u8 = 0;
@@ -211,7 +213,10 @@ pub fn run_check(args: &CheckArgs) -> u8 {
     let mut loaded = manifests::load_with_progress(&args.paths, &options, &show_progress, &tick);
     let inputs_read = Instant::now();
     for folder in &loaded.empty_folders {
-        eprintln!("meshlife: warning: {folder}: no .yaml, .yml or .json files found");
+        eprintln!(
+            "meshlife: warning: {folder}: no .yaml, .yml or .json files found (outside \
+             --exclude globs and .meshlifeignore entries)"
+        );
     }
 
     crate::namespaces::apply_default_namespace(&mut loaded.objects, &args.namespace);
@@ -318,47 +323,61 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         })
         .collect();
     let fail_on = args.fail_on.severity();
-    // Every rule applies to meshed pod specs only, so an object without findings is where a
-    // "0 findings" may mean "not judged": ask the policy's own mesh decision why.
-    // A mesh key on the controller's metadata is worth the question too: the injector never
-    // reads it there, whatever the findings.
-    let verdicts: Vec<Option<Vec<PodSpecVerdict>>> = jobs
+    // Each reviewed object's mesh decision, in words, for what the run did not judge; once per
+    // object (its first evaluation: several constraints would ask the same question twice).
+    let mut first_job = BTreeMap::new();
+    for (job_index, &(object_index, _)) in jobs.iter().enumerate() {
+        first_job.entry(object_index).or_insert(job_index);
+    }
+    let verdicts: Vec<(usize, usize, Vec<PodSpecVerdict>)> = first_job
         .par_iter()
-        .zip(inputs.par_iter())
-        .zip(outcomes.par_iter())
-        .map(|((&(object_index, _), input), outcome)| {
-            let no_findings = matches!(outcome, Ok(violations) if violations.is_empty());
-            (no_findings || coverage::has_mesh_metadata(&loaded.objects[object_index].object))
-                .then(|| meshlife_policy::mesh_verdicts(input))
+        .filter(|(object_index, _)| {
+            let object = &loaded.objects[**object_index];
+            WorkloadKind::of(&object.kind, Some(&object.api_version)).is_some()
+        })
+        .map(|(&object_index, &job_index)| {
+            let (_, constraint_index) = jobs[job_index];
+            (
+                object_index,
+                constraint_index,
+                meshlife_policy::mesh_verdicts(&inputs[job_index]),
+            )
         })
         .collect();
     let mut required_mesh_findings: Vec<(usize, Finding)> = Vec::new();
-    for (&(object_index, constraint_index), verdicts) in jobs.iter().zip(&verdicts) {
-        let object = &loaded.objects[object_index];
-        for verdict in verdicts.iter().flatten() {
-            let listed = object_note(object);
+    for (object_index, constraint_index, verdicts) in &verdicts {
+        let object = &loaded.objects[*object_index];
+        let listed = object_note(object);
+        let namespace = coverage::NamespaceFacts {
+            in_input: namespace_object_of(object).is_some(),
+            defined_elsewhere: namespaces.defines(&object.namespace)
+                && namespace_object_of(object).is_none(),
+        };
+        for verdict in verdicts {
             for misplaced in &verdict.misplaced {
                 notices.push(coverage::misplaced_notice(&listed, misplaced));
             }
             match &verdict.verdict {
                 MeshVerdict::NotMeshed(reason) => {
-                    let reason = coverage::not_meshed_reason(reason);
+                    let reason = coverage::not_meshed_reason(reason, &namespace);
+                    let pod_spec = verdict.path.as_deref().unwrap_or("");
                     if args.require_mesh {
                         required_mesh_findings.push((
-                            object_index,
+                            *object_index,
                             coverage::require_mesh_finding(
                                 &reason,
-                                verdict.path.as_deref().unwrap_or(""),
-                                &constraints[constraint_index],
+                                pod_spec,
+                                &constraints[*constraint_index],
                                 fail_on,
                             ),
                         ));
                     }
-                    coverage
-                        .not_meshed
-                        .entry(reason)
-                        .or_default()
-                        .push(listed.clone());
+                    let listed = if verdicts.len() > 1 {
+                        format!("{listed} at {pod_spec}")
+                    } else {
+                        listed.clone()
+                    };
+                    coverage.not_meshed.entry(reason).or_default().push(listed);
                 }
                 MeshVerdict::NotJudged(reason) => {
                     if let Some(reason) = coverage::not_judged_reason(reason) {

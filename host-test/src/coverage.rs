@@ -9,7 +9,7 @@ use meshlife_policy::mesh::NotMeshed;
 use meshlife_policy::verdicts::{MisplacedKey, NotJudged};
 use meshlife_policy::{Details, Severity, Violation};
 
-use crate::constraint::Constraint;
+use crate::constraint::{Constraint, EnforcementAction};
 use crate::manifests::Skipped;
 use crate::report::Finding;
 
@@ -101,8 +101,29 @@ impl Coverage {
 pub const REQUIRE_MESH_RULE: &str = "require-mesh";
 pub const REQUIRE_MESH_NAME: &str = "workload-not-meshed";
 
+/// What the run knew of a workload's Namespace, to say why its injection is unknown.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NamespaceFacts {
+    /// A Namespace manifest of the input applied to the workload.
+    pub in_input: bool,
+    /// The input defines the Namespace, but differently in several places, none of them in the
+    /// workload's file or folders.
+    pub defined_elsewhere: bool,
+}
+
+impl NamespaceFacts {
+    fn why_unknown(&self) -> &'static str {
+        if self.defined_elsewhere {
+            "its Namespace is defined differently in several files, none in this object's file \
+             or folders, and it is not in the facts"
+        } else {
+            "its Namespace is not in the input and not in the facts"
+        }
+    }
+}
+
 /// Why the policy judged a pod spec as not meshed, in words, with what to do where it helps.
-pub fn not_meshed_reason(reason: &NotMeshed) -> String {
+pub fn not_meshed_reason(reason: &NotMeshed, namespace_facts: &NamespaceFacts) -> String {
     let namespace_name = |namespace: &Option<String>| match namespace {
         Some(namespace) if !namespace.is_empty() => format!("namespace {namespace}"),
         _ => "its namespace".to_string(),
@@ -113,11 +134,21 @@ pub fn not_meshed_reason(reason: &NotMeshed) -> String {
             namespace_unknown: true,
             ..
         } => format!(
-            "no mesh signal, and whether {} injects is unknown: its Namespace is not in the \
-             input and not in the facts (add the Namespace manifest, or \
-             --istio-injected-namespaces / --linkerd-injected-namespaces)",
-            namespace_name(namespace)
+            "no mesh signal, and whether {} injects is unknown: {} (add the Namespace manifest, \
+             or --istio-injected-namespaces / --linkerd-injected-namespaces)",
+            namespace_name(namespace),
+            namespace_facts.why_unknown()
         ),
+        NotMeshed::AnnotationOnlyInjectRequest { namespace } if !namespace_facts.in_input => {
+            format!(
+                "only the annotation sidecar.istio.io/inject: \"true\", which Istio reads only \
+                 once its webhook is called for the pod, and whether {} injects is unknown: {} \
+                 (if it does, the pod is meshed: add the Namespace manifest or \
+                 --istio-injected-namespaces; or make the annotation a pod template label)",
+                namespace_name(namespace),
+                namespace_facts.why_unknown()
+            )
+        }
         NotMeshed::NoMeshSignal { namespace, .. } => format!(
             "no mesh signal (no proxy, no injection request, and {} has no injection on)",
             namespace_name(namespace)
@@ -187,23 +218,6 @@ pub fn misplaced_notice(object: &str, misplaced: &MisplacedKey) -> String {
     )
 }
 
-/// Whether the object's own metadata holds a label or annotation of a mesh (cheap, so only
-/// such objects are asked for misplaced keys).
-pub fn has_mesh_metadata(object: &serde_json::Value) -> bool {
-    ["/metadata/labels", "/metadata/annotations"]
-        .iter()
-        .any(|pointer| {
-            object
-                .pointer(pointer)
-                .and_then(serde_json::Value::as_object)
-                .is_some_and(|fields| {
-                    fields
-                        .keys()
-                        .any(|key| key.contains("istio.io/") || key.contains("linkerd.io/"))
-                })
-        })
-}
-
 /// The error finding `--require-mesh` adds for a pod spec judged as not meshed.
 pub fn require_mesh_finding(
     reason: &str,
@@ -232,7 +246,11 @@ pub fn require_mesh_finding(
             container: None,
         },
     };
-    Finding::new(violation, constraint, fail_on)
+    // The flag states what the user knows of every workload, whatever the constraint's action.
+    let mut finding = Finding::new(violation, constraint, fail_on);
+    finding.enforcement_action = EnforcementAction::Deny;
+    finding.fails_run = fail_on.is_some();
+    finding
 }
 
 fn plural(count: usize, one: &str, many: &str) -> String {

@@ -343,7 +343,20 @@ pub fn load_with_progress(
             parsed
         })
         .collect();
-    for (name, contents) in contents {
+    for (name, mut contents) in contents {
+        if contents.objects.is_empty() && contents.errors.is_empty() && contents.skipped.is_empty()
+        {
+            contents.skipped.push(Skipped {
+                reason: if name == STDIN_NAME {
+                    "no document on stdin (did the command before the pipe fail?)".into()
+                } else {
+                    "no document in the file (empty, or only comments)".into()
+                },
+                file: name.clone(),
+                document: None,
+                line: None,
+            });
+        }
         loaded.files.push(name);
         loaded.objects.extend(contents.objects);
         loaded.errors.extend(contents.errors);
@@ -573,13 +586,37 @@ fn template_skip(file: &str, line: usize) -> Skipped {
     }
 }
 
-/// The first line that is a template directive on its own (`{{- if .Values.x }}`, `{% for %}`):
-/// no YAML document has one, so the file is a template even where the rest parses.
+/// The first line that is a template directive on its own (`{{- if .Values.x }}`, `{% for %}`),
+/// or that uses Helm's own objects and functions (`"{{ .Values.image }}"`, `{{ include ... }}`)
+/// even inside a quoted string: the file is a template even where it parses as YAML. Other
+/// `{{ }}` in strings are left alone, since valid manifests carry them (alerting rules, Argo
+/// workflow parameters).
 fn template_directive_line(text: &str) -> Option<usize> {
+    const HELM_MARKERS: [&str; 8] = [
+        ".Values",
+        ".Release.",
+        ".Chart.",
+        ".Capabilities.",
+        ".Files.",
+        "include \"",
+        "toYaml",
+        "template \"",
+    ];
     text.lines()
         .position(|line| {
-            let line = line.trim_start();
-            line.starts_with("{{") || line.starts_with("{%") || line.starts_with("{#")
+            let trimmed = line.trim_start();
+            if trimmed.starts_with('#') {
+                return false;
+            }
+            trimmed.starts_with("{{")
+                || trimmed.starts_with("{%")
+                || trimmed.starts_with("{#")
+                || line.split("{{").skip(1).any(|expression| {
+                    let expression = expression.split("}}").next().unwrap_or("");
+                    HELM_MARKERS
+                        .iter()
+                        .any(|marker| expression.contains(marker))
+                })
         })
         .map(|index| index + 1)
 }
@@ -933,13 +970,15 @@ fn add_document(
     }
 }
 
-/// Whether a document is meant as a Kubernetes object: a mapping with `apiVersion` or `kind`.
-/// One with only one of them, or with the wrong type, is a broken object (an error), while
-/// `values.yaml`, compose files and `package.json` have neither and are not manifests at all.
+/// Whether a document is meant as a Kubernetes object: a mapping with `kind`, or with
+/// `apiVersion` and `metadata`. One that is meant so but lacks a field, or has the wrong type,
+/// is a broken object (an error); `values.yaml`, compose files, `package.json` and Helm's
+/// `Chart.yaml` (an `apiVersion`, no `kind` or `metadata`) are not manifests at all.
 fn looks_like_a_kubernetes_object(value: &Value) -> bool {
-    value
-        .as_object()
-        .is_some_and(|fields| fields.contains_key("apiVersion") || fields.contains_key("kind"))
+    value.as_object().is_some_and(|fields| {
+        fields.contains_key("kind")
+            || (fields.contains_key("apiVersion") && fields.contains_key("metadata"))
+    })
 }
 
 /// `kind: List`, or another `*List` kind, carrying `items` (a CRD kind that merely ends in

@@ -343,8 +343,18 @@ fn empty_stdin_and_empty_documents_are_fine() {
     let workspace = Workspace::new();
     let outcome = workspace.run_with_stdin(&["check", "-"], "");
     assert_eq!(outcome.code, 0, "{outcome:?}");
+    // Said, though: an empty pipe is what a failed `helm template` leaves.
+    assert!(
+        outcome.stderr.contains(
+            "skipped <stdin>: no document on stdin (did the command before the pipe fail?)"
+        ),
+        "{outcome:?}"
+    );
+    assert!(outcome.stdout.contains("1 input skipped"), "{outcome:?}");
     let outcome = workspace.run_with_stdin(&["check", "-"], "---\n---\n# nothing\n...\n");
     assert_eq!(outcome.code, 0, "{outcome:?}");
+    let outcome = workspace.run_with_stdin(&["check", "-", "--strict"], "");
+    assert_eq!(outcome.code, 2, "{outcome:?}");
 }
 
 #[test]

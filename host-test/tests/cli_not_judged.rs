@@ -131,3 +131,115 @@ fn a_mesh_key_on_the_controller_gets_the_hint_a_misplaced_exemption_gets() {
         "{outcome:?}"
     );
 }
+
+#[test]
+fn every_pod_spec_of_an_object_is_asked_once_whatever_its_findings_and_constraints() {
+    let workspace = Workspace::new();
+    // Metric 0 is meshed (findings), metric 1 is not: the second must still be counted.
+    workspace.write(
+        "analysis.yaml",
+        r#"apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata:
+  name: smoke
+  namespace: shop
+spec:
+  metrics:
+  - name: meshed
+    provider:
+      job:
+        spec:
+          template:
+            metadata:
+              labels: {sidecar.istio.io/inject: "true"}
+            spec:
+              restartPolicy: Never
+              containers: [{name: smoke, image: registry.example/smoke:1}]
+  - name: plain
+    provider:
+      job:
+        spec:
+          template:
+            spec:
+              restartPolicy: Never
+              containers: [{name: smoke, image: registry.example/smoke:1}]
+"#,
+    );
+    let deny = workspace.run(&[
+        "constraint",
+        "--kubernetes",
+        "1.31",
+        "--istio",
+        "1.26",
+        "--name",
+        "deny",
+    ]);
+    workspace.write("deny.yaml", &deny.stdout);
+    let warn = workspace.run(&[
+        "constraint",
+        "--kubernetes",
+        "1.31",
+        "--istio",
+        "1.26",
+        "--name",
+        "warn",
+        "--enforcement",
+        "warn",
+    ]);
+    workspace.write("warn.yaml", &warn.stdout);
+    let outcome = workspace.run(&[
+        "check",
+        "analysis.yaml",
+        "--constraint",
+        "deny.yaml",
+        "--constraint",
+        "warn.yaml",
+        "--require-mesh",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    let required: Vec<(String, String)> = outcome
+        .json()
+        .iter()
+        .filter(|finding| finding["rule"] == "require-mesh")
+        .map(|finding| {
+            (
+                finding["path"].as_str().unwrap_or_default().to_string(),
+                finding["enforcementAction"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        required,
+        [(
+            "spec.metrics[1].provider.job.spec.template.spec".to_string(),
+            "deny".to_string()
+        )],
+        "{outcome:?}"
+    );
+    assert_eq!(
+        outcome.stderr.matches("judged as not meshed").count(),
+        1,
+        "{outcome:?}"
+    );
+    assert!(
+        outcome
+            .stderr
+            .contains("AnalysisTemplate shop/smoke at spec.metrics[1]"),
+        "{outcome:?}"
+    );
+
+    // Under a warn constraint alone, --require-mesh still fails the run: it is the user's word.
+    let outcome = workspace.run(&[
+        "check",
+        "analysis.yaml",
+        "--constraint",
+        "warn.yaml",
+        "--require-mesh",
+    ]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+}

@@ -186,3 +186,31 @@ fn exclude_globs_and_meshlifeignore_leave_files_out() {
         "{outcome:?}"
     );
 }
+
+#[test]
+fn helm_chart_files_and_quoted_helm_expressions_are_not_judged_as_manifests() {
+    let workspace = Workspace::new();
+    workspace.write(
+        "chart/Chart.yaml",
+        "apiVersion: v2\nname: shop\nversion: 1.0.0\n",
+    );
+    workspace.write(
+        "chart/templates/job.yaml",
+        &meshed_job("migrate", "shop")
+            .replace("name: migrate", "name: \"{{ .Release.Name }}-migrate\""),
+    );
+    let outcome = workspace.run(&["check", "chart"]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("skipped chart/Chart.yaml: document 1 (line 1): not a Kubernetes object"),
+        "{outcome:?}"
+    );
+    assert!(
+        outcome
+            .stderr
+            .contains("skipped chart/templates/job.yaml (line 4): a Helm or Jinja template"),
+        "{outcome:?}"
+    );
+}
