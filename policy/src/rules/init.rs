@@ -290,7 +290,7 @@ const SHELLS: &[&str] = &["sh", "bash", "ash", "dash", "zsh", "ksh"];
 /// Words that may precede the program of a simple shell command.
 const PREFIX_WORDS: &[&str] = &[
     "!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "exec",
-    "time", "nohup", "command", "env", "sudo",
+    "time", "nohup", "command", "env",
 ];
 
 /// Shell words that start a segment which runs no program by itself.
@@ -401,7 +401,21 @@ fn is_redirection(word: &str) -> bool {
         .starts_with(['<', '>'])
 }
 
+/// Programs that run another program named later in their words (`sudo -u app curl ...`,
+/// `find . -exec wget ...`, `timeout 30 nc ...`).
+const WRAPPERS: &[&str] = &[
+    "sudo", "xargs", "timeout", "nice", "ionice", "stdbuf", "watch", "find", "su", "doas",
+];
+
 fn judge_segment(words: &[String]) -> Segment {
+    // Bash's own sockets need no tool: `until echo > /dev/tcp/db/5432; do sleep 1; done`.
+    if let Some(word) = words
+        .iter()
+        .find(|word| word.contains("/dev/tcp/") || word.contains("/dev/udp/"))
+    {
+        let socket = &word[word.find("/dev/").unwrap_or(0)..];
+        return Segment::Network(format!("opens the socket {socket}"));
+    }
     let mut start = 0;
     while let Some(word) = words.get(start) {
         if CONTROL_WORDS.contains(&word.as_str()) {
@@ -426,6 +440,14 @@ fn judge_segment(words: &[String]) -> Segment {
     }
     if NETWORK_TOOLS.contains(&program) {
         return Segment::Network(format!("runs {program}"));
+    }
+    if WRAPPERS.contains(&program)
+        && let Some(tool) = rest
+            .iter()
+            .map(|word| program_name(word))
+            .find(|word| NETWORK_TOOLS.contains(word))
+    {
+        return Segment::Network(format!("runs {tool} (through {program})"));
     }
     if program == "git"
         && let Some(sub) = rest.iter().find(|word| !word.starts_with('-'))
@@ -554,6 +576,29 @@ mod tests {
         assert_eq!(network_use(&owner), NetworkUse::LocalOnly);
         let git_local = container(Some(&["git", "config", "--global", "x", "y"]), &[]);
         assert_eq!(network_use(&git_local), NetworkUse::LocalOnly);
+        for (command, expected) in [
+            (
+                "until echo > /dev/tcp/db/5432; do sleep 1; done",
+                "opens the socket /dev/tcp/db/5432",
+            ),
+            (
+                "while ! </dev/tcp/postgres/5432; do sleep 1; done",
+                "opens the socket /dev/tcp/postgres/5432",
+            ),
+            ("sudo -u app nc -z db 5432", "runs nc (through sudo)"),
+            (
+                "find /hooks -name '*.sh' -exec wget -q {} ;",
+                "runs wget (through find)",
+            ),
+            ("cat urls | xargs wget", "runs wget (through xargs)"),
+        ] {
+            let shell = container(Some(&["sh", "-c", command]), &[]);
+            assert!(
+                matches!(network_use(&shell), NetworkUse::Shown { ref reason, .. } if reason == expected),
+                "{command}: {:?}",
+                network_use(&shell)
+            );
+        }
         let script = container(Some(&["/bin/bash", "/scripts/init.sh"]), &[]);
         assert_eq!(
             network_use(&script),
