@@ -281,13 +281,13 @@ pub fn run_check(args: &CheckArgs) -> u8 {
     for &(object_index, constraint_index) in &jobs {
         let object = &loaded.objects[object_index];
         if let (Some(namespace_object), Some(file)) =
-            (namespace_object_of(object), namespaces.file_of(object))
+            (namespace_object_of(object), namespaces.location_of(object))
         {
             disagreements.extend(crate::namespaces::facts_disagreement(
                 &constraints[constraint_index].parameters,
                 &object.namespace,
                 namespace_object,
-                file,
+                &file,
             ));
         }
     }

@@ -97,6 +97,8 @@ pub fn apply_default_namespace(objects: &mut [ManifestObject], namespace: &str) 
 #[derive(Clone, Debug)]
 struct Definition {
     file: String,
+    /// 0-based document index within the file.
+    document: usize,
     /// The file's folder; `None` for stdin.
     folder: Option<PathBuf>,
     object: Value,
@@ -157,6 +159,7 @@ impl NamespaceDefinitions {
                 .or_default()
                 .push(Definition {
                     file: object.file.clone(),
+                    document: object.document,
                     folder: folder_of(&object.file),
                     object: object.object.clone(),
                 });
@@ -200,14 +203,15 @@ impl NamespaceDefinitions {
         None
     }
 
-    /// The file of the definition [`for_object`](Self::for_object) picked (for messages).
-    pub fn file_of(&self, object: &ManifestObject) -> Option<&str> {
+    /// Where the definition [`for_object`](Self::for_object) picked is, for messages:
+    /// `ns.yaml (document 2)`.
+    pub fn location_of(&self, object: &ManifestObject) -> Option<String> {
         let chosen = self.for_object(object)?;
         self.by_name
             .get(&object.namespace)?
             .iter()
             .find(|definition| std::ptr::eq(&definition.object, chosen))
-            .map(|definition| definition.file.as_str())
+            .map(|definition| format!("{} (document {})", definition.file, definition.document + 1))
     }
 
     /// Namespaces defined differently in several places, in name order.
@@ -474,7 +478,7 @@ mod tests {
         let stub = json!({"metadata": {"name": "shop"}});
         let on = json!({"metadata": {"name": "shop", "labels": {"istio-injection": "enabled"}}});
         let parameters = json!({"istio": {"injectedNamespaces": ["*"]}});
-        let said = facts_disagreement(&parameters, "shop", &stub, "ns.yaml");
+        let said = facts_disagreement(&parameters, "shop", &stub, "ns.yaml (document 1)");
         assert_eq!(said.len(), 1);
         assert!(
             said[0].contains("no istio-injection or istio.io/rev label"),

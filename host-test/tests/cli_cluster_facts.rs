@@ -199,7 +199,7 @@ fn facts_win_over_a_namespace_stub_and_the_run_says_so() {
     assert!(
         outcome.stderr.contains(
             "the facts list namespace reports as Istio-injected (istio.injectedNamespaces), its \
-             Namespace manifest in app.yaml says otherwise (no istio-injection or istio.io/rev label)"
+             Namespace manifest in app.yaml (document 1) says otherwise (no istio-injection or istio.io/rev label)"
         ),
         "{outcome:?}"
     );
