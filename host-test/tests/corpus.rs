@@ -6,8 +6,9 @@
 //! `tests/corpus/expectations.yaml`.
 //!
 //! Beyond the comparison, for every folder: the run ends with exit code 0, 1 or 2 (2 exactly when
-//! input errors are expected; skipped inputs are not errors) and without a panic, stdout is a JSON array, and ML000 appears only
-//! on objects the review found not to be valid Kubernetes objects (`validObject: false`).
+//! input errors are expected; skipped inputs are not errors) and without a panic, stdout is a
+//! JSON array, and ML000 appears only on objects the review found not to be valid Kubernetes
+//! objects (`validObject: false`).
 //! Differences on entries marked `knownDisagreement: true` (tool bugs written up in
 //! `tests/corpus/DISAGREEMENTS.md`) are printed but do not fail the test. The objects and files
 //! checked are held to the counts README.md quotes.
@@ -37,8 +38,8 @@ struct Folder {
     /// The constraint file, relative to `tests/corpus`.
     constraint: String,
     input_errors: Vec<ExpectedError>,
-    /// Inputs meshlife skips and says on stderr (`meshlife: note: skipped FILE: ...`): JSON patches,
-    /// fragments without `apiVersion` and `kind`, empty files.
+    /// Inputs meshlife skips and says on stderr (`meshlife: note: skipped FILE: ...`): JSON
+    /// patches, fragments without `apiVersion` and `kind`, empty files.
     skipped: Vec<ExpectedSkip>,
     objects: Vec<ExpectedObject>,
 }
