@@ -1,11 +1,14 @@
 //! The real-world corpus as a regression test: every folder of `../shared/corpus` (Istio and
 //! Linkerd's own manifests, see its PROVENANCE.md) is checked by the real `meshlife` binary under
-//! the folder's constraint (`tests/corpus/constraints/<folder>.yaml`), and the findings and input
-//! errors are compared with the hand-reviewed `tests/corpus/expectations.yaml`.
+//! the folder's constraint (`tests/corpus/constraints/<folder>.yaml`), and the findings, the input
+//! errors and the skipped inputs (files or documents that are not Kubernetes objects, said as
+//! `meshlife: note: skipped ...`) are compared with the hand-reviewed
+//! `tests/corpus/expectations.yaml`.
 //!
 //! Beyond the comparison, for every folder: the run ends with exit code 0, 1 or 2 (2 exactly when
-//! input errors are expected) and without a panic, stdout is a JSON array, and ML000 appears only
-//! on objects the review found not to be valid Kubernetes objects (`validObject: false`).
+//! input errors are expected; skipped inputs are not errors) and without a panic, stdout is a
+//! JSON array, and ML000 appears only on objects the review found not to be valid Kubernetes
+//! objects (`validObject: false`).
 //! Differences on entries marked `knownDisagreement: true` (tool bugs written up in
 //! `tests/corpus/DISAGREEMENTS.md`) are printed but do not fail the test. The objects and files
 //! checked are held to the counts README.md quotes.
@@ -35,6 +38,9 @@ struct Folder {
     /// The constraint file, relative to `tests/corpus`.
     constraint: String,
     input_errors: Vec<ExpectedError>,
+    /// Inputs meshlife skips and says on stderr (`meshlife: note: skipped FILE: ...`): JSON
+    /// patches, fragments without `apiVersion` and `kind`, empty files.
+    skipped: Vec<ExpectedSkip>,
     objects: Vec<ExpectedObject>,
 }
 
@@ -45,6 +51,46 @@ struct ExpectedError {
     document: u64,
     /// A piece of the message the error must contain.
     error: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExpectedSkip {
+    file: String,
+    /// The document skipped; absent when the whole file is (no document in it).
+    document: Option<u64>,
+    /// A piece of the reason the note gives.
+    reason: String,
+}
+
+impl ExpectedSkip {
+    fn show(&self) -> String {
+        match self.document {
+            Some(document) => format!("{} document {document}", self.file),
+            None => self.file.clone(),
+        }
+    }
+
+    /// Whether `line` is the `meshlife: note: skipped` line for this input.
+    fn matches(&self, line: &str) -> bool {
+        // `skipped FILE: document N (line L): ...` for a document, `skipped FILE: ...` or
+        // `skipped FILE (line L): ...` for the whole file.
+        let Some(rest) = line
+            .strip_prefix("meshlife: note: skipped ")
+            .and_then(|rest| rest.strip_prefix(self.file.as_str()))
+            .filter(|rest| rest.starts_with(": ") || rest.starts_with(" ("))
+        else {
+            return false;
+        };
+        let place_matches = match self.document {
+            // Notes count documents from 1; expectations.yaml from 0.
+            Some(document) => rest
+                .strip_prefix(&format!(": document {}", document + 1))
+                .is_some_and(|after| after.starts_with([' ', ',', ':'])),
+            None => !rest.starts_with(": document "),
+        };
+        place_matches && rest.contains(&self.reason)
+    }
 }
 
 #[derive(Deserialize)]
@@ -227,7 +273,8 @@ fn check_folder(root: &Path, folder: &Folder) -> Report {
     let code = code.unwrap_or_default();
     if folder.input_errors.is_empty() && code == 2 {
         report.problems.push(format!(
-            "exit code 2 although no input error is expected\nstderr:\n{stderr}"
+            "exit code 2 although no input error is expected (skipped inputs are notes, not \
+             errors)\nstderr:\n{stderr}"
         ));
     }
     if !folder.input_errors.is_empty() && code != 2 {
@@ -401,12 +448,43 @@ fn check_folder(root: &Path, folder: &Folder) -> Report {
             ));
         }
     }
+    // Skipped inputs: every `meshlife: note: skipped` line must be expected, every expected one
+    // present, as for input errors.
+    let skip_lines: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.starts_with("meshlife: note: skipped "))
+        .collect();
+    for line in &skip_lines {
+        if !folder.skipped.iter().any(|expected| expected.matches(line)) {
+            report
+                .problems
+                .push(format!("unexpected skipped input: {line}"));
+        }
+    }
+    for expected in &folder.skipped {
+        if !files.contains(&expected.file) {
+            report.problems.push(format!(
+                "expectations.yaml lists {} as skipped but the folder has no such file",
+                expected.show()
+            ));
+        }
+        if !skip_lines.iter().any(|line| expected.matches(line)) {
+            report.problems.push(format!(
+                "missing skipped input: {} skipped for a reason containing {:?}",
+                expected.show(),
+                expected.reason
+            ));
+        }
+    }
     let stats = Regex::new(r"^meshlife: (\d+) objects, (\d+) files, ").unwrap();
     for line in stderr.lines() {
         if let Some(captures) = stats.captures(line) {
             report.objects = captures[1].parse().unwrap_or_default();
             report.files = captures[2].parse().unwrap_or_default();
-        } else if !line.starts_with("meshlife: error:") && !line.trim().is_empty() {
+        } else if !line.starts_with("meshlife: error:")
+            && !line.starts_with("meshlife: note: skipped ")
+            && !line.trim().is_empty()
+        {
             report.notes.push(format!("stderr: {line}"));
         }
     }
