@@ -533,8 +533,6 @@ fn parse_text(file: &str, text: &str, is_json: bool) -> FileContents {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if is_json {
         parse_json_stream(file, text, &mut contents);
-    } else if let Some(line) = template_directive_line(text) {
-        contents.skipped.push(template_skip(file, line));
     } else {
         // Documents are parsed in parallel: one rendered stream on stdin (a whole Helm
         // release) would otherwise keep every core but one idle. Merged in document order.
@@ -556,12 +554,23 @@ fn parse_text(file: &str, text: &str, is_json: bool) -> FileContents {
                 parsed
             })
             .collect();
-        // Template expressions in values (`image: {{ .Values.image }}`) are not YAML either.
-        let template_line = parsed
-            .iter()
-            .any(|document| !document.errors.is_empty())
-            .then(|| template_expression_line(text))
-            .flatten();
+        // A template rarely parses (`image: {{ .Values.image }}`, `{{- if ... }}` lines); when
+        // it does, its Helm expressions sit in one-line strings.
+        let unparsed = parsed.iter().any(|document| !document.errors.is_empty());
+        let template_line = if unparsed {
+            template_directive_line(text).or_else(|| template_expression_line(text))
+        } else if text.contains("{{")
+            && parsed
+                .iter()
+                .flat_map(|document| &document.objects)
+                .any(|object| holds_helm_expression(&object.object))
+        {
+            text.lines()
+                .position(has_helm_expression)
+                .map(|index| index + 1)
+        } else {
+            None
+        };
         if let Some(line) = template_line {
             contents.skipped.push(template_skip(file, line));
             return contents;
@@ -586,37 +595,49 @@ fn template_skip(file: &str, line: usize) -> Skipped {
     }
 }
 
+/// Helm's own objects and functions inside `{{ }}`: an expression using one is a chart's, not a
+/// value a manifest carries (alerting rules' `{{ $labels.x }}`, Argo's `{{inputs.parameters.x}}`).
+const HELM_MARKERS: [&str; 8] = [
+    ".Values",
+    ".Release.",
+    ".Chart.",
+    ".Capabilities.",
+    ".Files.",
+    "include \"",
+    "toYaml",
+    "template \"",
+];
+
+fn has_helm_expression(text: &str) -> bool {
+    text.split("{{").skip(1).any(|expression| {
+        let expression = expression.split("}}").next().unwrap_or("");
+        HELM_MARKERS
+            .iter()
+            .any(|marker| expression.contains(marker))
+    })
+}
+
+/// A document that parsed but still is a chart's template: a one-line string of it holds a Helm
+/// expression (`name: "{{ .Release.Name }}-migrate"`). Multi-line strings are data (an
+/// IstioOperator's or a ConfigMap's own templates) and are left alone.
+fn holds_helm_expression(value: &Value) -> bool {
+    match value {
+        Value::String(text) => !text.contains('\n') && has_helm_expression(text),
+        Value::Array(items) => items.iter().any(holds_helm_expression),
+        Value::Object(fields) => fields
+            .iter()
+            .any(|(key, value)| has_helm_expression(key) || holds_helm_expression(value)),
+        _ => false,
+    }
+}
+
 /// The first line that is a template directive on its own (`{{- if .Values.x }}`, `{% for %}`),
-/// or that uses Helm's own objects and functions (`"{{ .Values.image }}"`, `{{ include ... }}`)
-/// even inside a quoted string: the file is a template even where it parses as YAML. Other
-/// `{{ }}` in strings are left alone, since valid manifests carry them (alerting rules, Argo
-/// workflow parameters).
+/// asked only of files that do not parse (inside a block scalar such a line is data).
 fn template_directive_line(text: &str) -> Option<usize> {
-    const HELM_MARKERS: [&str; 8] = [
-        ".Values",
-        ".Release.",
-        ".Chart.",
-        ".Capabilities.",
-        ".Files.",
-        "include \"",
-        "toYaml",
-        "template \"",
-    ];
     text.lines()
         .position(|line| {
-            let trimmed = line.trim_start();
-            if trimmed.starts_with('#') {
-                return false;
-            }
-            trimmed.starts_with("{{")
-                || trimmed.starts_with("{%")
-                || trimmed.starts_with("{#")
-                || line.split("{{").skip(1).any(|expression| {
-                    let expression = expression.split("}}").next().unwrap_or("");
-                    HELM_MARKERS
-                        .iter()
-                        .any(|marker| expression.contains(marker))
-                })
+            let line = line.trim_start();
+            line.starts_with("{{") || line.starts_with("{%") || line.starts_with("{#")
         })
         .map(|index| index + 1)
 }

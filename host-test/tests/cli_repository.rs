@@ -214,3 +214,17 @@ fn helm_chart_files_and_quoted_helm_expressions_are_not_judged_as_manifests() {
         "{outcome:?}"
     );
 }
+
+#[test]
+fn templates_inside_block_scalars_are_data_and_the_file_is_checked() {
+    let workspace = Workspace::new();
+    // An IstioOperator or a ConfigMap may carry Go templates of its own in a block scalar.
+    let text = stream(&[
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: templates\n  namespace: shop\ndata:\n  sidecar.tmpl: |\n    {{- range $key, $value := .Values.env }}\n    - name: {{ $key }}\n    {{- end }}\n".to_string(),
+        meshed_deployment("web", "shop"),
+    ]);
+    workspace.write("bundle.yaml", &text);
+    let outcome = workspace.run(&["check", "bundle.yaml", "-o", "json"]);
+    assert_eq!(outcome.rules(), ["ML101"], "{outcome:?}");
+    assert!(!outcome.stderr.contains("skipped"), "{outcome:?}");
+}
