@@ -54,6 +54,8 @@ pub const GROUPS: &[&str] = &[
     "shutdown",
     "rollout",
     "annotations",
+    "streams",
+    "embedded",
     "injected",
     "input",
     "review-fixes",
