@@ -82,6 +82,33 @@ impl ManifestObject {
         }
     }
 
+    /// An object as the reader would make it from `value`, for unit tests of what reads objects.
+    #[cfg(test)]
+    pub(crate) fn for_test(
+        file: &str,
+        kind: &str,
+        namespace: &str,
+        value: Value,
+    ) -> ManifestObject {
+        let api_version = match kind {
+            "Deployment" | "StatefulSet" | "DaemonSet" | "ReplicaSet" => "apps/v1",
+            _ => "v1",
+        };
+        let (_, name) = namespace_and_name(&value);
+        ManifestObject {
+            file: file.into(),
+            document: 0,
+            item: None,
+            line: 1,
+            api_version: api_version.into(),
+            kind: kind.into(),
+            namespace: namespace.into(),
+            name,
+            object: value,
+            admission_request: None,
+        }
+    }
+
     /// The Gatekeeper-shaped review for this object (`input.review`), with `namespaceObject`
     /// when the input holds the object's Namespace.
     pub fn review(&self, namespace_object: Option<&Value>) -> Value {

@@ -341,23 +341,12 @@ mod tests {
         if !namespace.is_empty() {
             metadata["namespace"] = json!(namespace);
         }
-        ManifestObject {
-            file: file.into(),
-            document: 0,
-            item: None,
-            line: 1,
-            api_version: if kind == "Deployment" {
-                "apps/v1"
-            } else {
-                "v1"
-            }
-            .into(),
-            kind: kind.into(),
-            namespace: namespace.into(),
-            name: name.into(),
-            object: json!({"kind": kind, "metadata": metadata}),
-            admission_request: None,
-        }
+        ManifestObject::for_test(
+            file,
+            kind,
+            namespace,
+            json!({"kind": kind, "metadata": metadata}),
+        )
     }
 
     fn injection_label(definition: Option<&Value>) -> Option<&str> {

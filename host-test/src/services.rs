@@ -75,23 +75,7 @@ mod tests {
     use serde_json::json;
 
     fn object(kind: &str, namespace: &str, value: Value) -> ManifestObject {
-        ManifestObject {
-            file: "a.yaml".into(),
-            document: 0,
-            item: None,
-            line: 1,
-            api_version: if kind == "Deployment" {
-                "apps/v1"
-            } else {
-                "v1"
-            }
-            .into(),
-            kind: kind.into(),
-            namespace: namespace.into(),
-            name: "x".into(),
-            object: value,
-            admission_request: None,
-        }
+        ManifestObject::for_test("a.yaml", kind, namespace, value)
     }
 
     #[test]

@@ -73,17 +73,17 @@ fn objects_without_a_namespace_land_in_the_default_namespace() {
 #[test]
 fn a_generated_constraint_matches_objects_without_a_namespace() {
     let workspace = Workspace::new();
-    let generated = workspace.run(&[
-        "constraint",
-        "--kubernetes",
-        "1.31",
-        "--istio",
-        "1.26",
-        "--istio-injected-namespaces",
-        "*",
-    ]);
-    assert_eq!(generated.code, 0, "{generated:?}");
-    workspace.write("constraint.yaml", &generated.stdout);
+    workspace.write_constraint(
+        "constraint.yaml",
+        &[
+            "--kubernetes",
+            "1.31",
+            "--istio",
+            "1.26",
+            "--istio-injected-namespaces",
+            "*",
+        ],
+    );
     workspace.write("rendered.yaml", HELM_JOB);
     let outcome = workspace.run(&[
         "check",
@@ -115,8 +115,7 @@ fn facts_on_the_command_line_judge_as_the_constraint_they_make() {
     ];
     let from_flags =
         workspace.run(&[&["check", "job.yaml", "-o", "json"][..], &flags[..]].concat());
-    let generated = workspace.run(&[&["constraint"][..], &flags[..]].concat());
-    workspace.write("constraint.yaml", &generated.stdout);
+    workspace.write_constraint("constraint.yaml", &flags);
     let from_file = workspace.run(&[
         "check",
         "job.yaml",
@@ -152,8 +151,10 @@ fn facts_on_the_command_line_judge_as_the_constraint_they_make() {
 fn facts_and_a_constraint_file_together_are_refused() {
     let workspace = Workspace::new();
     workspace.write("job.yaml", &unlabelled_job("reports"));
-    let generated = workspace.run(&["constraint", "--kubernetes", "1.31", "--istio", "1.26"]);
-    workspace.write("constraint.yaml", &generated.stdout);
+    workspace.write_constraint(
+        "constraint.yaml",
+        &["--kubernetes", "1.31", "--istio", "1.26"],
+    );
     let outcome = workspace.run(&[
         "check",
         "job.yaml",
@@ -273,16 +274,17 @@ spec:
                 image: registry.example/smoke:1
 "#;
     workspace.write("analysis.yaml", template);
-    let generated = workspace.run(&[
-        "constraint",
-        "--kubernetes",
-        "1.31",
-        "--istio",
-        "1.26",
-        "--istio-injected-namespaces",
-        "*",
-    ]);
-    workspace.write("constraint.yaml", &generated.stdout);
+    workspace.write_constraint(
+        "constraint.yaml",
+        &[
+            "--kubernetes",
+            "1.31",
+            "--istio",
+            "1.26",
+            "--istio-injected-namespaces",
+            "*",
+        ],
+    );
     let outcome = workspace.run(&[
         "check",
         "analysis.yaml",

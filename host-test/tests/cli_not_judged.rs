@@ -165,28 +165,23 @@ spec:
               containers: [{name: smoke, image: registry.example/smoke:1}]
 "#,
     );
-    let deny = workspace.run(&[
-        "constraint",
-        "--kubernetes",
-        "1.31",
-        "--istio",
-        "1.26",
-        "--name",
-        "deny",
-    ]);
-    workspace.write("deny.yaml", &deny.stdout);
-    let warn = workspace.run(&[
-        "constraint",
-        "--kubernetes",
-        "1.31",
-        "--istio",
-        "1.26",
-        "--name",
-        "warn",
-        "--enforcement",
-        "warn",
-    ]);
-    workspace.write("warn.yaml", &warn.stdout);
+    workspace.write_constraint(
+        "deny.yaml",
+        &["--kubernetes", "1.31", "--istio", "1.26", "--name", "deny"],
+    );
+    workspace.write_constraint(
+        "warn.yaml",
+        &[
+            "--kubernetes",
+            "1.31",
+            "--istio",
+            "1.26",
+            "--name",
+            "warn",
+            "--enforcement",
+            "warn",
+        ],
+    );
     let outcome = workspace.run(&[
         "check",
         "analysis.yaml",

@@ -98,6 +98,16 @@ impl Workspace {
     pub fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Outcome {
         run_in(self.path(), args, Some(stdin))
     }
+
+    /// Writes to `file` the constraint `meshlife constraint FLAGS` prints; panics if it fails.
+    pub fn write_constraint(&self, file: &str, flags: &[&str]) {
+        let generated = self.run(&[&["constraint"][..], flags].concat());
+        assert_eq!(
+            generated.code, 0,
+            "meshlife constraint {flags:?}: {generated:?}"
+        );
+        self.write(file, &generated.stdout);
+    }
 }
 
 // Fixtures. Predicted rule behaviour from rules.md: a template with
