@@ -20,7 +20,6 @@ use crate::namespaces::NamespaceDefinitions;
 use crate::report::{self, Exemption, Finding, Format, ObjectIdentity, ObjectReport, Report};
 use crate::services::ServiceIndex;
 use meshlife_policy::verdicts::{MeshVerdict, PodSpecVerdict};
-use meshlife_policy::workload::WorkloadKind;
 
 /// No finding fails the run.
 pub const EXIT_OK: u8 = 0;
@@ -258,10 +257,7 @@ pub fn run_check(args: &CheckArgs) -> u8 {
                 }
             }
         }
-        if !matched
-            && meshlife_policy::workload::WorkloadKind::of(&object.kind, Some(&object.api_version))
-                .is_some()
-        {
+        if !matched && object.is_reviewed_kind() {
             let reason = if constraints.len() == 1 {
                 format!(
                     "not matched by constraint {}",
@@ -331,10 +327,7 @@ pub fn run_check(args: &CheckArgs) -> u8 {
     }
     let verdicts: Vec<(usize, usize, Vec<PodSpecVerdict>)> = first_job
         .par_iter()
-        .filter(|(object_index, _)| {
-            let object = &loaded.objects[**object_index];
-            WorkloadKind::of(&object.kind, Some(&object.api_version)).is_some()
-        })
+        .filter(|(object_index, _)| loaded.objects[**object_index].is_reviewed_kind())
         .map(|(&object_index, &job_index)| {
             let (_, constraint_index) = jobs[job_index];
             (

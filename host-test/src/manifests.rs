@@ -51,6 +51,11 @@ impl ManifestObject {
         split_api_version(&self.api_version).1
     }
 
+    /// Whether the policy reviews this kind's pod specs (its own definition, not a copy).
+    pub fn is_reviewed_kind(&self) -> bool {
+        meshlife_policy::workload::WorkloadKind::of(&self.kind, Some(&self.api_version)).is_some()
+    }
+
     pub fn is_namespace(&self) -> bool {
         self.kind == "Namespace" && self.group().is_empty()
     }
@@ -236,16 +241,10 @@ impl Skipped {
     }
 }
 
+/// Said the way an input error is, so a skipped input and its `--strict` error read alike.
 impl fmt::Display for Skipped {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(formatter, "{}", self.file)?;
-        if let Some(document) = self.document {
-            write!(formatter, ": document {}", document + 1)?;
-        }
-        if let Some(line) = self.line {
-            write!(formatter, " (line {line})")?;
-        }
-        write!(formatter, ": {}", self.reason)
+        self.clone().into_error().fmt(formatter)
     }
 }
 

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use meshlife_policy::workload::WorkloadKind;
 use serde_json::Value;
 
 use crate::manifests::{ManifestObject, string_map};
@@ -52,21 +53,12 @@ impl<'a> ServiceIndex<'a> {
     }
 }
 
-/// The labels the workload's pods get; `None` for kinds without pods a Service selects.
+/// The labels the workload's pods get, from where the policy reads the pod template
+/// (`WorkloadKind::metadata_path`); `None` for kinds without pods a Service selects.
 fn pod_labels(object: &ManifestObject) -> Option<BTreeMap<String, String>> {
-    let pointer = match object.kind.as_str() {
-        "Pod" => "/metadata/labels",
-        "CronJob" => "/spec/jobTemplate/spec/template/metadata/labels",
-        "Deployment"
-        | "StatefulSet"
-        | "DaemonSet"
-        | "ReplicaSet"
-        | "ReplicationController"
-        | "Job"
-        | "Rollout" => "/spec/template/metadata/labels",
-        _ => return None,
-    };
-    Some(string_map(object.object.pointer(pointer)))
+    let kind = WorkloadKind::from_kind(&object.kind)?;
+    let pointer = format!("/{}/labels", kind.metadata_path().replace('.', "/"));
+    Some(string_map(object.object.pointer(&pointer)))
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use crate::rules::{Context, run_all};
 use crate::violation::{Details, Violation};
 use std::borrow::Cow;
 
-use crate::workload::{EmbeddedJob, TrainingKind, Workload, WorkloadKind, glob_matches};
+use crate::workload::{EmbeddedJob, TrainingKind, Workload, WorkloadKind};
 
 /// Pod template annotation listing rule ids or names (or `*`) exempt for this workload.
 pub const EXEMPT_ANNOTATION: &str = "meshlife.io/exempt";
@@ -608,13 +608,7 @@ fn embedded_workloads<'a>(
 
 /// Runs the rules over one workload and applies exemptions and the selection parameters.
 pub fn review_workload(workload: &Workload, settings: &Settings) -> Vec<Violation> {
-    let namespace = workload.namespace.as_deref().unwrap_or("");
-    if settings
-        .raw
-        .exempt_namespaces
-        .iter()
-        .any(|pattern| glob_matches(pattern, namespace))
-    {
+    if workload.in_exempt_namespace(settings) {
         return Vec::new();
     }
     let Decision::Meshed(decision) = decide(workload, settings) else {

@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::evaluate::{NotReviewed, Read, with_exact_reading};
 use crate::input::ObjectMeta;
 use crate::mesh::{Decision, NotMeshed, Placement, decide};
-use crate::workload::{Workload, WorkloadKind, glob_matches};
+use crate::workload::{Workload, WorkloadKind};
 
 /// One pod spec of the object (or, when the object has none to judge, the object itself).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -132,15 +132,9 @@ fn misplaced_keys(workload: &Workload) -> Vec<MisplacedKey> {
 }
 
 fn verdict_of(workload: &Workload, settings: &crate::params::Settings) -> MeshVerdict {
-    let namespace = workload.namespace.as_deref().unwrap_or("");
-    if settings
-        .raw
-        .exempt_namespaces
-        .iter()
-        .any(|pattern| glob_matches(pattern, namespace))
-    {
+    if workload.in_exempt_namespace(settings) {
         return MeshVerdict::NotJudged(NotJudged::ExemptNamespace {
-            namespace: namespace.to_string(),
+            namespace: workload.namespace.as_deref().unwrap_or("").to_string(),
         });
     }
     match decide(workload, settings) {

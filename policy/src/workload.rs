@@ -261,6 +261,16 @@ impl<'a> Workload<'a> {
         self.namespace_meta.as_ref()?.label(key)
     }
 
+    /// Whether the parameters' `exemptNamespaces` cover this workload's namespace.
+    pub fn in_exempt_namespace(&self, settings: &crate::params::Settings) -> bool {
+        let namespace = self.namespace.as_deref().unwrap_or("");
+        settings
+            .raw
+            .exempt_namespaces
+            .iter()
+            .any(|pattern| glob_matches(pattern, namespace))
+    }
+
     pub fn has_owner(&self) -> bool {
         self.object_meta
             .owner_references
