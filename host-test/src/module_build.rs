@@ -4,7 +4,14 @@
 //! Shared by `host-test/build.rs` (included with `#[path]`, so this file uses only std,
 //! wasmparser and wasm-encoder) and by the CLI's `meshlife build`.
 //!
-//! Finishing does two things rustc cannot:
+//! Finishing does three things rustc cannot:
+//! - the shadow stack pointer: every export the host calls is entered through a wrapper that
+//!   first resets the stack pointer to its initial value. A host that unwinds out of
+//!   `opa_abort` (npm, Python and Go SDKs throw) skips the epilogues that would have restored
+//!   it, so without the reset each refusal left it some kilobytes lower, and after a few the
+//!   stack ran below address 0 and every later call trapped. Exports are only ever entered from
+//!   the host with no module frame live (the module's only function import is `opa_abort`,
+//!   which never calls back), so the initial value is always the right one;
 //! - the ABI version globals: a Rust `#[no_mangle] static` is exported as a global whose value is
 //!   the static's *address*; hosts read the global's value, so it is rewritten to 1 and 3;
 //! - old engines: rustc's wasm32 standard library is built with sign-extension, saturating
@@ -187,7 +194,7 @@ fn leaks_into_nested_build(name: &OsStr) -> bool {
 /// MVP + bulk-memory engines.
 pub fn finish_module(linked: &[u8]) -> Result<Vec<u8>, String> {
     let survey = Survey::of(linked)?;
-    let mut finisher = Finisher::new(&survey);
+    let mut finisher = Finisher::new(&survey)?;
     let mut module = wasm_encoder::Module::new();
     finisher
         .parse_core_module(&mut module, Parser::new(0), linked)
@@ -209,7 +216,20 @@ struct Survey {
     imported_globals: u32,
     abi_globals: HashMap<u32, i32>,
     saturating_truncations: Vec<Truncation>,
+    /// Type index of every function, imported ones first.
+    function_types: Vec<u32>,
+    /// Parameter types of each function type, by type index.
+    type_params: Vec<Vec<wasmparser::ValType>>,
+    imported_function_names: Vec<String>,
+    /// Indices of the functions the host may call, in export order.
+    exported_functions: Vec<u32>,
+    /// Mutable globals defined by the module, with their `i32.const` initial values.
+    mutable_globals: Vec<(u32, Option<i32>)>,
 }
+
+/// The only function import a wrapped module may have: one that never calls back into it, so
+/// no export is ever entered while module frames are live.
+const NON_REENTRANT_IMPORTS: [&str; 1] = ["opa_abort"];
 
 impl Survey {
     fn of(module: &[u8]) -> Result<Survey, String> {
@@ -220,25 +240,64 @@ impl Survey {
             imported_globals: 0,
             abi_globals: HashMap::new(),
             saturating_truncations: Vec::new(),
+            function_types: Vec::new(),
+            type_params: Vec::new(),
+            imported_function_names: Vec::new(),
+            exported_functions: Vec::new(),
+            mutable_globals: Vec::new(),
         };
         let parse_error =
             |error: wasmparser::BinaryReaderError| format!("parsing the module: {error}");
         for payload in Parser::new(0).parse_all(module) {
             match payload.map_err(parse_error)? {
-                Payload::TypeSection(section) => survey.type_count = section.count(),
+                Payload::TypeSection(section) => {
+                    survey.type_count = section.count();
+                    for function_type in section.into_iter_err_on_gc_types() {
+                        let function_type = function_type.map_err(parse_error)?;
+                        survey.type_params.push(function_type.params().to_vec());
+                    }
+                }
                 Payload::ImportSection(section) => {
                     for import in section.into_imports() {
-                        match import.map_err(parse_error)?.ty {
-                            wasmparser::TypeRef::Func(_) => survey.imported_functions += 1,
+                        let import = import.map_err(parse_error)?;
+                        match import.ty {
+                            wasmparser::TypeRef::Func(type_index) => {
+                                survey.imported_functions += 1;
+                                survey.function_types.push(type_index);
+                                survey.imported_function_names.push(import.name.to_string());
+                            }
                             wasmparser::TypeRef::Global(_) => survey.imported_globals += 1,
                             _ => {}
                         }
                     }
                 }
-                Payload::FunctionSection(section) => survey.defined_functions = section.count(),
+                Payload::FunctionSection(section) => {
+                    survey.defined_functions = section.count();
+                    for type_index in section {
+                        survey.function_types.push(type_index.map_err(parse_error)?);
+                    }
+                }
+                Payload::GlobalSection(section) => {
+                    for (position, global) in section.into_iter().enumerate() {
+                        let global = global.map_err(parse_error)?;
+                        if !global.ty.mutable {
+                            continue;
+                        }
+                        let mut init = global.init_expr.get_operators_reader();
+                        let value = match init.read().map_err(parse_error)? {
+                            Operator::I32Const { value } => Some(value),
+                            _ => None,
+                        };
+                        let index = survey.imported_globals + position as u32;
+                        survey.mutable_globals.push((index, value));
+                    }
+                }
                 Payload::ExportSection(section) => {
                     for export in section {
                         let export = export.map_err(parse_error)?;
+                        if export.kind == wasmparser::ExternalKind::Func {
+                            survey.exported_functions.push(export.index);
+                        }
                         let value = match export.name {
                             ABI_VERSION_GLOBAL => ABI_VERSION,
                             ABI_MINOR_VERSION_GLOBAL => ABI_MINOR_VERSION,
@@ -271,6 +330,50 @@ impl Survey {
             ));
         }
         Ok(survey)
+    }
+
+    /// The stack pointer LLD defines (`__stack_pointer`, the module's only mutable global once
+    /// symbols are stripped) and its initial value.
+    fn stack_pointer(&self) -> Result<(u32, i32), String> {
+        if let Some(name) = self
+            .imported_function_names
+            .iter()
+            .find(|name| !NON_REENTRANT_IMPORTS.contains(&name.as_str()))
+        {
+            return Err(format!(
+                "the module imports `{name}`, which may call back into it, so its exports cannot \
+                 reset the stack pointer on entry; only {NON_REENTRANT_IMPORTS:?} are expected"
+            ));
+        }
+        match self.mutable_globals.as_slice() {
+            [(index, Some(initial))] => Ok((*index, *initial)),
+            globals => Err(format!(
+                "expected exactly one mutable i32 global initialised by a constant (the stack \
+                 pointer), found {globals:?}"
+            )),
+        }
+    }
+}
+
+/// An exported function's stand-in: resets the stack pointer, then calls the original with the
+/// same arguments, so the host's view of the export (name, type) is unchanged.
+struct EntryWrapper {
+    wrapped: u32,
+    type_index: u32,
+    param_count: u32,
+}
+
+impl EntryWrapper {
+    fn body(&self, stack_pointer: u32, initial: i32) -> Function {
+        let mut body = Function::new([]);
+        body.instruction(&Instruction::I32Const(initial));
+        body.instruction(&Instruction::GlobalSet(stack_pointer));
+        for param in 0..self.param_count {
+            body.instruction(&Instruction::LocalGet(param));
+        }
+        body.instruction(&Instruction::Call(self.wrapped));
+        body.instruction(&Instruction::End);
+        body
     }
 }
 
@@ -450,17 +553,55 @@ struct Finisher {
     helpers: Vec<Truncation>,
     first_helper_function: u32,
     first_helper_type: u32,
+    /// Wrappers follow the helpers; wrapper `k` stands for the `k`th exported function.
+    wrappers: Vec<EntryWrapper>,
+    stack_pointer: u32,
+    initial_stack_pointer: i32,
 }
 
 impl Finisher {
-    fn new(survey: &Survey) -> Finisher {
-        Finisher {
+    fn new(survey: &Survey) -> Result<Finisher, String> {
+        let (stack_pointer, initial_stack_pointer) = survey.stack_pointer()?;
+        let mut wrappers = Vec::new();
+        for &wrapped in &survey.exported_functions {
+            if wrappers
+                .iter()
+                .any(|wrapper: &EntryWrapper| wrapper.wrapped == wrapped)
+            {
+                continue;
+            }
+            let type_index = *survey
+                .function_types
+                .get(wrapped as usize)
+                .ok_or_else(|| format!("export of function {wrapped}, which does not exist"))?;
+            let params = survey
+                .type_params
+                .get(type_index as usize)
+                .ok_or_else(|| format!("function {wrapped} has type {type_index}, unknown"))?;
+            wrappers.push(EntryWrapper {
+                wrapped,
+                type_index,
+                param_count: params.len() as u32,
+            });
+        }
+        Ok(Finisher {
             abi_globals: survey.abi_globals.clone(),
             next_global: survey.imported_globals,
             helpers: survey.saturating_truncations.clone(),
             first_helper_function: survey.imported_functions + survey.defined_functions,
             first_helper_type: survey.type_count,
-        }
+            wrappers,
+            stack_pointer,
+            initial_stack_pointer,
+        })
+    }
+
+    fn wrapper_index(&self, wrapped: u32) -> Option<u32> {
+        let position = self
+            .wrappers
+            .iter()
+            .position(|wrapper| wrapper.wrapped == wrapped)?;
+        Some(self.first_helper_function + (self.helpers.len() + position) as u32)
     }
 
     fn helper_index(&self, truncation: Truncation) -> Option<u32> {
@@ -498,6 +639,25 @@ impl Reencode for Finisher {
         for position in 0..self.helpers.len() as u32 {
             functions.function(self.first_helper_type + position);
         }
+        for wrapper in &self.wrappers {
+            functions.function(wrapper.type_index);
+        }
+        Ok(())
+    }
+
+    fn parse_export(
+        &mut self,
+        exports: &mut wasm_encoder::ExportSection,
+        export: wasmparser::Export<'_>,
+    ) -> Reencoded {
+        let wrapper = match export.kind {
+            wasmparser::ExternalKind::Func => self.wrapper_index(export.index),
+            _ => None,
+        };
+        let Some(wrapper) = wrapper else {
+            return utils::parse_export(self, exports, export);
+        };
+        exports.export(export.name, wasm_encoder::ExportKind::Func, wrapper);
         Ok(())
     }
 
@@ -528,6 +688,9 @@ impl Reencode for Finisher {
         utils::parse_code_section(self, code, section)?;
         for helper in &self.helpers {
             code.function(&helper.helper_body());
+        }
+        for wrapper in &self.wrappers {
+            code.function(&wrapper.body(self.stack_pointer, self.initial_stack_pointer));
         }
         Ok(())
     }

@@ -383,3 +383,71 @@ fn a_one_megabyte_object() {
     assert!(input.len() > 1_000_000, "{} bytes", input.len());
     check(&input);
 }
+
+/// An input the module reads into far more memory than its own size: each of its many empty
+/// containers becomes a typed container, so it fits in the host's capped memory but its
+/// evaluation does not.
+fn exhausting_input(containers: usize) -> Vec<u8> {
+    let mut input = base_input();
+    set_at(
+        &mut input,
+        "/review/object/spec/template/spec/containers",
+        Value::Array(vec![json!({}); containers]),
+    );
+    serde_json::to_vec(&input).unwrap()
+}
+
+/// Hosts unwind out of `opa_abort` (npm, Python and Go throw), skipping the frames' epilogues;
+/// after any number of out-of-memory refusals, the same instance must answer every ABI path
+/// exactly as a fresh instance does. Memory is capped at 16 pages, as an npm caller may.
+#[test]
+fn many_refusals_then_valid_inputs() {
+    let exhausting = exhausting_input(150_000);
+    let mut deny = base_input();
+    set_at(
+        &mut deny,
+        "/review/object/spec/template/spec/terminationGracePeriodSeconds",
+        json!(1),
+    );
+    let valid: Vec<Vec<u8>> = [deny, base_input(), json!({})]
+        .iter()
+        .map(|input| serde_json::to_vec(input).unwrap())
+        .collect();
+    let answers = |host: &mut Host, input: &[u8]| {
+        let data = host.data;
+        (
+            host.eval_fast(Some(input), data, 0)
+                .expect("opa_eval format 0"),
+            host.eval_fast(Some(input), 0, 1)
+                .expect("opa_eval format 1"),
+            host.eval_context(Some(input), data).expect("context path"),
+        )
+    };
+    let mut fresh = Host::with_memory(2, Some(16));
+    let expected: Vec<_> = valid
+        .iter()
+        .map(|input| answers(&mut fresh, input))
+        .collect();
+
+    let mut capped = Host::with_memory(2, Some(16));
+    for round in 0..25 {
+        let data = capped.data;
+        let refusal = match round % 2 {
+            0 => capped.eval_fast(Some(&exhausting), data, 0),
+            _ => capped.eval_context(Some(&exhausting), data),
+        };
+        let error = refusal.expect_err("the exhausting input must be refused");
+        assert!(
+            format!("{error:?}").contains("out of memory"),
+            "round {round}: refused with the module's own abort, got {error:?}"
+        );
+        for (input, expected) in valid.iter().zip(&expected) {
+            assert_eq!(
+                &answers(&mut capped, input),
+                expected,
+                "after {} refusals",
+                round + 1
+            );
+        }
+    }
+}
