@@ -2,7 +2,7 @@
 //! argument struct and `run_*` function, so adding one (`verify`) touches only this file.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Instant;
@@ -17,6 +17,7 @@ use crate::coverage::{self, Coverage};
 use crate::engine::Engine;
 use crate::manifests::{self, InputError};
 use crate::namespaces::NamespaceDefinitions;
+use crate::output::printable;
 use crate::report::{self, Exemption, Finding, Format, ObjectIdentity, ObjectReport, Report};
 use crate::services::ServiceIndex;
 use meshlife_policy::verdicts::{MeshVerdict, PodSpecVerdict};
@@ -163,8 +164,10 @@ pub fn run(cli: Cli) -> u8 {
     }
 }
 
+/// Messages quote manifests (names, paths, values), so they are made printable: a name cannot
+/// write its own line into a CI log or send escape codes to a terminal.
 fn print_error(message: impl std::fmt::Display) {
-    eprintln!("meshlife: error: {message}");
+    eprintln!("meshlife: error: {}", printable(&message.to_string()));
 }
 
 pub fn run_check(args: &CheckArgs) -> u8 {
@@ -414,10 +417,10 @@ pub fn run_check(args: &CheckArgs) -> u8 {
     };
 
     for notice in &notices {
-        eprintln!("meshlife: warning: {notice}");
+        eprintln!("meshlife: warning: {}", printable(&notice.to_string()));
     }
     for note in coverage.notes() {
-        eprintln!("meshlife: note: {note}");
+        eprintln!("meshlife: note: {}", printable(&note.to_string()));
     }
     for error in &report.errors {
         print_error(error);
@@ -425,11 +428,10 @@ pub fn run_check(args: &CheckArgs) -> u8 {
     let colour =
         args.format == Format::Text && std::io::stdout().is_terminal() && !no_colour_requested();
     let rendered = report::render(&report, args.format, colour);
-    let mut stdout = std::io::stdout().lock();
-    // A closed pipe (`meshlife check . | head`) is the reader's choice, not an error.
-    let _ = stdout
-        .write_all(rendered.as_bytes())
-        .and_then(|()| stdout.flush());
+    if let Err(error) = crate::output::write_stdout(&rendered) {
+        print_error(error);
+        return EXIT_INPUT_ERROR;
+    }
 
     if args.stats {
         let elapsed = started.elapsed().as_secs_f64();
@@ -551,10 +553,17 @@ fn run_build(args: &BuildArgs) -> u8 {
     });
     match built {
         Ok(written) => {
-            for path in written {
-                println!("{}", path.display());
+            let listing: String = written
+                .iter()
+                .map(|path| format!("{}\n", path.display()))
+                .collect();
+            match crate::output::write_stdout(&listing) {
+                Ok(()) => EXIT_OK,
+                Err(error) => {
+                    print_error(error);
+                    EXIT_INPUT_ERROR
+                }
             }
-            EXIT_OK
         }
         Err(error) => {
             print_error(format_args!("build failed: {error}"));

@@ -14,7 +14,6 @@
 //! constraint `check` and Gatekeeper accept.
 
 use std::fmt;
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
@@ -550,10 +549,10 @@ pub fn run_constraint(args: &ConstraintArgs) -> u8 {
             }
         }
         None => {
-            let mut stdout = std::io::stdout().lock();
-            let _ = stdout
-                .write_all(generated.yaml.as_bytes())
-                .and_then(|()| stdout.flush());
+            if let Err(error) = crate::output::write_stdout(&generated.yaml) {
+                eprintln!("meshlife: error: {error}");
+                return EXIT_ERROR;
+            }
         }
     }
     EXIT_WRITTEN

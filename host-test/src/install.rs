@@ -78,10 +78,13 @@ pub struct GatekeeperInstall {
 pub fn run_install(args: &InstallArgs) -> u8 {
     match &args.target {
         InstallTarget::Gatekeeper(gatekeeper) => match gatekeeper_manifests(gatekeeper) {
-            Ok(text) => {
-                print!("{text}");
-                EXIT_OK
-            }
+            Ok(text) => match crate::output::write_stdout(&text) {
+                Ok(()) => EXIT_OK,
+                Err(error) => {
+                    eprintln!("meshlife: error: {error}");
+                    EXIT_INPUT_ERROR
+                }
+            },
             Err(error) => {
                 eprintln!("meshlife: error: {error}");
                 EXIT_INPUT_ERROR

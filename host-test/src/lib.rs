@@ -13,6 +13,7 @@ pub mod install;
 pub mod manifests;
 pub mod module_build;
 pub mod namespaces;
+pub mod output;
 pub mod report;
 pub mod rule_reference;
 pub mod serve;

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use crate::constraint::{Constraint, EnforcementAction};
 use crate::manifests::{InputError, ManifestObject};
+use crate::output::printable;
 
 /// The annotation listing exempted rules (ids, names or `*`), and the one giving the reason.
 pub const EXEMPT_ANNOTATION: &str = "meshlife.io/exempt";
@@ -337,33 +338,34 @@ fn render_text(report: &Report, colour: bool) -> String {
         if objects_with_findings.is_empty() {
             continue;
         }
-        let _ = writeln!(out, "{}", palette.paint("1", group.file));
+        let _ = writeln!(out, "{}", palette.paint("1", &printable(group.file)));
         for object in objects_with_findings {
-            let _ = writeln!(out, "  {}", object.identity.title());
+            let _ = writeln!(out, "  {}", printable(&object.identity.title()));
             for finding in &object.findings {
                 let mut marker = String::new();
                 if finding.enforcement_action != EnforcementAction::Deny {
                     let _ = write!(marker, " [{}]", finding.enforcement_action.as_str());
                 }
                 if !finding.constraint.is_empty() {
-                    let _ = write!(marker, " (constraint {})", finding.constraint);
+                    let _ = write!(marker, " (constraint {})", printable(&finding.constraint));
                 }
                 let _ = writeln!(
                     out,
                     "    {} {} {}{}  at {}",
                     palette.severity(finding.severity),
-                    finding.rule,
-                    finding.check,
+                    printable(&finding.rule),
+                    printable(&finding.check),
                     marker,
                     if finding.path.is_empty() {
-                        "(object)"
+                        "(object)".into()
                     } else {
-                        &finding.path
+                        printable(&finding.path)
                     }
                 );
-                let _ = writeln!(out, "      {}", finding.msg);
+                let _ = writeln!(out, "      {}", printable(&finding.msg));
                 if !finding.fix.is_empty() {
-                    let _ = writeln!(out, "      {} {}", palette.paint("2", "fix:"), finding.fix);
+                    let fix = printable(&finding.fix);
+                    let _ = writeln!(out, "      {} {fix}", palette.paint("2", "fix:"));
                 }
             }
         }
@@ -373,7 +375,7 @@ fn render_text(report: &Report, colour: bool) -> String {
         let _ = writeln!(out, "{}", palette.paint("1", "Exemptions in use:"));
         for exemption in &report.exemptions {
             let reason = match &exemption.reason {
-                Some(reason) => format!("reason: {reason}"),
+                Some(reason) => format!("reason: {}", printable(reason)),
                 None => format!("no reason given ({EXEMPT_REASON_ANNOTATION} is not set)"),
             };
             let misplaced = if exemption.misplaced {
@@ -384,9 +386,9 @@ fn render_text(report: &Report, colour: bool) -> String {
             let _ = writeln!(
                 out,
                 "  {}: {}: {} — {reason}{misplaced}",
-                exemption.identity.file,
-                exemption.identity.title(),
-                exemption.rules
+                printable(&exemption.identity.file),
+                printable(&exemption.identity.title()),
+                printable(&exemption.rules)
             );
         }
         out.push('\n');

@@ -22,17 +22,21 @@ pub struct RulesArgs {
     pub rule: Option<String>,
 }
 
+fn print_reference(text: &str) -> u8 {
+    match crate::output::write_stdout(text) {
+        Ok(()) => EXIT_OK,
+        Err(error) => {
+            eprintln!("meshlife: error: {error}");
+            EXIT_INPUT_ERROR
+        }
+    }
+}
+
 pub fn run_rules(args: &RulesArgs) -> u8 {
     match &args.rule {
-        None => {
-            print!("{}", list());
-            EXIT_OK
-        }
+        None => print_reference(&list()),
         Some(wanted) => match entry(wanted) {
-            Ok(text) => {
-                print!("{text}");
-                EXIT_OK
-            }
+            Ok(text) => print_reference(&text),
             Err(message) => {
                 eprintln!("meshlife: error: {message}");
                 EXIT_INPUT_ERROR

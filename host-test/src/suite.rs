@@ -116,7 +116,10 @@ pub fn run_verify(args: &VerifyArgs) -> u8 {
         report.truncate(report.len() - "PASS\n".len());
         report.push_str("FAIL\n");
     }
-    print!("{report}");
+    if let Err(error) = crate::output::write_stdout(&report) {
+        eprintln!("meshlife: error: {error}");
+        return EXIT_BROKEN;
+    }
 
     let broken = !found.errors.is_empty() || results.iter().any(SuiteResult::is_broken);
     if broken {
