@@ -14,8 +14,10 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
+use std::sync::OnceLock;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use regex::Regex;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -144,17 +146,19 @@ impl Constraint {
                     format!("the module could not evaluate them: {error:#}"),
                 )
             })?;
+        // The probe Pod is valid, so every ML000 is the parameters' doing, including those
+        // that name no field (parameters nested deeper than the module reads).
         let parameter_problems: Vec<_> = violations
             .iter()
-            .filter(|violation| {
-                violation.details.rule == "ML000"
-                    && violation.details.path.starts_with("parameters")
-            })
+            .filter(|violation| violation.details.rule == "ML000")
             .collect();
         match parameter_problems.first() {
             None => Ok(()),
             Some(first) => {
-                let field = format!("spec.{}", first.details.path);
+                let field = match first.details.path.as_str() {
+                    path if path.starts_with("parameters") => format!("spec.{path}"),
+                    _ => "spec.parameters".to_string(),
+                };
                 let messages: Vec<&str> = parameter_problems
                     .iter()
                     .map(|violation| violation.msg.as_str())
@@ -538,6 +542,17 @@ impl Match {
         let excluded_namespaces: Vec<String> =
             typed_field(fields, PARENT, "excludedNamespaces")?.unwrap_or_default();
         let name: Option<String> = typed_field(fields, PARENT, "name")?;
+        for (key, patterns) in [
+            ("namespaces", &namespaces),
+            ("excludedNamespaces", &excluded_namespaces),
+        ] {
+            for (index, pattern) in patterns.iter().enumerate() {
+                Wildcard::check(pattern, &format!("{PARENT}.{key}[{index}]"))?;
+            }
+        }
+        if let Some(name) = name.as_deref().filter(|name| !name.is_empty()) {
+            Wildcard::check(name, &format!("{PARENT}.name"))?;
+        }
         Ok(Match {
             kinds: kinds
                 .into_iter()
@@ -687,6 +702,27 @@ impl Match {
 pub struct Wildcard(pub String);
 
 impl Wildcard {
+    /// Gatekeeper's CRD refuses other patterns (`pkg/wildcard`'s kubebuilder validation
+    /// `^(\*|\*-)?[a-z0-9]([-:a-z0-9]*[a-z0-9])?(\*|-\*)?$`), so the API server would never
+    /// store a constraint holding one: here it is an error, not a pattern that matches nothing.
+    fn check(pattern: &str, field: &str) -> Result<(), FieldError> {
+        static PATTERN: OnceLock<Regex> = OnceLock::new();
+        let valid = PATTERN.get_or_init(|| {
+            Regex::new(r"^(\*|\*-)?[a-z0-9]([-:a-z0-9]*[a-z0-9])?(\*|-\*)?$").expect("valid regex")
+        });
+        if valid.is_match(pattern) {
+            return Ok(());
+        }
+        Err((
+            field.to_string(),
+            format!(
+                "{pattern:?} is not a namespace or name pattern Gatekeeper accepts: lower-case \
+                 letters, digits, '-' and ':', starting and ending with a letter or digit, with \
+                 an optional '*' or '*-' in front and '*' or '-*' at the end"
+            ),
+        ))
+    }
+
     pub fn matches(&self, candidate: &str) -> bool {
         let pattern = self.0.as_str();
         match (pattern.strip_prefix('*'), pattern.strip_suffix('*')) {
@@ -728,6 +764,12 @@ impl Selector {
             let at = |name: &str| format!("{field}.matchExpressions[{index}].{name}");
             let values = expression.values.unwrap_or_default();
             let key = expression.key;
+            label_key_problem(&key).map_or(Ok(()), |problem| Err((at("key"), problem)))?;
+            for (value_index, value) in values.iter().enumerate() {
+                if let Some(problem) = label_value_problem(value) {
+                    return Err((format!("{}[{value_index}]", at("values")), problem));
+                }
+            }
             let requirement = match expression.operator.as_str() {
                 "In" | "NotIn" if values.is_empty() => {
                     return Err((
@@ -754,8 +796,18 @@ impl Selector {
             };
             requirements.push(requirement);
         }
+        let match_labels = selector.match_labels.unwrap_or_default();
+        for (key, value) in &match_labels {
+            let at = format!("{field}.matchLabels.{key}");
+            if let Some(problem) = label_key_problem(key) {
+                return Err((at, format!("the key {problem}")));
+            }
+            if let Some(problem) = label_value_problem(value) {
+                return Err((at, problem));
+            }
+        }
         Ok(Selector {
-            match_labels: selector.match_labels.unwrap_or_default(),
+            match_labels,
             requirements,
         })
     }
@@ -779,6 +831,51 @@ impl Selector {
                     Requirement::DoesNotExist(key) => !labels.contains_key(key),
                 })
     }
+}
+
+/// Why `key` is not a label key, as apimachinery's `IsQualifiedName` judges it (Gatekeeper
+/// turns selectors into label selectors with `LabelSelectorAsSelector`, which refuses such keys).
+fn label_key_problem(key: &str) -> Option<String> {
+    let (prefix, name) = match key.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    if let Some(prefix) = prefix {
+        static SUBDOMAIN: OnceLock<Regex> = OnceLock::new();
+        let subdomain = SUBDOMAIN.get_or_init(|| {
+            Regex::new(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+                .expect("valid regex")
+        });
+        if prefix.len() > 253 || !subdomain.is_match(prefix) {
+            return Some(format!(
+                "{key:?} is not a label key: its prefix {prefix:?} must be a DNS subdomain \
+                 (lower-case letters, digits, '-' and '.', at most 253 characters)"
+            ));
+        }
+    }
+    if name.is_empty() || label_value_problem(name).is_some() {
+        return Some(format!(
+            "{key:?} is not a label key: the name part must be 1 to 63 characters of letters, \
+             digits, '-', '_' and '.', starting and ending with a letter or digit, after an \
+             optional DNS-subdomain prefix and '/'"
+        ));
+    }
+    None
+}
+
+/// Why `value` is not a label value (apimachinery's `IsValidLabelValue`).
+fn label_value_problem(value: &str) -> Option<String> {
+    static VALUE: OnceLock<Regex> = OnceLock::new();
+    let valid = VALUE.get_or_init(|| {
+        Regex::new(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$").expect("valid regex")
+    });
+    if value.len() <= 63 && valid.is_match(value) {
+        return None;
+    }
+    Some(format!(
+        "{value:?} is not a label value: at most 63 characters of letters, digits, '-', '_' and \
+         '.', starting and ending with a letter or digit (or empty)"
+    ))
 }
 
 #[cfg(test)]
@@ -991,6 +1088,54 @@ mod tests {
             "kind"
         );
         assert_eq!(field("apiVersion: v1\nkind: MeshLifecycle\n"), "apiVersion");
+    }
+
+    /// Gatekeeper would refuse these constraints (its CRD's wildcard pattern, and
+    /// `LabelSelectorAsSelector` for selectors); accepting them would match nothing, silently.
+    #[test]
+    fn invalid_selectors_and_namespace_patterns_are_refused_naming_the_field() {
+        let field = |spec_match: &str| {
+            constraint(&format!("{HEADER}spec:\n  match:\n{spec_match}"))
+                .unwrap_err()
+                .field
+                .unwrap()
+        };
+        let cases = [
+            (
+                "    labelSelector: {matchLabels: {'bad key!!': x}}\n",
+                "spec.match.labelSelector.matchLabels.bad key!!",
+            ),
+            (
+                "    labelSelector: {matchLabels: {app: 'two words'}}\n",
+                "spec.match.labelSelector.matchLabels.app",
+            ),
+            (
+                "    namespaceSelector: {matchLabels: {'Example.com/x': y}}\n",
+                "spec.match.namespaceSelector.matchLabels.Example.com/x",
+            ),
+            (
+                "    namespaceSelector: {matchExpressions: [{key: 'a b', operator: Exists}]}\n",
+                "spec.match.namespaceSelector.matchExpressions[0].key",
+            ),
+            (
+                "    labelSelector: {matchExpressions: [{key: tier, operator: In, values: [ok, 'not ok']}]}\n",
+                "spec.match.labelSelector.matchExpressions[0].values[1]",
+            ),
+            (
+                "    namespaces: [shop, Shop_Prod]\n",
+                "spec.match.namespaces[1]",
+            ),
+            (
+                "    excludedNamespaces: ['kube-*', '*']\n",
+                "spec.match.excludedNamespaces[1]",
+            ),
+            ("    name: 'web server'\n", "spec.match.name"),
+        ];
+        for (spec_match, expected) in cases {
+            assert_eq!(field(spec_match), expected, "{spec_match}");
+        }
+        let valid = "    namespaces: ['kube-*', '*-system', shop]\n    labelSelector: {matchLabels: {app.kubernetes.io/name: web, tier: ''}}\n    name: 'web-*'\n";
+        constraint(&format!("{HEADER}spec:\n  match:\n{valid}")).expect("valid match");
     }
 
     #[test]

@@ -78,6 +78,45 @@ fn a_wrongly_typed_parameter_is_a_constraint_error() {
 }
 
 #[test]
+fn parameters_nested_deeper_than_the_module_reads_fail_the_constraint_check() {
+    // 100 deep: YAML the CLI reads, under a key the module reads, deeper than its 64 levels.
+    let deep = format!("{}1{}", "{a: ".repeat(100), "}".repeat(100));
+    let workspace = with_constraint(&format!("  parameters:\n    istio: {deep}\n"));
+    let outcome = check(&workspace);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("constraint constraint.yaml")
+            && outcome.stderr.contains("spec.parameters"),
+        "names the constraint and the field: {outcome:?}"
+    );
+    assert_eq!(outcome.stdout, "", "nothing is checked under it");
+}
+
+#[test]
+fn invalid_selectors_and_namespace_patterns_exit_2_naming_the_field() {
+    let cases = [
+        (
+            "  match:\n    labelSelector: {matchLabels: {'bad key!!': x}}\n",
+            "spec.match.labelSelector.matchLabels.bad key!!",
+        ),
+        (
+            "  match:\n    namespaceSelector: {matchExpressions: [{key: env, operator: In, values: ['has space']}]}\n",
+            "spec.match.namespaceSelector.matchExpressions[0].values[0]",
+        ),
+        (
+            "  match:\n    namespaces: [Shop]\n",
+            "spec.match.namespaces[0]",
+        ),
+    ];
+    for (spec, field) in cases {
+        let outcome = check(&with_constraint(spec));
+        assert_eq!(outcome.code, 2, "{spec}: {outcome:?}");
+        assert!(outcome.stderr.contains(field), "{spec}: {outcome:?}");
+        assert_eq!(outcome.stdout, "", "{spec}");
+    }
+}
+
+#[test]
 fn malformed_constraints_exit_2_naming_the_field() {
     let cases = [
         ("  enforcementAction: block\n", "spec.enforcementAction"),
