@@ -40,7 +40,9 @@ pub fn parse_go_duration(text: &str) -> Result<u64, String> {
         if !rest.starts_with(|c: char| c == '.' || c.is_ascii_digit()) {
             return Err(invalid());
         }
-        let whole_len = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let whole_len = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let whole = leading_int(&rest[..whole_len]).ok_or_else(too_long)?;
         rest = &rest[whole_len..];
         let mut fraction = (0u64, 1f64);
@@ -164,8 +166,14 @@ mod tests {
     #[test]
     fn keeps_to_go_int64_nanosecond_range() {
         // time.ParseDuration's limit: 1<<63-1 ns, 2562047h47m16.854775807s.
-        assert_eq!(parse_go_duration("9223372036854775807ns"), Ok(9_223_372_036_854));
-        assert_eq!(parse_go_duration("2562047h47m16.854775807s"), Ok(9_223_372_036_854));
+        assert_eq!(
+            parse_go_duration("9223372036854775807ns"),
+            Ok(9_223_372_036_854)
+        );
+        assert_eq!(
+            parse_go_duration("2562047h47m16.854775807s"),
+            Ok(9_223_372_036_854)
+        );
         for beyond in [
             "9223372036854775808ns",
             "2562047h47m16.854775808s",
@@ -174,7 +182,10 @@ mod tests {
             "99999999999999999999999999999999999999999999s",
         ] {
             let error = parse_go_duration(beyond).unwrap_err();
-            assert!(error.contains("2562047h47m16.854775807s"), "{beyond}: {error}");
+            assert!(
+                error.contains("2562047h47m16.854775807s"),
+                "{beyond}: {error}"
+            );
         }
         // Go computes fractions in float64: 16 nines of a millisecond make 1 ms there (exact
         // arithmetic would say 0), 17 nines 0 (answers of go1 `time.ParseDuration(...)

@@ -6,7 +6,7 @@ use serde_json::error::Category;
 use crate::catalogue::INVALID_INPUT;
 use crate::input::{Fields, InputError, ObjectMeta, Parsed, Path, PodSpec, Service, Strategy};
 use crate::mesh::{Decision, decide};
-use crate::node::{Node, parse_sparse};
+use crate::node::{Node, parse_sparse, with_huge_numbers_replaced};
 use crate::one_pass::{self, Reading};
 use crate::params::{Parameters, Settings};
 use crate::rules::{Context, run_all};
@@ -97,6 +97,8 @@ fn invalid_input(error: InputError) -> Violation {
                 )
             } else if in_envelope {
                 "Send a Gatekeeper-shaped input: {\"review\": {\"object\": <the Kubernetes object>, ...}, \"parameters\": {...}}.".to_string()
+            } else if let Some((_, range)) = error.problem.split_once("the API server requires ") {
+                format!("Set {location} to {range}, a value the API server accepts.")
             } else {
                 format!(
                     "Correct {location} so that it is valid JSON of the Kubernetes type the field expects."
@@ -124,7 +126,8 @@ fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Reje
             None => {}
         }
     }
-    let document = parse_document(text)?;
+    let mut replaced = None;
+    let document = parse_document(text, &mut replaced)?;
     match read_document(&document)? {
         Read::NotReviewed(_) => Ok(Vec::new()),
         Read::Workloads(workloads, settings) => Ok(workloads
@@ -134,19 +137,32 @@ fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Reje
     }
 }
 
-/// The input text as a sparse tree, or why it is not JSON the policy can read.
-fn parse_document(text: &str) -> Result<Node<'_>, Rejection> {
-    parse_sparse(text).map_err(|error| {
-        let syntax = matches!(error.classify(), Category::Syntax | Category::Eof);
-        let text = error.to_string();
-        if text.contains("nests deeper") {
-            Rejection::Invalid(InputError::new("", text))
-        } else if syntax {
-            Rejection::NotJson(InputError::new("", format!("not valid JSON: {text}")))
-        } else {
-            Rejection::Invalid(InputError::new("", format!("not valid JSON: {text}")))
-        }
-    })
+/// The input text as a sparse tree, or why it is not JSON the policy can read. Numbers beyond
+/// `f64` are read from a copy in `replaced` (see `node::with_huge_numbers_replaced`).
+fn parse_document<'t>(
+    text: &'t str,
+    replaced: &'t mut Option<String>,
+) -> Result<Node<'t>, Rejection> {
+    let error = match parse_sparse(text) {
+        Ok(document) => return Ok(document),
+        Err(error) => error,
+    };
+    let Some(copy) = with_huge_numbers_replaced(text) else {
+        return Err(parse_rejection(error));
+    };
+    parse_sparse(replaced.insert(copy)).map_err(parse_rejection)
+}
+
+fn parse_rejection(error: serde_json::Error) -> Rejection {
+    let syntax = matches!(error.classify(), Category::Syntax | Category::Eof);
+    let text = error.to_string();
+    if text.contains("nests deeper") {
+        Rejection::Invalid(InputError::new("", text))
+    } else if syntax {
+        Rejection::NotJson(InputError::new("", format!("not valid JSON: {text}")))
+    } else {
+        Rejection::Invalid(InputError::new("", format!("not valid JSON: {text}")))
+    }
 }
 
 /// Why an input holds no pod spec to judge.
@@ -239,6 +255,9 @@ pub(crate) fn read_document<'a>(document: &'a Node<'a>) -> Result<Read<'a>, Reje
     } else {
         build_workload(workload, &object)?.into_iter().collect()
     };
+    for workload in &workloads {
+        workload.check_values()?;
+    }
     if workloads.is_empty() {
         return Ok(Read::NotReviewed(NotReviewed::NoPodSpec {
             kind: kind_name.map(|kind| kind.to_string()).unwrap_or_default(),
@@ -279,7 +298,8 @@ pub(crate) fn with_exact_reading<R>(
         Ok(text) => text,
         Err(rejection) => return use_it(Err(rejection_error(rejection))),
     };
-    let document = match parse_document(text) {
+    let mut replaced = None;
+    let document = match parse_document(text, &mut replaced) {
         Ok(document) => document,
         Err(rejection) => return use_it(Err(rejection_error(rejection))),
     };
@@ -660,6 +680,58 @@ mod json_first_tests {
         assert_eq!(wrong_shape[0].details.rule, "ML000");
         let deep = format!("{{\"review\": {}{}}}", "[".repeat(100), "]".repeat(100));
         assert!(evaluate_if_json(deep.as_bytes()).is_some());
+    }
+
+    #[test]
+    fn numbers_beyond_f64_name_their_field_or_are_skipped_with_it() {
+        let job = |grace: &str, status: &str| {
+            POD.replace(
+                "\"restartPolicy\": \"Never\"",
+                &format!(
+                    "\"restartPolicy\": \"Never\", \"terminationGracePeriodSeconds\": {grace}"
+                ),
+            )
+            .replacen(
+                "{\"review\"",
+                &format!("{{\"status\": {status}, \"review\""),
+                1,
+            )
+        };
+        for huge in [
+            "1e400",
+            "-1e400",
+            "99999999999999999999",
+            &format!("1{}", "0".repeat(400)),
+        ] {
+            let input = job(huge, "1");
+            assert_ne!(input, POD);
+            for answer in [
+                evaluate(input.as_bytes()),
+                evaluate_with_exact_reader(input.as_bytes()),
+            ] {
+                assert_eq!(answer.len(), 1, "{huge}: {answer:?}");
+                assert_eq!(
+                    answer[0].details.path, "spec.template.spec.terminationGracePeriodSeconds",
+                    "{huge}"
+                );
+                assert!(
+                    answer[0]
+                        .msg
+                        .contains("a number beyond the 64-bit integer range"),
+                    "{huge}: {}",
+                    answer[0].msg
+                );
+            }
+        }
+        // In a field the policy never reads, such a number is skipped like the field (the API
+        // server drops unknown fields too): both readers judge the object.
+        let input = job("30", "{\"x\": [1e400, -1e999, {\"y\": 2e400}]}");
+        let fine = job("30", "1");
+        assert_eq!(evaluate(input.as_bytes()), evaluate(fine.as_bytes()));
+        assert_eq!(
+            evaluate_with_exact_reader(input.as_bytes()),
+            evaluate(fine.as_bytes())
+        );
     }
 
     #[test]

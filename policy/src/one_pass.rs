@@ -80,6 +80,7 @@ pub fn read(json: &str) -> Option<Reading<'_>> {
         WorkloadKind::Pod => {
             workload.pod_meta = workload.object_meta.clone();
             workload.spec = spec.pod;
+            workload.check_values().ok()?;
             return Some(Reading::Review(Box::new(workload), Box::new(settings)));
         }
         WorkloadKind::CronJob => spec.job_template.and_then(|job_spec| {
@@ -104,6 +105,8 @@ pub fn read(json: &str) -> Option<Reading<'_>> {
     };
     workload.spec = pod_spec;
     workload.pod_meta = metadata.unwrap_or_default();
+    // A value the API server refuses: the exact reader names it.
+    workload.check_values().ok()?;
     Some(Reading::Review(Box::new(workload), Box::new(settings)))
 }
 

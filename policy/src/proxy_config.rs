@@ -192,7 +192,8 @@ mod tests {
         assert!(problems.is_empty(), "{problems:?}");
         assert_eq!(config.termination_drain_ms, Some(45_000));
         // An empty first document is JSON null, which jsonpb applies as no change at all.
-        let (config, problems) = parse_proxy_config("---\n---\nholdApplicationUntilProxyStarts: true\n");
+        let (config, problems) =
+            parse_proxy_config("---\n---\nholdApplicationUntilProxyStarts: true\n");
         assert_eq!((config, problems), (ProxyConfig::default(), vec![]));
         // `---` indented, or inside a block scalar, is text, not a document marker.
         let (config, problems) =
@@ -209,7 +210,11 @@ mod tests {
         ] {
             let (config, problems) = parse_proxy_config(text);
             assert!(problems.is_empty(), "{text:?}: {problems:?}");
-            assert_eq!(config.hold_application_until_proxy_starts, Some(true), "{text:?}");
+            assert_eq!(
+                config.hold_application_until_proxy_starts,
+                Some(true),
+                "{text:?}"
+            );
         }
     }
 
@@ -223,7 +228,11 @@ mod tests {
         ] {
             let (config, problems) = parse_proxy_config(text);
             assert!(problems.is_empty(), "{text:?}: {problems:?}");
-            assert_eq!(config.hold_application_until_proxy_starts, Some(true), "{text:?}");
+            assert_eq!(
+                config.hold_application_until_proxy_starts,
+                Some(true),
+                "{text:?}"
+            );
             assert_eq!(config.termination_drain_ms, Some(45_000), "{text:?}");
         }
     }
@@ -248,7 +257,10 @@ mod tests {
         ] {
             let (config, problems) = parse_proxy_config(text);
             assert_eq!(problems.len(), 1, "{text:?}: {problems:?}");
-            assert!(problems[0].contains("did not find expected node content"), "{problems:?}");
+            assert!(
+                problems[0].contains("did not find expected node content"),
+                "{problems:?}"
+            );
             assert_eq!(config.hold_application_until_proxy_starts, None, "{text:?}");
         }
         // A trailing comma and an empty mapping value are valid YAML.

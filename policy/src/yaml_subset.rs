@@ -21,6 +21,7 @@
 //! - a flow entry with no node, `[1,,2]`, is an error ("did not find expected node content",
 //!   parserc.go `yaml_parser_parse_flow_sequence_entry` / `_flow_mapping_key` then
 //!   `yaml_parser_parse_node`), while a trailing comma and an empty mapping value are not.
+//!
 //! And from jsonpb (jsonpb/decode.go): a top-level `null` (an empty document) changes nothing.
 use serde_json::{Map, Number, Value};
 
