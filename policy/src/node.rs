@@ -229,6 +229,21 @@ pub fn parse_sparse(json: &str) -> Result<Node<'_>, serde_json::Error> {
         NodeSeed {
             keep: Keep::RuleKeys,
             depth: 0,
+            old_object: false,
+        },
+    )
+}
+
+/// [`parse_sparse`], keeping the review's `oldObject` too. Only for a review without `object`:
+/// an UPDATE carries both, and its old object is never read, so the first parse skips it (its
+/// size and nesting cost nothing there).
+pub fn parse_sparse_with_old_object(json: &str) -> Result<Node<'_>, serde_json::Error> {
+    parse_with(
+        json,
+        NodeSeed {
+            keep: Keep::RuleKeys,
+            depth: 0,
+            old_object: true,
         },
     )
 }
@@ -241,6 +256,7 @@ pub fn parse_parameters(json: &str) -> Result<Node<'_>, serde_json::Error> {
         NodeSeed {
             keep: Keep::All,
             depth: 1,
+            old_object: false,
         },
     )
 }
@@ -256,6 +272,8 @@ fn parse_with(json: &str, root: NodeSeed) -> Result<Node<'_>, serde_json::Error>
 struct NodeSeed {
     keep: Keep,
     depth: usize,
+    /// Keep `review.oldObject` (a key of the map at depth 1).
+    old_object: bool,
 }
 
 impl NodeSeed {
@@ -268,6 +286,7 @@ impl NodeSeed {
         Ok(NodeSeed {
             keep,
             depth: self.depth + 1,
+            old_object: self.old_object,
         })
     }
 }
@@ -346,6 +365,7 @@ impl<'de> Visitor<'de> for NodeSeed {
             if self.keep != Keep::RuleKeys
                 || RULE_KEYS.contains(&key_text)
                 || ROLE_MAPS.contains(&key_text)
+                || (self.old_object && self.depth == 1 && key_text == "oldObject")
             {
                 let keep = match self.keep {
                     Keep::All => Keep::All,

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::evaluate::is_skipped_operation;
+use crate::evaluate::{is_judged_operation, is_skipped_operation};
 use crate::input::{
     Container, ContainerPort, EnvVar, ExecAction, Handler, HttpGetAction, IntOrString, Lifecycle,
     ObjectMeta, OwnerReference, PodSpec, RollingUpdate, SecurityContext, Service, ServicePort,
@@ -45,6 +45,10 @@ pub fn read(json: &str) -> Option<Reading<'_>> {
     let review = envelope.review?;
     if is_skipped_operation(review.operation.as_deref()) {
         return Some(Reading::NothingToReview);
+    }
+    // An unknown operation is judged with an ML000 beside: the exact reader writes it.
+    if !is_judged_operation(review.operation.as_deref()) {
+        return None;
     }
     let parameters = match envelope.parameters {
         Some(raw) => Some(parse_parameters(raw).ok()?),
