@@ -788,10 +788,12 @@ mod json_first_tests {
     #[test]
     fn numbers_beyond_f64_name_their_field_or_are_skipped_with_it() {
         let job = |grace: &str, status: &str| {
+            // Characters of several bytes before the number on its line: serde_json counts
+            // its error column in bytes, which is how the number is found.
             POD.replace(
                 "\"restartPolicy\": \"Never\"",
                 &format!(
-                    "\"restartPolicy\": \"Never\", \"terminationGracePeriodSeconds\": {grace}"
+                    "\"restartPolicy\": \"Never\", \"x\": \"\u{e9}\u{20ac}\u{1f600}\", \"terminationGracePeriodSeconds\": {grace}"
                 ),
             )
             .replacen(
