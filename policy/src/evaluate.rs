@@ -6,7 +6,7 @@ use serde_json::error::Category;
 use crate::catalogue::INVALID_INPUT;
 use crate::input::{Fields, InputError, ObjectMeta, Parsed, Path, PodSpec, Service, Strategy};
 use crate::mesh::{Decision, decide};
-use crate::node::{Node, parse_sparse};
+use crate::node::{Node, parse_sparse, parse_sparse_with_old_object, with_huge_numbers_replaced};
 use crate::one_pass::{self, Reading};
 use crate::params::{Parameters, Settings};
 use crate::rules::{Context, run_all};
@@ -53,6 +53,9 @@ pub(crate) enum Rejection {
     Invalid(InputError),
     /// Not JSON syntax (also ML000 when nothing else reads it).
     NotJson(InputError),
+    /// The review has no `object`: its `oldObject` is to be read (see `with_document`). Never
+    /// leaves this module.
+    NoObject,
 }
 
 impl From<InputError> for Rejection {
@@ -62,9 +65,8 @@ impl From<InputError> for Rejection {
 }
 
 fn finish(outcome: Result<Vec<Violation>, Rejection>) -> Vec<Violation> {
-    let mut violations = outcome.unwrap_or_else(|rejection| match rejection {
-        Rejection::Invalid(error) | Rejection::NotJson(error) => vec![invalid_input(error)],
-    });
+    let mut violations =
+        outcome.unwrap_or_else(|rejection| vec![invalid_input(rejection_error(rejection))]);
     violations.sort_by(|a, b| {
         (&a.details.rule, &a.details.path, &a.msg).cmp(&(&b.details.rule, &b.details.path, &b.msg))
     });
@@ -97,6 +99,8 @@ fn invalid_input(error: InputError) -> Violation {
                 )
             } else if in_envelope {
                 "Send a Gatekeeper-shaped input: {\"review\": {\"object\": <the Kubernetes object>, ...}, \"parameters\": {...}}.".to_string()
+            } else if let Some((_, range)) = error.problem.split_once("the API server requires ") {
+                format!("Set {location} to {range}, a value the API server accepts.")
             } else {
                 format!(
                     "Correct {location} so that it is valid JSON of the Kubernetes type the field expects."
@@ -106,6 +110,41 @@ fn invalid_input(error: InputError) -> Violation {
             container: None,
         },
     }
+}
+
+/// An odd request that was judged anyway (an unknown operation, an object only in
+/// `oldObject`): ML000 at warning severity beside the findings. Why not an error that replaces
+/// them: the object could be judged, and its findings are what the user asked for; why not
+/// silence: a host that sends such a request has a bug worth seeing, and the judgement rests on
+/// a guess it should know about.
+fn odd_request(note: InputError) -> Violation {
+    let rule = &INVALID_INPUT;
+    let fix = match note.path.as_str() {
+        "review.operation" => "Send review.operation as CREATE, UPDATE, DELETE or CONNECT.",
+        _ => {
+            "Send the object under review as review.object: a CREATE or UPDATE always carries it (only a DELETE carries just oldObject)."
+        }
+    };
+    Violation {
+        msg: format!(
+            "[{} {}] {}: {}.",
+            rule.id, rule.name, note.path, note.problem
+        ),
+        details: Details {
+            rule: rule.id.into(),
+            name: rule.name.into(),
+            severity: crate::violation::Severity::Warning,
+            path: note.path,
+            fix: fix.into(),
+            mesh: None,
+            container: None,
+        },
+    }
+}
+
+/// Operations of an AdmissionRequest that are judged (an absent one too: a hand-made input).
+pub(crate) fn is_judged_operation(operation: Option<&str>) -> bool {
+    matches!(operation, None | Some("CREATE" | "UPDATE"))
 }
 
 /// DELETE and CONNECT never yield violations (both readers ask).
@@ -124,29 +163,81 @@ fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Reje
             None => {}
         }
     }
-    let document = parse_document(text)?;
-    match read_document(&document)? {
-        Read::NotReviewed(_) => Ok(Vec::new()),
-        Read::Workloads(workloads, settings) => Ok(workloads
-            .iter()
-            .flat_map(|workload| review_workload(workload, &settings))
-            .collect()),
-    }
+    with_document(text, |reading| {
+        let (read, notes) = reading?;
+        let findings = match read {
+            Read::NotReviewed(_) => Vec::new(),
+            Read::Workloads(workloads, settings) => workloads
+                .iter()
+                .flat_map(|workload| review_workload(workload, &settings))
+                .collect(),
+        };
+        Ok(notes.into_iter().map(odd_request).chain(findings).collect())
+    })
 }
 
-/// The input text as a sparse tree, or why it is not JSON the policy can read.
-fn parse_document(text: &str) -> Result<Node<'_>, Rejection> {
-    parse_sparse(text).map_err(|error| {
-        let syntax = matches!(error.classify(), Category::Syntax | Category::Eof);
-        let text = error.to_string();
-        if text.contains("nests deeper") {
-            Rejection::Invalid(InputError::new("", text))
-        } else if syntax {
-            Rejection::NotJson(InputError::new("", format!("not valid JSON: {text}")))
-        } else {
-            Rejection::Invalid(InputError::new("", format!("not valid JSON: {text}")))
-        }
-    })
+/// What the exact reader found, and what was odd about the request (see `odd_request`).
+pub(crate) type ExactReading<'a> = (Read<'a>, Vec<InputError>);
+
+/// Parses `text` the exact way and reads it; a review without `object` is parsed once more,
+/// keeping its `oldObject`. The reading borrows from the parsed tree, which lives only inside
+/// this call, so `use_it` gets it.
+fn with_document<R>(
+    text: &str,
+    use_it: impl FnOnce(Result<ExactReading<'_>, Rejection>) -> R,
+) -> R {
+    let mut replaced = None;
+    let document = match parse_document(text, &mut replaced, false) {
+        Ok(document) => document,
+        Err(rejection) => return use_it(Err(rejection)),
+    };
+    let mut notes = Vec::new();
+    match read_document(&document, &mut notes) {
+        Err(Rejection::NoObject) => {}
+        outcome => return use_it(outcome.map(|read| (read, notes))),
+    }
+    let mut replaced = None;
+    let document = match parse_document(text, &mut replaced, true) {
+        Ok(document) => document,
+        Err(rejection) => return use_it(Err(rejection)),
+    };
+    let mut notes = Vec::new();
+    use_it(read_document(&document, &mut notes).map(|read| (read, notes)))
+}
+
+/// The input text as a sparse tree, or why it is not JSON the policy can read. Numbers beyond
+/// `f64` are read from a copy in `replaced` (see `node::with_huge_numbers_replaced`).
+/// `old_object`: keep the review's `oldObject` too.
+fn parse_document<'t>(
+    text: &'t str,
+    replaced: &'t mut Option<String>,
+    old_object: bool,
+) -> Result<Node<'t>, Rejection> {
+    let parse = if old_object {
+        parse_sparse_with_old_object
+    } else {
+        parse_sparse
+    };
+    let error = match parse(text) {
+        Ok(document) => return Ok(document),
+        Err(error) => error,
+    };
+    let Some(copy) = with_huge_numbers_replaced(text) else {
+        return Err(parse_rejection(error));
+    };
+    parse(replaced.insert(copy)).map_err(parse_rejection)
+}
+
+fn parse_rejection(error: serde_json::Error) -> Rejection {
+    let syntax = matches!(error.classify(), Category::Syntax | Category::Eof);
+    let text = error.to_string();
+    if text.contains("nests deeper") {
+        Rejection::Invalid(InputError::new("", text))
+    } else if syntax {
+        Rejection::NotJson(InputError::new("", format!("not valid JSON: {text}")))
+    } else {
+        Rejection::Invalid(InputError::new("", format!("not valid JSON: {text}")))
+    }
 }
 
 /// Why an input holds no pod spec to judge.
@@ -171,8 +262,13 @@ pub(crate) enum Read<'a> {
     Workloads(Vec<Workload<'a>>, Box<Settings>),
 }
 
-/// Reads the envelope, the parameters and the object's pod specs from the sparse tree.
-pub(crate) fn read_document<'a>(document: &'a Node<'a>) -> Result<Read<'a>, Rejection> {
+/// Reads the envelope, the parameters and the object's pod specs from the sparse tree, adding
+/// to `notes` what is odd but judged anyway. `Rejection::NoObject` when the review has no
+/// `object` and the tree was parsed without `oldObject`.
+pub(crate) fn read_document<'a>(
+    document: &'a Node<'a>,
+    notes: &mut Vec<InputError>,
+) -> Result<Read<'a>, Rejection> {
     let Some(top) = Fields::of(document, Path::Root(""))? else {
         return Err(Rejection::Invalid(InputError::new(
             "",
@@ -195,15 +291,38 @@ pub(crate) fn read_document<'a>(document: &'a Node<'a>) -> Result<Read<'a>, Reje
     let review = Fields::of(review_node, Path::Root("review"))?.ok_or_else(|| {
         InputError::new("review", "missing; expected the admission request object")
     })?;
-    review.string("operation")?;
-    let object_node = review.get("object").ok_or_else(|| {
-        InputError::new("review.object", "missing; expected the object under review")
-    })?;
+    let operation = review.string("operation")?;
+    if !is_judged_operation(operation.as_deref()) {
+        notes.push(InputError::new(
+            "review.operation",
+            format!(
+                "unknown operation \"{}\" (Kubernetes sends CREATE, UPDATE, DELETE or CONNECT); judged as CREATE",
+                operation.as_deref().unwrap_or_default()
+            ),
+        ));
+    }
+    let missing_object =
+        || InputError::new("review.object", "missing; expected the object under review");
+    // The node is parsed without `oldObject` until one is needed (`with_document`); whether
+    // this tree kept it shows in the key being there, even as null.
+    let old_object_kept = matches!(review_node, Node::Map(entries) if entries.iter().any(|(key, _)| key == "oldObject"));
+    let object_node = match review.get("object") {
+        Some(object) => object,
+        None => match review.get("oldObject") {
+            Some(old_object) => {
+                notes.push(InputError::new(
+                    "review.object",
+                    "missing, so meshlife judged on review.oldObject; a CREATE or UPDATE always carries the object it creates or makes",
+                ));
+                old_object
+            }
+            None if old_object_kept => return Err(missing_object().into()),
+            None => return Err(Rejection::NoObject),
+        },
+    };
     let object = Fields::of(object_node, Path::Root(""))
         .map_err(|error| InputError::new("review.object", error.problem))?
-        .ok_or_else(|| {
-            InputError::new("review.object", "missing; expected the object under review")
-        })?;
+        .ok_or_else(missing_object)?;
     let review_kind = review.object("kind", |kind| kind.string("kind"))?.flatten();
     let kind_name = object.string("kind")?.or(review_kind);
     // `Rollout` is Argo's; another group's Rollout is not a pod controller we know (and so on
@@ -239,6 +358,9 @@ pub(crate) fn read_document<'a>(document: &'a Node<'a>) -> Result<Read<'a>, Reje
     } else {
         build_workload(workload, &object)?.into_iter().collect()
     };
+    for workload in &workloads {
+        workload.check_values()?;
+    }
     if workloads.is_empty() {
         return Ok(Read::NotReviewed(NotReviewed::NoPodSpec {
             kind: kind_name.map(|kind| kind.to_string()).unwrap_or_default(),
@@ -261,10 +383,13 @@ pub(crate) fn input_text(input: &[u8]) -> Result<&str, Rejection> {
 }
 
 /// The input error behind a rejection.
-#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
 pub(crate) fn rejection_error(rejection: Rejection) -> InputError {
     match rejection {
         Rejection::Invalid(error) | Rejection::NotJson(error) => error,
+        // `with_document` reads `oldObject` on this; should it ever get here, it is what it says.
+        Rejection::NoObject => {
+            InputError::new("review.object", "missing; expected the object under review")
+        }
     }
 }
 
@@ -279,11 +404,9 @@ pub(crate) fn with_exact_reading<R>(
         Ok(text) => text,
         Err(rejection) => return use_it(Err(rejection_error(rejection))),
     };
-    let document = match parse_document(text) {
-        Ok(document) => document,
-        Err(rejection) => return use_it(Err(rejection_error(rejection))),
-    };
-    use_it(read_document(&document).map_err(rejection_error))
+    with_document(text, |reading| {
+        use_it(reading.map(|(read, _)| read).map_err(rejection_error))
+    })
 }
 
 /// Hosts may pass a trailing NUL (counted in the length) and surrounding whitespace.
@@ -660,6 +783,117 @@ mod json_first_tests {
         assert_eq!(wrong_shape[0].details.rule, "ML000");
         let deep = format!("{{\"review\": {}{}}}", "[".repeat(100), "]".repeat(100));
         assert!(evaluate_if_json(deep.as_bytes()).is_some());
+    }
+
+    #[test]
+    fn numbers_beyond_f64_name_their_field_or_are_skipped_with_it() {
+        let job = |grace: &str, status: &str| {
+            // Characters of several bytes before the number on its line: serde_json counts
+            // its error column in bytes, which is how the number is found.
+            POD.replace(
+                "\"restartPolicy\": \"Never\"",
+                &format!(
+                    "\"restartPolicy\": \"Never\", \"x\": \"\u{e9}\u{20ac}\u{1f600}\", \"terminationGracePeriodSeconds\": {grace}"
+                ),
+            )
+            .replacen(
+                "{\"review\"",
+                &format!("{{\"status\": {status}, \"review\""),
+                1,
+            )
+        };
+        for huge in [
+            "1e400",
+            "-1e400",
+            "99999999999999999999",
+            &format!("1{}", "0".repeat(400)),
+        ] {
+            let input = job(huge, "1");
+            assert_ne!(input, POD);
+            for answer in [
+                evaluate(input.as_bytes()),
+                evaluate_with_exact_reader(input.as_bytes()),
+            ] {
+                assert_eq!(answer.len(), 1, "{huge}: {answer:?}");
+                assert_eq!(
+                    answer[0].details.path, "spec.template.spec.terminationGracePeriodSeconds",
+                    "{huge}"
+                );
+                assert!(
+                    answer[0]
+                        .msg
+                        .contains("a number beyond the 64-bit integer range"),
+                    "{huge}: {}",
+                    answer[0].msg
+                );
+            }
+        }
+        // In a field the policy never reads, such a number is skipped like the field (the API
+        // server drops unknown fields too): both readers judge the object.
+        let input = job("30", "{\"x\": [1e400, -1e999, {\"y\": 2e400}]}");
+        let fine = job("30", "1");
+        assert_eq!(evaluate(input.as_bytes()), evaluate(fine.as_bytes()));
+        assert_eq!(
+            evaluate_with_exact_reader(input.as_bytes()),
+            evaluate(fine.as_bytes())
+        );
+    }
+
+    #[test]
+    fn a_create_or_update_with_only_an_old_object_is_judged_on_it() {
+        let object = POD.replace("{\"review\": {\"object\":", "{\"review\": {\"oldObject\":");
+        let judged = evaluate(POD.as_bytes());
+        for operation in ["\"CREATE\"", "\"UPDATE\"", "null"] {
+            for empty in ["", "\"object\": null, "] {
+                let input = object.replacen(
+                    "{\"review\": {",
+                    &format!("{{\"review\": {{\"operation\": {operation}, {empty}"),
+                    1,
+                );
+                for answer in [
+                    evaluate(input.as_bytes()),
+                    evaluate_with_exact_reader(input.as_bytes()),
+                ] {
+                    let (notes, findings): (Vec<_>, Vec<_>) =
+                        answer.into_iter().partition(|v| v.details.rule == "ML000");
+                    assert_eq!(findings, judged, "{input}");
+                    assert_eq!(notes.len(), 1, "{input}: {notes:?}");
+                    assert_eq!(notes[0].details.path, "review.object");
+                    assert_eq!(notes[0].details.severity, crate::Severity::Warning);
+                    assert!(
+                        notes[0].msg.contains("judged on review.oldObject"),
+                        "{}",
+                        notes[0].msg
+                    );
+                }
+            }
+        }
+        // A DELETE carries only oldObject, and is never judged; with neither object, as before.
+        let delete = object.replacen(
+            "{\"review\": {",
+            "{\"review\": {\"operation\": \"DELETE\", ",
+            1,
+        );
+        assert_eq!(evaluate(delete.as_bytes()), vec![]);
+        let neither = evaluate(br#"{"review": {"operation": "UPDATE", "oldObject": null}}"#);
+        assert_eq!(neither.len(), 1);
+        assert!(
+            neither[0].msg.contains("review.object: missing"),
+            "{}",
+            neither[0].msg
+        );
+        // With both, the old object is never read (nor its nesting counted).
+        let deep = format!(
+            "{{\"spec\": {{\"template\": {}1{}}}}}",
+            "[".repeat(100),
+            "]".repeat(100)
+        );
+        let both = POD.replacen(
+            "{\"review\": {",
+            &format!("{{\"review\": {{\"oldObject\": {deep}, "),
+            1,
+        );
+        assert_eq!(evaluate_with_exact_reader(both.as_bytes()), judged);
     }
 
     #[test]

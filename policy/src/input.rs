@@ -369,9 +369,15 @@ impl<'a> PodSpec<'a> {
         self.init_containers.as_deref().unwrap_or(&[])
     }
 
-    /// Kubernetes' default when the field is absent.
+    /// Kubernetes' default (30) when the field is absent, and 1 when it is negative. Why 1: the
+    /// API server accepts a negative grace period but never applies it; Kubernetes replaces it
+    /// by 1 s (its `ValidatePodUpdate` lets a negative value change to 1 and to nothing else).
     pub fn grace_period_seconds(&self) -> i64 {
-        self.termination_grace_period_seconds.unwrap_or(30)
+        match self.termination_grace_period_seconds {
+            None => 30,
+            Some(seconds) if seconds < 0 => 1,
+            Some(seconds) => seconds,
+        }
     }
 }
 

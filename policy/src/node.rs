@@ -18,8 +18,11 @@ pub enum Node<'a> {
     Null,
     Bool(bool),
     Int(i64),
-    /// A number that is not an `i64` (fractional or out of range). Its value is never needed.
-    OtherNumber,
+    /// A number with a fraction or an exponent that is not an integer beyond `i64` (`1.5`,
+    /// `30.0`): the API server refuses it in an integer field, as Go's JSON decoder does.
+    Fraction(f64),
+    /// An integer beyond `i64`, or a number beyond `f64` (which `parse_sparse` reads as this).
+    OutOfRange,
     Str(Cow<'a, str>),
     List(Vec<Node<'a>>),
     /// Entries in document order; lookups are linear, the maps the rules read are small.
@@ -40,7 +43,11 @@ impl<'a> Node<'a> {
             Node::Null => "null".into(),
             Node::Bool(flag) => format!("boolean `{flag}`"),
             Node::Int(number) => format!("integer `{number}`"),
-            Node::OtherNumber => "a fractional or out-of-range number".into(),
+            Node::Fraction(number) => match serde_json::Number::from_f64(*number) {
+                Some(number) => format!("the number {number}, which is not an integer"),
+                None => "a number that is not an integer".into(),
+            },
+            Node::OutOfRange => "a number beyond the 64-bit integer range".into(),
             Node::Str(text) if text.len() <= 40 => format!("string \"{text}\""),
             Node::Str(_) => "a string".into(),
             Node::List(_) => "a list".into(),
@@ -154,6 +161,67 @@ fn keep_for_child(key: &str) -> Keep {
     }
 }
 
+/// Numbers beyond `f64` replaced before the input is refused as a whole: more than this many is
+/// not a Kubernetes object (and each costs a parse).
+const MAX_HUGE_NUMBERS: usize = 8;
+
+/// `json`, with each number beyond `f64` (`1e400`) that serde_json refuses replaced by a
+/// stand-in it reads as `Node::OutOfRange`; `None` when there is none, or too many, or the text
+/// fails for another reason. Why: serde_json refuses such a number wherever it is, with only a
+/// line and column, while the API server refuses it only in a field it decodes (unknown fields
+/// are dropped unread). So a huge number in `status` is skipped like the rest of `status`, and
+/// one in a field the rules read is an ML000 naming that field, as for `1.5`; and the exact
+/// reader then agrees with `one_pass`, whose cursor skips such numbers.
+pub fn with_huge_numbers_replaced(json: &str) -> Option<String> {
+    let mut text: Option<String> = None;
+    for _ in 0..MAX_HUGE_NUMBERS {
+        let current = text.as_deref().unwrap_or(json);
+        let error = match parse_sparse(current) {
+            Ok(_) => return text,
+            Err(error) => error,
+        };
+        if !error.to_string().starts_with("number out of range") {
+            return None;
+        }
+        let (start, end) = number_around(current, error.line(), error.column())?;
+        let negative = current.as_bytes()[start] == b'-';
+        // A whole float beyond i64, which `visit_f64` reads as `OutOfRange`.
+        let stand_in = if negative { "-1e300" } else { "1e300" };
+        text = Some(format!(
+            "{}{stand_in}{}",
+            &current[..start],
+            &current[end..]
+        ));
+    }
+    None
+}
+
+/// The span of the JSON number at or just before `line`/`column` (serde_json's 1-based byte
+/// position of an error).
+fn number_around(text: &str, line: usize, column: usize) -> Option<(usize, usize)> {
+    let line_start = if line <= 1 {
+        0
+    } else {
+        text.match_indices('\n').nth(line - 2)?.0 + 1
+    };
+    let bytes = text.as_bytes();
+    let at = (line_start + column).min(bytes.len());
+    let in_number =
+        |byte: u8| byte.is_ascii_digit() || matches!(byte, b'-' | b'+' | b'.' | b'e' | b'E');
+    let mut start = at;
+    while start > 0 && in_number(bytes[start - 1]) {
+        start -= 1;
+    }
+    let mut end = at;
+    while end < bytes.len() && in_number(bytes[end]) {
+        end += 1;
+    }
+    let starts_right = bytes
+        .get(start)
+        .is_some_and(|&b| b == b'-' || b.is_ascii_digit());
+    (start < end && starts_right).then_some((start, end))
+}
+
 /// Parses JSON into a sparse `Node`, refusing kept nesting deeper than `MAX_DEPTH`.
 pub fn parse_sparse(json: &str) -> Result<Node<'_>, serde_json::Error> {
     parse_with(
@@ -161,6 +229,21 @@ pub fn parse_sparse(json: &str) -> Result<Node<'_>, serde_json::Error> {
         NodeSeed {
             keep: Keep::RuleKeys,
             depth: 0,
+            old_object: false,
+        },
+    )
+}
+
+/// [`parse_sparse`], keeping the review's `oldObject` too. Only for a review without `object`:
+/// an UPDATE carries both, and its old object is never read, so the first parse skips it (its
+/// size and nesting cost nothing there).
+pub fn parse_sparse_with_old_object(json: &str) -> Result<Node<'_>, serde_json::Error> {
+    parse_with(
+        json,
+        NodeSeed {
+            keep: Keep::RuleKeys,
+            depth: 0,
+            old_object: true,
         },
     )
 }
@@ -173,6 +256,7 @@ pub fn parse_parameters(json: &str) -> Result<Node<'_>, serde_json::Error> {
         NodeSeed {
             keep: Keep::All,
             depth: 1,
+            old_object: false,
         },
     )
 }
@@ -188,6 +272,8 @@ fn parse_with(json: &str, root: NodeSeed) -> Result<Node<'_>, serde_json::Error>
 struct NodeSeed {
     keep: Keep,
     depth: usize,
+    /// Keep `review.oldObject` (a key of the map at depth 1).
+    old_object: bool,
 }
 
 impl NodeSeed {
@@ -200,6 +286,7 @@ impl NodeSeed {
         Ok(NodeSeed {
             keep,
             depth: self.depth + 1,
+            old_object: self.old_object,
         })
     }
 }
@@ -236,11 +323,18 @@ impl<'de> Visitor<'de> for NodeSeed {
     }
 
     fn visit_u64<E>(self, value: u64) -> Result<Node<'de>, E> {
-        Ok(i64::try_from(value).map_or(Node::OtherNumber, Node::Int))
+        Ok(i64::try_from(value).map_or(Node::OutOfRange, Node::Int))
     }
 
-    fn visit_f64<E>(self, _: f64) -> Result<Node<'de>, E> {
-        Ok(Node::OtherNumber)
+    fn visit_f64<E>(self, value: f64) -> Result<Node<'de>, E> {
+        // 2^63: every whole f64 at or beyond it is outside i64 (`-2^63` itself is an `i64`, but
+        // serde_json reads `-9223372036854775808` as one, never as a float).
+        const BEYOND_I64: f64 = 9_223_372_036_854_775_808.0;
+        Ok(if value.fract() == 0.0 && value.abs() >= BEYOND_I64 {
+            Node::OutOfRange
+        } else {
+            Node::Fraction(value)
+        })
     }
 
     fn visit_borrowed_str<E>(self, value: &'de str) -> Result<Node<'de>, E> {
@@ -271,6 +365,7 @@ impl<'de> Visitor<'de> for NodeSeed {
             if self.keep != Keep::RuleKeys
                 || RULE_KEYS.contains(&key_text)
                 || ROLE_MAPS.contains(&key_text)
+                || (self.old_object && self.depth == 1 && key_text == "oldObject")
             {
                 let keep = match self.keep {
                     Keep::All => Keep::All,

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::evaluate::is_skipped_operation;
+use crate::evaluate::{is_judged_operation, is_skipped_operation};
 use crate::input::{
     Container, ContainerPort, EnvVar, ExecAction, Handler, HttpGetAction, IntOrString, Lifecycle,
     ObjectMeta, OwnerReference, PodSpec, RollingUpdate, SecurityContext, Service, ServicePort,
@@ -45,6 +45,10 @@ pub fn read(json: &str) -> Option<Reading<'_>> {
     let review = envelope.review?;
     if is_skipped_operation(review.operation.as_deref()) {
         return Some(Reading::NothingToReview);
+    }
+    // An unknown operation is judged with an ML000 beside: the exact reader writes it.
+    if !is_judged_operation(review.operation.as_deref()) {
+        return None;
     }
     let parameters = match envelope.parameters {
         Some(raw) => Some(parse_parameters(raw).ok()?),
@@ -80,6 +84,7 @@ pub fn read(json: &str) -> Option<Reading<'_>> {
         WorkloadKind::Pod => {
             workload.pod_meta = workload.object_meta.clone();
             workload.spec = spec.pod;
+            workload.check_values().ok()?;
             return Some(Reading::Review(Box::new(workload), Box::new(settings)));
         }
         WorkloadKind::CronJob => spec.job_template.and_then(|job_spec| {
@@ -104,6 +109,8 @@ pub fn read(json: &str) -> Option<Reading<'_>> {
     };
     workload.spec = pod_spec;
     workload.pod_meta = metadata.unwrap_or_default();
+    // A value the API server refuses: the exact reader names it.
+    workload.check_values().ok()?;
     Some(Reading::Review(Box::new(workload), Box::new(settings)))
 }
 

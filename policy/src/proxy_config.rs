@@ -24,6 +24,8 @@ const MAX_INDENT: usize = 64;
 /// fields that could be read.
 pub fn parse_proxy_config(text: &str) -> (ProxyConfig, Vec<String>) {
     let mut problems = Vec::new();
+    // go-yaml skips a byte order mark before the text (see `yaml_subset`); so does JSON here.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     if text.trim().is_empty() {
         return (ProxyConfig::default(), problems);
     }
@@ -43,6 +45,10 @@ pub fn parse_proxy_config(text: &str) -> (ProxyConfig, Vec<String>) {
             }
         },
     };
+    // An empty first document: jsonpb applies a top-level null as no change at all.
+    if value.is_null() {
+        return (ProxyConfig::default(), problems);
+    }
     let Value::Object(map) = value else {
         problems.push("is not a YAML or JSON map of ProxyConfig fields".to_string());
         return (ProxyConfig::default(), problems);
@@ -122,7 +128,7 @@ fn check_nesting(text: &str) -> Result<(), String> {
             _ => {}
         }
     }
-    for line in text.lines() {
+    for line in crate::yaml_subset::yaml_lines(text) {
         if line.len() - line.trim_start().len() > MAX_INDENT {
             return Err(format!("is indented deeper than {MAX_INDENT} columns"));
         }
@@ -167,6 +173,102 @@ mod tests {
         let deep = "[".repeat(10_000);
         let (_, problems) = parse_proxy_config(&deep);
         assert!(problems[0].contains("nests deeper"), "{problems:?}");
+    }
+
+    // Each case below is read as Istio reads the annotation: sigs.k8s.io/yaml's YAMLToJSON
+    // (go-yaml v2) and then golang/protobuf's jsonpb (see the module comment of `yaml_subset`).
+
+    #[test]
+    fn reads_only_the_first_document_as_istio_does() {
+        let (config, problems) = parse_proxy_config(
+            "holdApplicationUntilProxyStarts: true\n---\nholdApplicationUntilProxyStarts: false\nterminationDrainDuration: 9s\n",
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(config.hold_application_until_proxy_starts, Some(true));
+        assert_eq!(config.termination_drain_ms, None);
+        // An explicit first document, after comments; what follows it is never parsed.
+        let (config, problems) =
+            parse_proxy_config("# drain\n---\nterminationDrainDuration: 45s\n---\n{unclosed: [\n");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(config.termination_drain_ms, Some(45_000));
+        // An empty first document is JSON null, which jsonpb applies as no change at all.
+        let (config, problems) =
+            parse_proxy_config("---\n---\nholdApplicationUntilProxyStarts: true\n");
+        assert_eq!((config, problems), (ProxyConfig::default(), vec![]));
+        // `---` indented, or inside a block scalar, is text, not a document marker.
+        let (config, problems) =
+            parse_proxy_config("holdApplicationUntilProxyStarts: true\nextra: |\n  ---\n  text\n");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(config.hold_application_until_proxy_starts, Some(true));
+    }
+
+    #[test]
+    fn skips_a_leading_byte_order_mark() {
+        for text in [
+            "\u{feff}holdApplicationUntilProxyStarts: true\n",
+            "\u{feff}{\"holdApplicationUntilProxyStarts\": true}",
+        ] {
+            let (config, problems) = parse_proxy_config(text);
+            assert!(problems.is_empty(), "{text:?}: {problems:?}");
+            assert_eq!(
+                config.hold_application_until_proxy_starts,
+                Some(true),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_lone_carriage_return_ends_a_line() {
+        for text in [
+            "holdApplicationUntilProxyStarts: true\rterminationDrainDuration: 45s\r",
+            "holdApplicationUntilProxyStarts: true\r\nterminationDrainDuration: 45s",
+            "holdApplicationUntilProxyStarts: true\u{2028}terminationDrainDuration: 45s",
+            "holdApplicationUntilProxyStarts: true\u{85}terminationDrainDuration: 45s",
+        ] {
+            let (config, problems) = parse_proxy_config(text);
+            assert!(problems.is_empty(), "{text:?}: {problems:?}");
+            assert_eq!(
+                config.hold_application_until_proxy_starts,
+                Some(true),
+                "{text:?}"
+            );
+            assert_eq!(config.termination_drain_ms, Some(45_000), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn refuses_durations_beyond_go_int64_nanoseconds() {
+        let (config, problems) = parse_proxy_config("terminationDrainDuration: 2562048h");
+        assert_eq!(config.termination_drain_ms, None);
+        assert!(problems[0].contains("malformed duration"), "{problems:?}");
+        let (config, problems) =
+            parse_proxy_config("terminationDrainDuration: 2562047h47m16.854775807s");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(config.termination_drain_ms, Some(9_223_372_036_854));
+    }
+
+    #[test]
+    fn refuses_an_empty_flow_entry() {
+        for text in [
+            "proxyStatsMatcher: {inclusionPrefixes: [a,,b]}\nholdApplicationUntilProxyStarts: true",
+            "tags: [,a]\nholdApplicationUntilProxyStarts: true",
+            "tags: {a: 1,, b: 2}\nholdApplicationUntilProxyStarts: true",
+        ] {
+            let (config, problems) = parse_proxy_config(text);
+            assert_eq!(problems.len(), 1, "{text:?}: {problems:?}");
+            assert!(
+                problems[0].contains("did not find expected node content"),
+                "{problems:?}"
+            );
+            assert_eq!(config.hold_application_until_proxy_starts, None, "{text:?}");
+        }
+        // A trailing comma and an empty mapping value are valid YAML.
+        let (config, problems) = parse_proxy_config(
+            "tags: [a, b,]\nmeta: {a: , b: 1,}\nholdApplicationUntilProxyStarts: true",
+        );
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(config.hold_application_until_proxy_starts, Some(true));
     }
 
     #[test]

@@ -3,7 +3,9 @@
 
 use std::borrow::Cow;
 
-use crate::input::{ObjectMeta, PodSpec, Service, Strategy, Text};
+use crate::input::{
+    Container, InputError, IntOrString, ObjectMeta, Parsed, PodSpec, Service, Strategy, Text,
+};
 
 /// Kinds whose pod spec the rules review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -304,6 +306,113 @@ impl<'a> Workload<'a> {
     pub fn batch_deadline_seconds(&self) -> Option<i64> {
         self.job_deadline_seconds
             .or(self.spec.active_deadline_seconds)
+    }
+}
+
+/// The ranges the API server enforces on the integer fields the rules read. Why: a value it
+/// refuses never runs, so judging it would describe a workload that cannot exist; and a rule
+/// reading `-5` as a deadline would be judging nonsense. Each is from Kubernetes' validation:
+/// pkg/apis/core/validation (`ValidatePodSpec`: a pod's `activeDeadlineSeconds` in
+/// 1..=2147483647; container ports 1..=65535; `runAsUser` 0..=2147483647; a sleep action's
+/// `seconds` non-negative), pkg/apis/batch/validation (`validateJobSpec`:
+/// `ValidateNonnegativeField` for a Job's `activeDeadlineSeconds`), pkg/apis/apps/validation
+/// (`replicas`, and `maxSurge`/`maxUnavailable` through `ValidatePositiveIntOrPercent`, all
+/// non-negative), and the Kubeflow training operator's webhook for `runPolicy`. A negative
+/// `terminationGracePeriodSeconds` is not among them: the API server accepts it (see
+/// `PodSpec::grace_period_seconds`).
+impl Workload<'_> {
+    pub fn check_values(&self) -> Parsed<()> {
+        // From the top of the object down, so the first value named is the first one met.
+        in_range(self.job_deadline_seconds, 0, i64::MAX, || {
+            match (&self.embedded, self.kind) {
+                (Some(job), _) => job.deadline_path.clone(),
+                (None, WorkloadKind::CronJob) => {
+                    "spec.jobTemplate.spec.activeDeadlineSeconds".into()
+                }
+                (None, _) => "spec.activeDeadlineSeconds".into(),
+            }
+        })?;
+        in_range(self.replicas, 0, i64::MAX, || "spec.replicas".into())?;
+        if let Some(strategy) = &self.strategy {
+            for (name, update) in [
+                ("rollingUpdate", &strategy.rolling_update),
+                ("canary", &strategy.canary),
+            ] {
+                let Some(update) = update else { continue };
+                for (field, value) in [
+                    ("maxSurge", &update.max_surge),
+                    ("maxUnavailable", &update.max_unavailable),
+                ] {
+                    if let Some(IntOrString::Int(number)) = value {
+                        in_range(Some(*number), 0, i64::MAX, || {
+                            format!("spec.strategy.{name}.{field}")
+                        })?;
+                    }
+                }
+            }
+        }
+        let spec = &self.spec;
+        in_range(spec.active_deadline_seconds, 1, i64::from(i32::MAX), || {
+            self.field_path("activeDeadlineSeconds")
+        })?;
+        in_range(
+            spec.security_context.as_ref().and_then(|c| c.run_as_user),
+            0,
+            i64::from(i32::MAX),
+            || self.field_path("securityContext.runAsUser"),
+        )?;
+        for (index, container) in spec.init_containers().iter().enumerate() {
+            check_container(container, || self.init_container_path(index))?;
+        }
+        for (index, container) in spec.containers().iter().enumerate() {
+            check_container(container, || self.container_path(index))?;
+        }
+        Ok(())
+    }
+}
+
+fn check_container(container: &Container, path: impl Fn() -> String) -> Parsed<()> {
+    for (index, port) in container.ports().iter().enumerate() {
+        if let Some(IntOrString::Int(number)) = port.container_port {
+            in_range(Some(number), 1, 65_535, || {
+                format!("{}.ports[{index}].containerPort", path())
+            })?;
+        }
+    }
+    for (hook, handler) in [
+        ("postStart", container.post_start()),
+        ("preStop", container.pre_stop()),
+    ] {
+        in_range(
+            handler.and_then(|handler| handler.sleep.as_ref()?.seconds),
+            0,
+            i64::MAX,
+            || format!("{}.lifecycle.{hook}.sleep.seconds", path()),
+        )?;
+    }
+    in_range(container.run_as_user(), 0, i64::from(i32::MAX), || {
+        format!("{}.securityContext.runAsUser", path())
+    })
+}
+
+fn in_range(value: Option<i64>, min: i64, max: i64, path: impl FnOnce() -> String) -> Parsed<()> {
+    match value {
+        Some(number) if number < min && min == 0 => Err(InputError::new(
+            path(),
+            format!("{number} is negative; the API server requires at least 0"),
+        )),
+        Some(number) if number < min || number > max => {
+            let allowed = if max == i64::MAX {
+                format!("at least {min}")
+            } else {
+                format!("{min} to {max}")
+            };
+            Err(InputError::new(
+                path(),
+                format!("{number} is out of range; the API server requires {allowed}"),
+            ))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -6,7 +6,23 @@
 //! values are small maps, so this reader covers what users write there; anchors, aliases, tags
 //! and multi-line plain scalars are reported as unsupported rather than guessed. JSON is
 //! parsed by serde_json before this reader is tried.
-
+//!
+//! Where it reads YAML at all, it reads it as Istio does. Istio hands the annotation to
+//! `protomarshal.ApplyYAML` (istio/istio pkg/config/mesh/mesh.go `MergeProxyConfig`, from the
+//! injector's pkg/kube/inject/webhook.go and the agent's pilot/cmd/pilot-agent/config), which
+//! is sigs.k8s.io/yaml's `YAMLToJSON` (yaml.go: go-yaml v2's `Unmarshal`, then
+//! `encoding/json`) followed by golang/protobuf's jsonpb. Hence, from go-yaml v2 (the copy in
+//! kubernetes-sigs/yaml goyaml.v2/, the code of go.yaml.in/yaml/v2):
+//! - only the first document counts: `unmarshal` (yaml.go) calls `parser.parse()` once, which
+//!   reads one document node and never parses what follows its end;
+//! - a byte order mark before the text is skipped (readerc.go,
+//!   `yaml_parser_determine_encoding`);
+//! - CR, LF, CR LF, NEL, LS and PS all end a line (yamlprivateh.go, `is_break`);
+//! - a flow entry with no node, `[1,,2]`, is an error ("did not find expected node content",
+//!   parserc.go `yaml_parser_parse_flow_sequence_entry` / `_flow_mapping_key` then
+//!   `yaml_parser_parse_node`), while a trailing comma and an empty mapping value are not.
+//!
+//! And from jsonpb (jsonpb/decode.go): a top-level `null` (an empty document) changes nothing.
 use serde_json::{Map, Number, Value};
 
 /// Part of the error for valid YAML this reader does not support.
@@ -22,14 +38,48 @@ struct Line<'t> {
     text: &'t str,
 }
 
-/// Parses one YAML document into JSON.
+/// Parses the first YAML document of `source` into JSON (`null` when it is empty).
 pub fn parse_yaml(source: &str) -> Result<Value, String> {
+    let source = source.strip_prefix('\u{feff}').unwrap_or(source);
     let mut lines = Vec::new();
-    for (index, raw) in source.lines().enumerate() {
+    // Whether a `---` opened the first document before any content.
+    let mut opened = false;
+    for (index, raw) in yaml_lines(source).enumerate() {
         let number = index + 1;
         let content = strip_comment(raw).trim_end();
         let trimmed = content.trim_start();
-        if trimmed.is_empty() || trimmed == "---" || trimmed == "..." {
+        // Document markers count only at the start of a line and followed by a blank or the
+        // end (go-yaml's scanner, `yaml_parser_fetch_next_token`): anything else is content.
+        let marker = |mark: &str| {
+            content
+                .strip_prefix(mark)
+                .filter(|after| after.is_empty() || after.starts_with([' ', '\t']))
+                .map(str::trim_start)
+        };
+        if let Some(after) = marker("---") {
+            if !lines.is_empty() || opened {
+                break;
+            }
+            opened = true;
+            if after.is_empty() {
+                continue;
+            }
+            // `--- value`: the document's content starts on the marker's line.
+            lines.push(Line {
+                number,
+                indent: content.len() - after.len(),
+                text: after,
+            });
+            continue;
+        }
+        if marker("...").is_some() {
+            if !lines.is_empty() || opened {
+                break;
+            }
+            continue;
+        }
+        if trimmed.is_empty() || (lines.is_empty() && !opened && content.starts_with('%')) {
+            // Blank lines, comments, and directives (`%YAML 1.1`) before the document.
             continue;
         }
         let indent_text = &content[..content.len() - trimmed.len()];
@@ -57,6 +107,31 @@ pub fn parse_yaml(source: &str) -> Result<Value, String> {
         Some(line) => Err(format!("line {}: unexpected indentation", line.number)),
         None => Ok(value),
     }
+}
+
+/// The lines of `source`, split at every YAML 1.1 line break: CR LF, LF, CR, NEL, LS and PS.
+pub fn yaml_lines(source: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(source);
+    std::iter::from_fn(move || {
+        let text = rest?;
+        match text.find(['\r', '\n', '\u{85}', '\u{2028}', '\u{2029}']) {
+            Some(at) => {
+                let break_len = if text[at..].starts_with("\r\n") {
+                    2
+                } else {
+                    text[at..].chars().next().map_or(1, char::len_utf8)
+                };
+                let next = &text[at + break_len..];
+                // Like `str::lines`, a final line break does not start another line.
+                rest = (!next.is_empty()).then_some(next);
+                Some(&text[..at])
+            }
+            None => {
+                rest = None;
+                Some(text)
+            }
+        }
+    })
 }
 
 /// Drops a `#` comment that starts the line or follows whitespace, outside quotes.
@@ -279,6 +354,17 @@ impl Flow<'_> {
         }
     }
 
+    /// A comma where a flow entry (an item, or a key) must start: `[1,,2]`, `[,1]`, `{a: 1,,}`.
+    fn no_empty_entry(&self) -> Result<(), String> {
+        if self.peek() == Some(b',') {
+            return Err(
+                "did not find expected node content: a flow collection holds an empty entry (`,,`)"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
     fn value(&mut self, depth: usize, in_flow: bool) -> Result<Value, String> {
         if depth > MAX_DEPTH {
             return Err(format!("nests deeper than {MAX_DEPTH} levels"));
@@ -303,6 +389,7 @@ impl Flow<'_> {
                 self.position += 1;
                 return Ok(Value::Object(map));
             }
+            self.no_empty_entry()?;
             let key = match self.value(depth + 1, true)? {
                 Value::String(text) => text,
                 Value::Null => String::new(),
@@ -329,6 +416,7 @@ impl Flow<'_> {
                 self.position += 1;
                 return Ok(Value::Array(items));
             }
+            self.no_empty_entry()?;
             items.push(self.value(depth + 1, true)?);
             self.skip_spaces();
             match self.peek() {
