@@ -116,6 +116,16 @@ pub struct CheckArgs {
     #[arg(long)]
     pub strict: bool,
 
+    /// A run whose inputs hold no Kubernetes object at all passes (exit 0) instead of being an
+    /// input error: for pipelines where an empty render is expected.
+    #[arg(long)]
+    pub allow_empty: bool,
+
+    /// The most one file, stdin, a --constraint or a --module file may hold (256MiB, 1G,
+    /// 500k, bytes); a larger one is an input error naming it, and the rest is still checked.
+    #[arg(long, value_name = "SIZE", default_value_t = crate::files::DEFAULT_MAX_FILE_SIZE)]
+    pub max_file_size: crate::files::FileSize,
+
     /// The cluster's facts, as `meshlife constraint` takes them; instead of `--constraint`.
     #[command(flatten)]
     pub facts: crate::constraint_gen::ClusterFactArgs,
@@ -169,8 +179,9 @@ fn print_error(message: impl std::fmt::Display) {
 
 pub fn run_check(args: &CheckArgs) -> u8 {
     let started = Instant::now();
+    let limit = crate::files::ReadLimit::flag(args.max_file_size);
     let engine = match &args.module {
-        Some(path) => Engine::from_file(path),
+        Some(path) => Engine::from_file(path, limit),
         None => Engine::embedded(),
     };
     let engine = match engine {
@@ -208,6 +219,7 @@ pub fn run_check(args: &CheckArgs) -> u8 {
     let module_loaded = Instant::now();
     let options = manifests::LoadOptions {
         exclude: args.exclude.clone(),
+        limit,
     };
     let mut loaded = manifests::load_with_progress(&args.paths, &options, &show_progress, &tick);
     let inputs_read = Instant::now();
@@ -216,6 +228,9 @@ pub fn run_check(args: &CheckArgs) -> u8 {
             "meshlife: warning: {folder}: no .yaml, .yml or .json files found (outside \
              --exclude globs and .meshlifeignore entries)"
         );
+    }
+    for note in &loaded.notes {
+        eprintln!("meshlife: note: {note}");
     }
 
     crate::namespaces::apply_default_namespace(&mut loaded.objects, &args.namespace);
@@ -239,6 +254,11 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         );
     } else {
         coverage.skipped = loaded.skipped.clone();
+    }
+    // `helm template ... | meshlife check -` with a failed helm reads nothing; "0 objects
+    // checked" would pass it. Said only when no other error has failed the run already.
+    if loaded.objects.is_empty() && errors.is_empty() && !args.allow_empty {
+        errors.push(no_object_error(&args.paths, &loaded));
     }
     // One evaluation per (object, matching constraint).
     let mut jobs: Vec<(usize, usize)> = Vec::new();
@@ -483,7 +503,10 @@ fn load_constraints(args: &CheckArgs, engine: &Engine) -> Result<Vec<Constraint>
     }
     let mut constraints = Vec::new();
     for path in &args.constraints {
-        for constraint in constraint::load_constraints(path).map_err(|error| error.to_string())? {
+        let limit = crate::files::ReadLimit::flag(args.max_file_size);
+        for constraint in
+            constraint::load_constraints(path, limit).map_err(|error| error.to_string())?
+        {
             constraint
                 .validate_parameters(engine)
                 .map_err(|error| error.to_string())?;
@@ -492,6 +515,48 @@ fn load_constraints(args: &CheckArgs, engine: &Engine) -> Result<Vec<Constraint>
     }
     constraint::refuse_duplicate_names(&constraints).map_err(|error| error.to_string())?;
     Ok(constraints)
+}
+
+/// The error of a run whose inputs held no object: what was read, and what to do.
+fn no_object_error(paths: &[String], loaded: &manifests::LoadedInputs) -> InputError {
+    let named = match paths {
+        [path] if path == "-" => manifests::STDIN_NAME.to_string(),
+        [path] => path.clone(),
+        _ => "the input".to_string(),
+    };
+    let mut read = match loaded.files.len() {
+        0 => "no manifest file found".to_string(),
+        1 => "1 file read".to_string(),
+        count => format!("{count} files read"),
+    };
+    if !loaded.skipped.is_empty() {
+        read.push_str(&format!(
+            ", {} skipped (see the notes above)",
+            loaded.skipped.len()
+        ));
+    }
+    let stdin_hint = if loaded
+        .files
+        .iter()
+        .any(|file| file == manifests::STDIN_NAME)
+    {
+        "; an empty stdin is what a failed command before the pipe leaves (`set -o pipefail` \
+         makes the shell fail on it)"
+    } else {
+        ""
+    };
+    InputError {
+        file: named,
+        document: None,
+        item: None,
+        line: None,
+        field: None,
+        message: format!(
+            "no Kubernetes object to check ({read}){stdin_hint}; name the manifests to check \
+             (templates rendered first), or pass --allow-empty if an input without objects is \
+             expected"
+        ),
+    }
 }
 
 /// `file: document N: Kind ns/name`, for notes that list objects.
@@ -544,8 +609,8 @@ fn run_build(args: &BuildArgs) -> u8 {
     };
     // The module, then the Kubewarden module and the OPA bundle made from the same bytes.
     let built = crate::module_build::build_dist(&workspace).and_then(|dist| {
-        let module =
-            std::fs::read(&dist).map_err(|error| format!("reading {}: {error}", dist.display()))?;
+        let module = crate::files::read_bytes(&dist, crate::files::ReadLimit::default())
+            .map_err(|error| format!("reading {}: {error}", dist.display()))?;
         let others = crate::artefacts::write_release_artefacts(&workspace, &module)?;
         Ok([vec![dist], others].concat())
     });
@@ -567,7 +632,9 @@ fn find_workspace_root() -> Option<PathBuf> {
     let mut folder = std::env::current_dir().ok()?;
     loop {
         let manifest = folder.join("Cargo.toml");
-        if std::fs::read_to_string(&manifest).is_ok_and(|text| text.contains("[workspace]")) {
+        if crate::files::read_text(&manifest, crate::files::ReadLimit::default())
+            .is_ok_and(|text| text.contains("[workspace]"))
+        {
             return Some(folder);
         }
         if !folder.pop() {
