@@ -53,7 +53,7 @@ impl fmt::Display for FileSize {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (unit, size) = UNITS
             .iter()
-            .find(|(_, size)| self.0 != 0 && self.0 % size == 0)
+            .find(|(_, size)| self.0 != 0 && self.0.is_multiple_of(*size))
             .copied()
             .unwrap_or(("bytes", 1));
         if self.0 == 1 {
