@@ -31,6 +31,10 @@ pub const EXIT_INPUT_ERROR: u8 = 2;
 /// Above this many files a progress bar is worth its flicker (and only on a terminal).
 const PROGRESS_MIN_FILES: usize = 300;
 
+/// Evaluations whose inputs are held at once: enough to keep every core busy, few enough that
+/// the inputs stay small beside the objects.
+const EVALUATION_CHUNK: usize = 4096;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "meshlife",
@@ -308,23 +312,53 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         }
     }
     notices.extend(disagreements);
-    let inputs: Vec<Vec<u8>> = jobs
-        .par_iter()
-        .map(|&(object_index, constraint_index)| {
-            let object = &loaded.objects[object_index];
-            constraints[constraint_index].input_for(
-                object,
-                namespace_object_of(object),
-                &services.selecting(object),
-            )
-        })
-        .collect();
+    // Each reviewed object's mesh decision, in words, for what the run did not judge; once per
+    // object (its first evaluation: several constraints would ask the same question twice).
+    let mut first_job = BTreeMap::new();
+    for (job_index, &(object_index, _)) in jobs.iter().enumerate() {
+        first_job.entry(object_index).or_insert(job_index);
+    }
     if let Some(bar) = progress.get() {
         bar.set_position(0);
-        bar.set_length(inputs.len() as u64);
+        bar.set_length(jobs.len() as u64);
         bar.set_message("checking");
     }
-    let outcomes = engine.evaluate_many_with_progress(&inputs, &tick);
+    // The inputs (each object again, as JSON, with the parameters) are made, evaluated and
+    // dropped a chunk at a time: all at once they were a second copy of the whole input.
+    let mut outcomes = Vec::with_capacity(jobs.len());
+    let mut verdicts: Vec<(usize, usize, Vec<PodSpecVerdict>)> = Vec::new();
+    for (chunk_index, chunk) in jobs.chunks(EVALUATION_CHUNK).enumerate() {
+        let first_of_chunk = chunk_index * EVALUATION_CHUNK;
+        let inputs: Vec<Vec<u8>> = chunk
+            .par_iter()
+            .map(|&(object_index, constraint_index)| {
+                let object = &loaded.objects[object_index];
+                constraints[constraint_index].input_for(
+                    object,
+                    namespace_object_of(object),
+                    &services.selecting(object),
+                )
+            })
+            .collect();
+        outcomes.extend(engine.evaluate_many_with_progress(&inputs, &tick));
+        verdicts.par_extend(
+            chunk
+                .par_iter()
+                .zip(inputs.par_iter())
+                .enumerate()
+                .filter(|&(offset, (&(object_index, _), _))| {
+                    first_job.get(&object_index) == Some(&(first_of_chunk + offset))
+                        && loaded.objects[object_index].is_reviewed_kind()
+                })
+                .map(|(_, (&(object_index, constraint_index), input))| {
+                    (
+                        object_index,
+                        constraint_index,
+                        meshlife_policy::mesh_verdicts(input),
+                    )
+                }),
+        );
+    }
     let evaluated = Instant::now();
     if let Some(bar) = progress.get() {
         bar.finish_and_clear();
@@ -339,24 +373,6 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         })
         .collect();
     let fail_on = args.fail_on.severity();
-    // Each reviewed object's mesh decision, in words, for what the run did not judge; once per
-    // object (its first evaluation: several constraints would ask the same question twice).
-    let mut first_job = BTreeMap::new();
-    for (job_index, &(object_index, _)) in jobs.iter().enumerate() {
-        first_job.entry(object_index).or_insert(job_index);
-    }
-    let verdicts: Vec<(usize, usize, Vec<PodSpecVerdict>)> = first_job
-        .par_iter()
-        .filter(|(object_index, _)| loaded.objects[**object_index].is_reviewed_kind())
-        .map(|(&object_index, &job_index)| {
-            let (_, constraint_index) = jobs[job_index];
-            (
-                object_index,
-                constraint_index,
-                meshlife_policy::mesh_verdicts(&inputs[job_index]),
-            )
-        })
-        .collect();
     let mut required_mesh_findings: Vec<(usize, Finding)> = Vec::new();
     for (object_index, constraint_index, verdicts) in &verdicts {
         let object = &loaded.objects[*object_index];
@@ -459,7 +475,7 @@ pub fn run_check(args: &CheckArgs) -> u8 {
             "meshlife: {objects} objects, {} files, {} evaluations in {elapsed:.3} s ({:.0} objects/s; \
              module {:.3} s, reading {:.3} s, evaluating {:.3} s, reporting {:.3} s)",
             report.files.len(),
-            inputs.len(),
+            jobs.len(),
             objects as f64 / elapsed.max(1e-9),
             seconds(started, module_loaded),
             seconds(module_loaded, inputs_read),

@@ -662,6 +662,9 @@ fn parse_text(file: &str, text: &str, is_json: bool) -> FileContents {
                     Ok(None) => {}
                     Err(error) => parsed.errors.push(yaml_error(file, document, &error)),
                 }
+                // A first push reserves room for four objects; held for every document of a
+                // long stream until the merge below, that was most of the reader's memory.
+                parsed.objects.shrink_to_fit();
                 parsed
             })
             .collect();
