@@ -220,7 +220,7 @@ pub fn write_release_artefacts(
     module: &[u8],
 ) -> Result<Vec<PathBuf>, String> {
     let metadata_path = workspace_root.join(KUBEWARDEN_METADATA);
-    let metadata_text = std::fs::read_to_string(&metadata_path)
+    let metadata_text = crate::files::read_text(&metadata_path, Default::default())
         .map_err(|error| format!("reading {}: {error}", metadata_path.display()))?;
     let metadata = KubewardenMetadata::from_yaml(&metadata_text)
         .map_err(|error| format!("{}: {error}", metadata_path.display()))?;

@@ -32,6 +32,10 @@ pub const EXIT_INPUT_ERROR: u8 = 2;
 /// Above this many files a progress bar is worth its flicker (and only on a terminal).
 const PROGRESS_MIN_FILES: usize = 300;
 
+/// Evaluations whose inputs are held at once: enough to keep every core busy, few enough that
+/// the inputs stay small beside the objects.
+const EVALUATION_CHUNK: usize = 4096;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "meshlife",
@@ -117,6 +121,16 @@ pub struct CheckArgs {
     #[arg(long)]
     pub strict: bool,
 
+    /// A run whose inputs hold no Kubernetes object at all passes (exit 0) instead of being an
+    /// input error: for pipelines where an empty render is expected.
+    #[arg(long)]
+    pub allow_empty: bool,
+
+    /// The most one file, stdin, a --constraint or a --module file may hold (256MiB, 1G,
+    /// 500k, bytes); a larger one is an input error naming it, and the rest is still checked.
+    #[arg(long, value_name = "SIZE", default_value_t = crate::files::DEFAULT_MAX_FILE_SIZE)]
+    pub max_file_size: crate::files::FileSize,
+
     /// The cluster's facts, as `meshlife constraint` takes them; instead of `--constraint`.
     #[command(flatten)]
     pub facts: crate::constraint_gen::ClusterFactArgs,
@@ -172,8 +186,9 @@ fn print_error(message: impl std::fmt::Display) {
 
 pub fn run_check(args: &CheckArgs) -> u8 {
     let started = Instant::now();
+    let limit = crate::files::ReadLimit::flag(args.max_file_size);
     let engine = match &args.module {
-        Some(path) => Engine::from_file(path),
+        Some(path) => Engine::from_file(path, limit),
         None => Engine::embedded(),
     };
     let engine = match engine {
@@ -211,6 +226,7 @@ pub fn run_check(args: &CheckArgs) -> u8 {
     let module_loaded = Instant::now();
     let options = manifests::LoadOptions {
         exclude: args.exclude.clone(),
+        limit,
     };
     let mut loaded = manifests::load_with_progress(&args.paths, &options, &show_progress, &tick);
     let inputs_read = Instant::now();
@@ -219,6 +235,9 @@ pub fn run_check(args: &CheckArgs) -> u8 {
             "meshlife: warning: {folder}: no .yaml, .yml or .json files found (outside \
              --exclude globs and .meshlifeignore entries)"
         );
+    }
+    for note in &loaded.notes {
+        eprintln!("meshlife: note: {note}");
     }
 
     crate::namespaces::apply_default_namespace(&mut loaded.objects, &args.namespace);
@@ -242,6 +261,11 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         );
     } else {
         coverage.skipped = loaded.skipped.clone();
+    }
+    // `helm template ... | meshlife check -` with a failed helm reads nothing; "0 objects
+    // checked" would pass it. Said only when no other error has failed the run already.
+    if loaded.objects.is_empty() && errors.is_empty() && !args.allow_empty {
+        errors.push(no_object_error(&args.paths, &loaded));
     }
     // One evaluation per (object, matching constraint).
     let mut jobs: Vec<(usize, usize)> = Vec::new();
@@ -291,23 +315,53 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         }
     }
     notices.extend(disagreements);
-    let inputs: Vec<Vec<u8>> = jobs
-        .par_iter()
-        .map(|&(object_index, constraint_index)| {
-            let object = &loaded.objects[object_index];
-            constraints[constraint_index].input_for(
-                object,
-                namespace_object_of(object),
-                &services.selecting(object),
-            )
-        })
-        .collect();
+    // Each reviewed object's mesh decision, in words, for what the run did not judge; once per
+    // object (its first evaluation: several constraints would ask the same question twice).
+    let mut first_job = BTreeMap::new();
+    for (job_index, &(object_index, _)) in jobs.iter().enumerate() {
+        first_job.entry(object_index).or_insert(job_index);
+    }
     if let Some(bar) = progress.get() {
         bar.set_position(0);
-        bar.set_length(inputs.len() as u64);
+        bar.set_length(jobs.len() as u64);
         bar.set_message("checking");
     }
-    let outcomes = engine.evaluate_many_with_progress(&inputs, &tick);
+    // The inputs (each object again, as JSON, with the parameters) are made, evaluated and
+    // dropped a chunk at a time: all at once they were a second copy of the whole input.
+    let mut outcomes = Vec::with_capacity(jobs.len());
+    let mut verdicts: Vec<(usize, usize, Vec<PodSpecVerdict>)> = Vec::new();
+    for (chunk_index, chunk) in jobs.chunks(EVALUATION_CHUNK).enumerate() {
+        let first_of_chunk = chunk_index * EVALUATION_CHUNK;
+        let inputs: Vec<Vec<u8>> = chunk
+            .par_iter()
+            .map(|&(object_index, constraint_index)| {
+                let object = &loaded.objects[object_index];
+                constraints[constraint_index].input_for(
+                    object,
+                    namespace_object_of(object),
+                    &services.selecting(object),
+                )
+            })
+            .collect();
+        outcomes.extend(engine.evaluate_many_with_progress(&inputs, &tick));
+        verdicts.par_extend(
+            chunk
+                .par_iter()
+                .zip(inputs.par_iter())
+                .enumerate()
+                .filter(|&(offset, (&(object_index, _), _))| {
+                    first_job.get(&object_index) == Some(&(first_of_chunk + offset))
+                        && loaded.objects[object_index].is_reviewed_kind()
+                })
+                .map(|(_, (&(object_index, constraint_index), input))| {
+                    (
+                        object_index,
+                        constraint_index,
+                        meshlife_policy::mesh_verdicts(input),
+                    )
+                }),
+        );
+    }
     let evaluated = Instant::now();
     if let Some(bar) = progress.get() {
         bar.finish_and_clear();
@@ -322,24 +376,6 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         })
         .collect();
     let fail_on = args.fail_on.severity();
-    // Each reviewed object's mesh decision, in words, for what the run did not judge; once per
-    // object (its first evaluation: several constraints would ask the same question twice).
-    let mut first_job = BTreeMap::new();
-    for (job_index, &(object_index, _)) in jobs.iter().enumerate() {
-        first_job.entry(object_index).or_insert(job_index);
-    }
-    let verdicts: Vec<(usize, usize, Vec<PodSpecVerdict>)> = first_job
-        .par_iter()
-        .filter(|(object_index, _)| loaded.objects[**object_index].is_reviewed_kind())
-        .map(|(&object_index, &job_index)| {
-            let (_, constraint_index) = jobs[job_index];
-            (
-                object_index,
-                constraint_index,
-                meshlife_policy::mesh_verdicts(&inputs[job_index]),
-            )
-        })
-        .collect();
     let mut required_mesh_findings: Vec<(usize, Finding)> = Vec::new();
     for (object_index, constraint_index, verdicts) in &verdicts {
         let object = &loaded.objects[*object_index];
@@ -441,7 +477,7 @@ pub fn run_check(args: &CheckArgs) -> u8 {
             "meshlife: {objects} objects, {} files, {} evaluations in {elapsed:.3} s ({:.0} objects/s; \
              module {:.3} s, reading {:.3} s, evaluating {:.3} s, reporting {:.3} s)",
             report.files.len(),
-            inputs.len(),
+            jobs.len(),
             objects as f64 / elapsed.max(1e-9),
             seconds(started, module_loaded),
             seconds(module_loaded, inputs_read),
@@ -485,7 +521,10 @@ fn load_constraints(args: &CheckArgs, engine: &Engine) -> Result<Vec<Constraint>
     }
     let mut constraints = Vec::new();
     for path in &args.constraints {
-        for constraint in constraint::load_constraints(path).map_err(|error| error.to_string())? {
+        let limit = crate::files::ReadLimit::flag(args.max_file_size);
+        for constraint in
+            constraint::load_constraints(path, limit).map_err(|error| error.to_string())?
+        {
             constraint
                 .validate_parameters(engine)
                 .map_err(|error| error.to_string())?;
@@ -494,6 +533,48 @@ fn load_constraints(args: &CheckArgs, engine: &Engine) -> Result<Vec<Constraint>
     }
     constraint::refuse_duplicate_names(&constraints).map_err(|error| error.to_string())?;
     Ok(constraints)
+}
+
+/// The error of a run whose inputs held no object: what was read, and what to do.
+fn no_object_error(paths: &[String], loaded: &manifests::LoadedInputs) -> InputError {
+    let named = match paths {
+        [path] if path == "-" => manifests::STDIN_NAME.to_string(),
+        [path] => path.clone(),
+        _ => "the input".to_string(),
+    };
+    let mut read = match loaded.files.len() {
+        0 => "no manifest file found".to_string(),
+        1 => "1 file read".to_string(),
+        count => format!("{count} files read"),
+    };
+    if !loaded.skipped.is_empty() {
+        read.push_str(&format!(
+            ", {} skipped (see the notes above)",
+            loaded.skipped.len()
+        ));
+    }
+    let stdin_hint = if loaded
+        .files
+        .iter()
+        .any(|file| file == manifests::STDIN_NAME)
+    {
+        "; an empty stdin is what a failed command before the pipe leaves (`set -o pipefail` \
+         makes the shell fail on it)"
+    } else {
+        ""
+    };
+    InputError {
+        file: named,
+        document: None,
+        item: None,
+        line: None,
+        field: None,
+        message: format!(
+            "no Kubernetes object to check ({read}){stdin_hint}; name the manifests to check \
+             (templates rendered first), or pass --allow-empty if an input without objects is \
+             expected"
+        ),
+    }
 }
 
 /// `file: document N: Kind ns/name`, for notes that list objects.
@@ -546,8 +627,8 @@ fn run_build(args: &BuildArgs) -> u8 {
     };
     // The module, then the Kubewarden module and the OPA bundle made from the same bytes.
     let built = crate::module_build::build_dist(&workspace).and_then(|dist| {
-        let module =
-            std::fs::read(&dist).map_err(|error| format!("reading {}: {error}", dist.display()))?;
+        let module = crate::files::read_bytes(&dist, crate::files::ReadLimit::default())
+            .map_err(|error| format!("reading {}: {error}", dist.display()))?;
         let others = crate::artefacts::write_release_artefacts(&workspace, &module)?;
         Ok([vec![dist], others].concat())
     });
@@ -576,7 +657,9 @@ fn find_workspace_root() -> Option<PathBuf> {
     let mut folder = std::env::current_dir().ok()?;
     loop {
         let manifest = folder.join("Cargo.toml");
-        if std::fs::read_to_string(&manifest).is_ok_and(|text| text.contains("[workspace]")) {
+        if crate::files::read_text(&manifest, crate::files::ReadLimit::default())
+            .is_ok_and(|text| text.contains("[workspace]"))
+        {
             return Some(folder);
         }
         if !folder.pop() {

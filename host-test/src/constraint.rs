@@ -188,9 +188,13 @@ impl Constraint {
     }
 }
 
-/// Reads every MeshLifecycle constraint in `path`. ConstraintTemplates in the same file are
-/// skipped (a template and its constraint often share a file); anything else is an error.
-pub fn load_constraints(path: &Path) -> Result<Vec<Constraint>, ConstraintError> {
+/// Reads every MeshLifecycle constraint in `path` (a regular file of at most `limit`).
+/// ConstraintTemplates in the same file are skipped (a template and its constraint often share
+/// a file); anything else is an error.
+pub fn load_constraints(
+    path: &Path,
+    limit: crate::files::ReadLimit,
+) -> Result<Vec<Constraint>, ConstraintError> {
     let file = path.display().to_string();
     let file_error = |message: String| ConstraintError {
         file: file.clone(),
@@ -198,9 +202,8 @@ pub fn load_constraints(path: &Path) -> Result<Vec<Constraint>, ConstraintError>
         field: None,
         message,
     };
-    let bytes = std::fs::read(path).map_err(|error| file_error(format!("cannot read: {error}")))?;
-    let text = String::from_utf8(bytes)
-        .map_err(|error| file_error(format!("not UTF-8 text ({error})")))?;
+    let text =
+        crate::files::read_text(path, limit).map_err(|error| file_error(error.to_string()))?;
     parse_constraints_text(&file, &text)
 }
 

@@ -131,18 +131,23 @@ struct ResultBinding {
     result: Vec<Violation>,
 }
 
+/// The bytes of the module file at `path`, through the CLI's one reader (regular files only,
+/// at most `limit`), with the error every command gives for it.
+pub fn read_module(path: &Path, limit: crate::files::ReadLimit) -> Result<Vec<u8>> {
+    crate::files::read_bytes(path, limit)
+        .map_err(|error| anyhow!("cannot read module {}: {error}", path.display()))
+}
+
 impl Engine {
     /// The module embedded at build time.
     pub fn embedded() -> Result<Engine> {
         Engine::from_bytes(EMBEDDED_MODULE, "embedded module")
     }
 
-    /// A module read from `path` (a `.wasm` file built for the OPA ABI).
-    pub fn from_file(path: &Path) -> Result<Engine> {
-        let origin = path.display().to_string();
-        let bytes =
-            std::fs::read(path).map_err(|error| anyhow!("cannot read module {origin}: {error}"))?;
-        Engine::from_bytes(&bytes, &origin)
+    /// A module read from `path` (a `.wasm` file built for the OPA ABI, a regular file of at
+    /// most `limit`).
+    pub fn from_file(path: &Path, limit: crate::files::ReadLimit) -> Result<Engine> {
+        Engine::from_bytes(&read_module(path, limit)?, &path.display().to_string())
     }
 
     /// Compiles and validates `bytes`; `origin` names the module in every error.
@@ -806,7 +811,7 @@ mod tests {
             garbage.contains("g.wasm is not a valid WebAssembly module"),
             "{garbage}"
         );
-        let missing = Engine::from_file(Path::new("/nonexistent/m.wasm"))
+        let missing = Engine::from_file(Path::new("/nonexistent/m.wasm"), Default::default())
             .err()
             .unwrap()
             .to_string();

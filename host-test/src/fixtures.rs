@@ -80,7 +80,7 @@ pub fn rule_cases(directory: &Path) -> Result<Vec<Fixture>> {
     files.sort();
     let mut fixtures = Vec::new();
     for file in files {
-        let text = std::fs::read_to_string(&file)
+        let text = crate::files::read_text(&file, Default::default())
             .with_context(|| format!("reading {}", file.display()))?;
         let parsed: CaseFile = serde_yaml_ng::from_str(&text)
             .with_context(|| format!("{}: not a rule case file", file.display()))?;

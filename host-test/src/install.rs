@@ -173,12 +173,15 @@ pub fn gatekeeper_manifests(args: &GatekeeperInstall) -> Result<String, String> 
     let mut constraints = String::new();
     let mut loaded = Vec::new();
     for path in &args.constraints {
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| format!("cannot read constraint {}: {error}", path.display()))?;
+        // Read once: the text printed is the text checked.
+        let text = crate::files::read_text(path, Default::default())
+            .map_err(|error| format!("constraint {}: {error}", path.display()))?;
         // The same reader `meshlife check --constraint` uses: a file that is not a
         // MeshLifecycle constraint is refused here, not by the API server later.
-        loaded
-            .extend(crate::constraint::load_constraints(path).map_err(|error| error.to_string())?);
+        loaded.extend(
+            crate::constraint::parse_constraints_text(&path.display().to_string(), &text)
+                .map_err(|error| error.to_string())?,
+        );
         // Two of one name: the second `kubectl apply`d would silently replace the first.
         crate::constraint::refuse_duplicate_names(&loaded).map_err(|error| error.to_string())?;
         let _ = writeln!(

@@ -7,13 +7,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use rayon::prelude::*;
 use regex::Regex;
 use serde_json::{Map, Value};
+
+use crate::files::{self, ReadLimit};
 
 /// What `-` on the command line reads, and how it is named in reports.
 pub const STDIN_NAME: &str = "<stdin>";
@@ -248,11 +249,14 @@ impl fmt::Display for Skipped {
     }
 }
 
-/// What the walk leaves out, beyond hidden files and non-manifest extensions.
+/// What the walk leaves out, beyond hidden files and non-manifest extensions, and how much
+/// one file may hold.
 #[derive(Clone, Debug, Default)]
 pub struct LoadOptions {
     /// `--exclude` globs, gitignore syntax, relative to each folder named on the command line.
     pub exclude: Vec<String>,
+    /// The cap on each file and on stdin (`--max-file-size`).
+    pub limit: ReadLimit,
 }
 
 /// The file, in any walked folder or the folders above it, whose gitignore-style lines name
@@ -269,6 +273,9 @@ pub struct LoadedInputs {
     pub files: Vec<String>,
     /// Folders that held no manifest file at all, so the caller can say so.
     pub empty_folders: Vec<String>,
+    /// What a walk did not follow although nothing of a manifest was lost (a symlink back to a
+    /// folder being read, a dangling symlink whose name is not a manifest's), for `note:` lines.
+    pub notes: Vec<String>,
 }
 
 impl LoadedInputs {
@@ -325,9 +332,11 @@ pub fn load_with_progress(
         let path_buf = PathBuf::from(path);
         match std::fs::metadata(&path_buf) {
             Ok(metadata) if metadata.is_dir() => {
-                let before = files.len();
-                walk_folder(&path_buf, &options.exclude, &mut files, &mut loaded.errors);
-                if files.len() == before {
+                let before = (files.len(), loaded.errors.len(), loaded.skipped.len());
+                walk_folder(&path_buf, &options.exclude, &mut files, &mut loaded);
+                // Only a folder where nothing was found at all: an unreadable or skipped entry
+                // has been said already, and "no files found" would contradict it.
+                if (files.len(), loaded.errors.len(), loaded.skipped.len()) == before {
                     loaded.empty_folders.push(path.clone());
                 }
             }
@@ -344,24 +353,21 @@ pub fn load_with_progress(
         .map(|file| {
             let parsed = match file {
                 InputFile::Stdin => {
-                    let mut text = String::new();
-                    match std::io::stdin().read_to_string(&mut text) {
-                        Ok(_) => (STDIN_NAME.to_string(), parse_text(STDIN_NAME, &text, false)),
-                        Err(error) => (
-                            STDIN_NAME.to_string(),
-                            FileContents {
-                                errors: vec![InputError::file(
-                                    STDIN_NAME,
-                                    format!("cannot read: {error}"),
-                                )],
-                                ..FileContents::default()
-                            },
-                        ),
-                    }
+                    let text = files::read_stdin(options.limit).and_then(|bytes| {
+                        String::from_utf8(bytes).map_err(files::ReadError::NotUtf8)
+                    });
+                    let contents = match text {
+                        Ok(text) => parse_text(STDIN_NAME, &text, false),
+                        Err(error) => FileContents {
+                            errors: vec![InputError::file(STDIN_NAME, error.to_string())],
+                            ..FileContents::default()
+                        },
+                    };
+                    (STDIN_NAME.to_string(), contents)
                 }
                 InputFile::Path(path) => {
                     let name = path.display().to_string();
-                    let contents = read_file(path, &name);
+                    let contents = read_file(path, &name, options.limit);
                     (name, contents)
                 }
             };
@@ -376,7 +382,7 @@ pub fn load_with_progress(
                 reason: if name == STDIN_NAME {
                     "no document on stdin (did the command before the pipe fail?)".into()
                 } else {
-                    "no document in the file (empty, or only comments)".into()
+                    "no document in the file (empty, or only comments and `---`)".into()
                 },
                 file: name.clone(),
                 document: None,
@@ -394,12 +400,16 @@ pub fn load_with_progress(
 /// Walks `folder` for manifest files, in sorted order: hidden files and folders (`.git`,
 /// `.github`) are skipped, symlinked folders are followed (each real folder once),
 /// `.meshlifeignore` files in the folder, below it and above it apply, and so do `exclude`.
+/// Only regular files (or symlinks to one) are yielded; every entry with a manifest's name that
+/// is not read is said: a FIFO or device is skipped, a dangling symlink, a loop of symlinks or
+/// a name that is not UTF-8 is an error.
 fn walk_folder(
     folder: &Path,
     exclude: &[String],
     files: &mut Vec<InputFile>,
-    errors: &mut Vec<InputError>,
+    loaded: &mut LoadedInputs,
 ) {
+    let errors = &mut loaded.errors;
     let mut overrides = ignore::overrides::OverrideBuilder::new(folder);
     for glob in exclude {
         // An override glob selects; its negation excludes, leaving every other file alone.
@@ -433,22 +443,92 @@ fn walk_folder(
     for entry in walker {
         match entry {
             Ok(entry) => {
-                let is_file = entry.file_type().is_some_and(|kind| kind.is_file());
-                if is_file && has_manifest_extension(entry.path()) {
-                    files.push(InputFile::Path(entry.path().to_path_buf()));
+                let path = entry.path();
+                let Some(kind) = entry.file_type() else {
+                    continue;
+                };
+                if kind.is_dir() || !has_manifest_extension(path) {
+                    continue;
+                }
+                if path.to_str().is_none() {
+                    // Reports name files as UTF-8 strings (JSON, SARIF, CI annotations); a name
+                    // shown escaped would point at no file, so the file is not read but said.
+                    loaded.errors.push(InputError::file(
+                        &files::escaped_path(path),
+                        "not read: the file's path is not UTF-8 (shown with \\x escapes), so \
+                         reports could not name it; rename it",
+                    ));
+                } else if kind.is_file() {
+                    files.push(InputFile::Path(path.to_path_buf()));
+                } else {
+                    // A FIFO would block the run, a device such as /dev/zero never ends.
+                    let what = entry
+                        .metadata()
+                        .ok()
+                        .and_then(|metadata| files::irregular_kind(&metadata))
+                        .unwrap_or("not a file");
+                    loaded.skipped.push(Skipped {
+                        file: path.display().to_string(),
+                        document: None,
+                        line: None,
+                        reason: format!(
+                            "not a regular file but {what}: a folder's files are read only when \
+                             they are regular files (or symlinks to one)"
+                        ),
+                    });
                 }
             }
-            // A symlink back up the tree: that folder is already being read.
-            Err(error) if is_loop(&error) => {}
-            Err(error) => {
-                let path = error_path(&error).unwrap_or(folder).display().to_string();
-                errors.push(InputError::file(
-                    &path,
-                    format!("cannot read: {}", error_text(&error)),
+            // A symlink back up the tree: that folder is already being read, nothing is lost.
+            Err(error) if is_loop(&error) => {
+                let path = loop_link(&error).unwrap_or(folder);
+                loaded.notes.push(format!(
+                    "{}: not followed: a symlink to a folder above it, which is read already",
+                    files::escaped_path(path)
                 ));
             }
+            Err(error) => match error_path(&error).and_then(unfollowable_symlink) {
+                Some((path, why)) if has_manifest_extension(path) => loaded
+                    .errors
+                    .push(InputError::file(&files::escaped_path(path), why)),
+                // Not a manifest's name: it may have been a folder, or a README; said, since
+                // its target cannot be told.
+                Some((path, why)) => loaded
+                    .notes
+                    .push(format!("{}: {why}", files::escaped_path(path))),
+                None => {
+                    let path = error_path(&error).unwrap_or(folder);
+                    loaded.errors.push(InputError::file(
+                        &files::escaped_path(path),
+                        format!("cannot read: {}", error_text(&error)),
+                    ));
+                }
+            },
         }
     }
+}
+
+/// For a symlink that cannot be followed (it points at nothing, or at itself through other
+/// links), the path and why in words; `None` for every other unreadable entry.
+fn unfollowable_symlink(path: &Path) -> Option<(&Path, String)> {
+    if !std::fs::symlink_metadata(path)
+        .ok()?
+        .file_type()
+        .is_symlink()
+    {
+        return None;
+    }
+    let target = std::fs::read_link(path)
+        .map(|target| files::escaped_path(&target))
+        .unwrap_or_default();
+    let why = match std::fs::metadata(path) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            format!("not read: a symlink to {target}, which does not exist")
+        }
+        Err(error) => format!("not read: a symlink that cannot be followed ({error})"),
+        // Followable now: it changed during the walk; the walker's error stands.
+        Ok(_) => return None,
+    };
+    Some((path, why))
 }
 
 fn is_loop(error: &ignore::Error) -> bool {
@@ -456,6 +536,17 @@ fn is_loop(error: &ignore::Error) -> bool {
         ignore::Error::Loop { .. } => true,
         ignore::Error::WithPath { err, .. } | ignore::Error::WithDepth { err, .. } => is_loop(err),
         _ => false,
+    }
+}
+
+/// The symlink of a loop (the walker's `child`), not the folder it leads back to.
+fn loop_link(error: &ignore::Error) -> Option<&Path> {
+    match error {
+        ignore::Error::Loop { child, .. } => Some(child),
+        ignore::Error::WithPath { err, .. } | ignore::Error::WithDepth { err, .. } => {
+            loop_link(err)
+        }
+        _ => None,
     }
 }
 
@@ -482,11 +573,13 @@ fn error_text(error: &ignore::Error) -> String {
 /// as Istio's `hello.yaml.injected` are never read from a folder. Named on the command line,
 /// any file is read.
 fn has_manifest_extension(path: &Path) -> bool {
-    let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
+    // Asked of the name's bytes, so a name that is not UTF-8 is still known as a manifest's
+    // (and said, not skipped in silence).
+    let Some(name) = path.file_name() else {
         return false;
     };
     // Hidden files, like hidden folders, are not manifests.
-    if name.starts_with('.') {
+    if name.as_encoded_bytes().starts_with(b".") {
         return false;
     }
     Path::new(name)
@@ -527,21 +620,13 @@ mod manifest_extension_tests {
     }
 }
 
-fn read_file(path: &Path, name: &str) -> FileContents {
-    let bytes = match std::fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(error) => {
-            return FileContents {
-                errors: vec![InputError::file(name, format!("cannot read: {error}"))],
-                ..Default::default()
-            };
-        }
-    };
-    let text = match String::from_utf8(bytes) {
+fn read_file(path: &Path, name: &str, limit: ReadLimit) -> FileContents {
+    // Regular files only, capped: a FIFO or /dev/zero named on the command line is refused.
+    let text = match files::read_text(path, limit) {
         Ok(text) => text,
         Err(error) => {
             return FileContents {
-                errors: vec![InputError::file(name, format!("not UTF-8 text ({error})"))],
+                errors: vec![InputError::file(name, error.to_string())],
                 ..Default::default()
             };
         }
@@ -577,6 +662,9 @@ fn parse_text(file: &str, text: &str, is_json: bool) -> FileContents {
                     Ok(None) => {}
                     Err(error) => parsed.errors.push(yaml_error(file, document, &error)),
                 }
+                // A first push reserves room for four objects; held for every document of a
+                // long stream until the merge below, that was most of the reader's memory.
+                parsed.objects.shrink_to_fit();
                 parsed
             })
             .collect();

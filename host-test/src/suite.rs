@@ -40,6 +40,7 @@ use serde_json::Value;
 
 use crate::constraint::{self, CONSTRAINT_KIND, Constraint};
 use crate::engine::Engine;
+use crate::files::{self, ReadLimit};
 use crate::manifests::{self, ManifestObject};
 
 /// All tests pass.
@@ -74,6 +75,11 @@ pub struct VerifyArgs {
     /// Evaluate this OPA wasm module instead of the embedded one.
     #[arg(long, value_name = "FILE")]
     pub module: Option<PathBuf>,
+
+    /// The most a suite, or a file it names, or the --module file may hold (as `meshlife
+    /// check --max-file-size`).
+    #[arg(long, value_name = "SIZE", default_value_t = crate::files::DEFAULT_MAX_FILE_SIZE)]
+    pub max_file_size: crate::files::FileSize,
 }
 
 /// Runs `meshlife verify` and returns the exit code.
@@ -85,8 +91,9 @@ pub fn run_verify(args: &VerifyArgs) -> u8 {
             return EXIT_BROKEN;
         }
     };
+    let limit = ReadLimit::flag(args.max_file_size);
     let engine = match &args.module {
-        Some(path) => Engine::from_file(path),
+        Some(path) => Engine::from_file(path, limit),
         None => Engine::embedded(),
     };
     let engine = match engine {
@@ -97,13 +104,14 @@ pub fn run_verify(args: &VerifyArgs) -> u8 {
         }
     };
 
-    let found = find_suites(&args.paths);
+    let found = find_suites(&args.paths, limit);
     for error in &found.errors {
         eprintln!("meshlife: error: {error}");
     }
     let runner = Runner {
         engine: &engine,
         filter: &filter,
+        limit,
     };
     let results: Vec<SuiteResult> = found
         .suites
@@ -211,7 +219,7 @@ struct FoundSuites {
 /// Reads the suites under `paths`: named files must hold a Suite; in folders (walked
 /// recursively, sorted, hidden folders skipped) `.yaml`/`.yml` files without one are ignored,
 /// but a folder must hold at least one.
-fn find_suites(paths: &[PathBuf]) -> FoundSuites {
+fn find_suites(paths: &[PathBuf], limit: ReadLimit) -> FoundSuites {
     let mut found = FoundSuites::default();
     for path in paths {
         match std::fs::metadata(path) {
@@ -220,7 +228,7 @@ fn find_suites(paths: &[PathBuf]) -> FoundSuites {
                 let mut files = Vec::new();
                 walk(path, &mut files, &mut found.errors);
                 for file in files {
-                    read_suite_file(&file, false, &mut found);
+                    read_suite_file(&file, false, limit, &mut found);
                 }
                 // A folder without suites is a wrong path, not a pass with nothing to run.
                 if found.suites.len() == suites_before && found.errors.len() == errors_before {
@@ -231,7 +239,7 @@ fn find_suites(paths: &[PathBuf]) -> FoundSuites {
                     ));
                 }
             }
-            Ok(_) => read_suite_file(path, true, &mut found),
+            Ok(_) => read_suite_file(path, true, limit, &mut found),
             Err(error) => found
                 .errors
                 .push(format!("{}: cannot read: {error}", path.display())),
@@ -256,24 +264,34 @@ fn walk(folder: &Path, files: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
         let hidden = path
             .file_name()
             .is_some_and(|name| name.to_string_lossy().starts_with('.'));
+        let yaml = path
+            .extension()
+            .and_then(|extension| extension.to_str())
+            .is_some_and(|extension| {
+                matches!(extension.to_ascii_lowercase().as_str(), "yaml" | "yml")
+            });
         match std::fs::metadata(&path) {
             Ok(metadata) if metadata.is_dir() => {
                 if !hidden {
                     walk(&path, files, errors);
                 }
             }
-            Ok(_) => {
-                let yaml = path
-                    .extension()
-                    .and_then(|extension| extension.to_str())
-                    .is_some_and(|extension| {
-                        matches!(extension.to_ascii_lowercase().as_str(), "yaml" | "yml")
-                    });
-                if yaml {
-                    files.push(path);
-                }
-            }
-            Err(_) => {} // a dangling symlink holds no suite
+            // Regular files only: a FIFO would block the run, a device never end. Neither can
+            // be known to hold no suite, so each is an error, not a silent skip.
+            Ok(metadata) if yaml => match files::irregular_kind(&metadata) {
+                None => files.push(path),
+                Some(kind) => errors.push(format!(
+                    "{}: not a regular file but {kind}: not read",
+                    files::escaped_path(&path)
+                )),
+            },
+            Ok(_) => {}
+            // A dangling symlink (or a loop of them) named as a suite could have held one.
+            Err(error) if yaml => errors.push(format!(
+                "{}: cannot read: {error}",
+                files::escaped_path(&path)
+            )),
+            Err(_) => {}
         }
     }
 }
@@ -289,21 +307,13 @@ fn is_suite(value: &Value) -> bool {
 
 /// Reads the Suites of one file. A file found in a folder that is not YAML, or holds no Suite,
 /// is ignored (unless it mentions the suite group: then a syntax error is reported).
-fn read_suite_file(path: &Path, named: bool, found: &mut FoundSuites) {
+fn read_suite_file(path: &Path, named: bool, limit: ReadLimit, found: &mut FoundSuites) {
     let display = path.display().to_string();
-    let text = match std::fs::read(path).map(String::from_utf8) {
-        Ok(Ok(text)) => text,
-        Ok(Err(_)) if !named => return,
-        Ok(Err(error)) => {
-            found
-                .errors
-                .push(format!("{display}: not UTF-8 text ({error})"));
-            return;
-        }
+    let text = match files::read_text(path, limit) {
+        Ok(text) => text,
+        Err(files::ReadError::NotUtf8(_)) if !named => return,
         Err(error) => {
-            found
-                .errors
-                .push(format!("{display}: cannot read: {error}"));
+            found.errors.push(format!("{display}: {error}"));
             return;
         }
     };
@@ -638,6 +648,8 @@ fn got_messages(violations: &[Violation]) -> String {
 struct Runner<'a> {
     engine: &'a Engine,
     filter: &'a Filter,
+    /// The cap on every file a suite names.
+    limit: ReadLimit,
 }
 
 /// A usable constraint, or why the test cannot use it.
@@ -728,14 +740,14 @@ impl Runner<'_> {
             ));
         }
         let template_path = resolve(suite_dir, "template", &test.template)?;
-        check_template(&template_path)?;
+        check_template(&template_path, self.limit)?;
         let constraint_path = resolve(suite_dir, "constraint", &test.constraint)?;
         self.read_constraint(&constraint_path)
     }
 
     fn read_constraint(&self, path: &Path) -> Result<ConstraintOutcome, Problem> {
         let display = path.display().to_string();
-        let text = std::fs::read_to_string(path)
+        let text = files::read_text(path, self.limit)
             .map_err(|error| Problem::Broken(format!("reading constraint {display}: {error}")))?;
         if let Some(Err(error)) = manifests::parse_documents(&display, &text)
             .into_iter()
@@ -743,7 +755,8 @@ impl Runner<'_> {
         {
             return Err(Problem::Broken(format!("reading constraint {error}")));
         }
-        let constraints = match constraint::load_constraints(path) {
+        // The text read above, not a second read that could find another file.
+        let constraints = match constraint::parse_constraints_text(&display, &text) {
             Ok(constraints) => constraints,
             // Not a MeshLifecycle constraint at all: the suite pairs it with the wrong template.
             Err(error) if matches!(error.field.as_deref(), Some("kind" | "apiVersion") | None) => {
@@ -796,10 +809,10 @@ impl Runner<'_> {
         constraint: &Constraint,
     ) -> Result<(), Problem> {
         let object_path = resolve(suite_dir, "object", &case.object)?;
-        let (object, mut namespaces) = read_case_object(&object_path)?;
+        let (object, mut namespaces) = read_case_object(&object_path, self.limit)?;
         for inventory in &case.inventory {
             let inventory_path = resolve(suite_dir, "inventory", inventory)?;
-            namespaces.extend(read_namespaces(&inventory_path)?);
+            namespaces.extend(read_namespaces(&inventory_path, self.limit)?);
         }
         let namespace_object = if object.is_namespace() || object.namespace.is_empty() {
             None
@@ -858,9 +871,9 @@ fn resolve(suite_dir: &Path, field: &str, relative: &str) -> Result<PathBuf, Pro
 }
 
 /// The template must be meshlife's: the module stands in for exactly that template's Rego.
-fn check_template(path: &Path) -> Result<(), Problem> {
+fn check_template(path: &Path, limit: ReadLimit) -> Result<(), Problem> {
     let display = path.display().to_string();
-    let text = std::fs::read_to_string(path)
+    let text = files::read_text(path, limit)
         .map_err(|error| Problem::Broken(format!("reading template {display}: {error}")))?;
     let mut templates = Vec::new();
     for document in manifests::parse_documents(&display, &text) {
@@ -906,9 +919,14 @@ fn check_template(path: &Path) -> Result<(), Problem> {
 }
 
 /// Every object of a file, or a Broken problem naming the file.
-fn read_objects(path: &Path, what: &str) -> Result<Vec<ManifestObject>, Problem> {
+fn read_objects(path: &Path, what: &str, limit: ReadLimit) -> Result<Vec<ManifestObject>, Problem> {
     let display = path.display().to_string();
-    let loaded = manifests::load(std::slice::from_ref(&display));
+    let options = manifests::LoadOptions {
+        limit,
+        ..manifests::LoadOptions::default()
+    };
+    let loaded =
+        manifests::load_with_progress(std::slice::from_ref(&display), &options, &|_| {}, &|| {});
     if let Some(error) = loaded.errors.first() {
         return Err(Problem::Broken(format!("reading {what} {error}")));
     }
@@ -921,8 +939,11 @@ fn read_objects(path: &Path, what: &str) -> Result<Vec<ManifestObject>, Problem>
 }
 
 /// The object under review, and the Namespaces that came with it in the same file.
-fn read_case_object(path: &Path) -> Result<(ManifestObject, BTreeMap<String, Value>), Problem> {
-    let objects = read_objects(path, "object")?;
+fn read_case_object(
+    path: &Path,
+    limit: ReadLimit,
+) -> Result<(ManifestObject, BTreeMap<String, Value>), Problem> {
+    let objects = read_objects(path, "object", limit)?;
     if objects.len() == 1 {
         let object = objects.into_iter().next().expect("one object");
         return Ok((object, BTreeMap::new()));
@@ -940,9 +961,9 @@ fn read_case_object(path: &Path) -> Result<(ManifestObject, BTreeMap<String, Val
 }
 
 /// The Namespace objects of an inventory file, by name (other objects are not used).
-fn read_namespaces(path: &Path) -> Result<BTreeMap<String, Value>, Problem> {
+fn read_namespaces(path: &Path, limit: ReadLimit) -> Result<BTreeMap<String, Value>, Problem> {
     Ok(namespace_map(
-        read_objects(path, "inventory")?
+        read_objects(path, "inventory", limit)?
             .into_iter()
             .filter(ManifestObject::is_namespace)
             .collect(),

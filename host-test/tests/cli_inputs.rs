@@ -279,7 +279,8 @@ fn documents_that_are_broken_kubernetes_objects_are_errors_naming_the_field() {
 
     // YAML that is not Kubernetes at all is skipped and said; `--strict` makes it an error.
     workspace.write("list.yaml", "- a\n- b\n");
-    let outcome = workspace.run(&["check", "list.yaml"]);
+    // Alone it holds no object at all, which fails a run unless allowed (tested below).
+    let outcome = workspace.run(&["check", "list.yaml", "--allow-empty"]);
     assert_eq!(outcome.code, 0, "{outcome:?}");
     assert!(
         outcome.stderr.contains("skipped list.yaml: document 1 (line 1): not a Kubernetes object (a list, not a mapping)"),
@@ -321,11 +322,12 @@ fn a_missing_path_is_an_input_error_and_the_rest_is_still_checked() {
 }
 
 #[test]
-fn an_empty_folder_checks_nothing_and_says_so() {
+fn an_empty_folder_is_said_and_fails_the_run_unless_empty_is_allowed() {
     let workspace = Workspace::new();
     std::fs::create_dir_all(workspace.path().join("empty")).unwrap();
     let outcome = workspace.run(&["check", "empty"]);
-    assert_eq!(outcome.code, 0, "{outcome:?}");
+    // A wrong path, or a render that went elsewhere: not a pass with nothing checked.
+    assert_eq!(outcome.code, 2, "{outcome:?}");
     assert!(
         outcome
             .stderr
@@ -333,28 +335,17 @@ fn an_empty_folder_checks_nothing_and_says_so() {
         "{outcome:?}"
     );
     assert!(
+        outcome
+            .stderr
+            .contains("error: empty: no Kubernetes object to check (no manifest file found)"),
+        "{outcome:?}"
+    );
+    let outcome = workspace.run(&["check", "empty", "--allow-empty"]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    assert!(
         outcome.stdout.contains("0 objects checked in 0 files"),
         "{outcome:?}"
     );
-}
-
-#[test]
-fn empty_stdin_and_empty_documents_are_fine() {
-    let workspace = Workspace::new();
-    let outcome = workspace.run_with_stdin(&["check", "-"], "");
-    assert_eq!(outcome.code, 0, "{outcome:?}");
-    // Said, though: an empty pipe is what a failed `helm template` leaves.
-    assert!(
-        outcome.stderr.contains(
-            "skipped <stdin>: no document on stdin (did the command before the pipe fail?)"
-        ),
-        "{outcome:?}"
-    );
-    assert!(outcome.stdout.contains("1 input skipped"), "{outcome:?}");
-    let outcome = workspace.run_with_stdin(&["check", "-"], "---\n---\n# nothing\n...\n");
-    assert_eq!(outcome.code, 0, "{outcome:?}");
-    let outcome = workspace.run_with_stdin(&["check", "-", "--strict"], "");
-    assert_eq!(outcome.code, 2, "{outcome:?}");
 }
 
 #[test]
@@ -387,4 +378,376 @@ fn ten_thousand_objects_in_one_stream() {
         "{}",
         outcome.stderr
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Files that are not regular files, files over the cap, entries a walk cannot read, and inputs
+// that hold no object (issue 13, items 2 and 6). Runs are bounded: a hang or a read that grows
+// without end kills the run and fails the test.
+
+/// Long enough for a loaded machine; a run that hangs is killed after it.
+const BOUND: std::time::Duration = std::time::Duration::from_secs(60);
+
+#[cfg(unix)]
+fn mkfifo(path: &std::path::Path) {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+#[cfg(unix)]
+fn bounded(workspace: &Workspace, args: &[&str]) -> Outcome {
+    run_bounded(workspace.path(), args, std::process::Stdio::null(), BOUND)
+}
+
+#[cfg(unix)]
+fn stdin_from(path: &str) -> std::process::Stdio {
+    std::process::Stdio::from(std::fs::File::open(path).expect("opens for stdin"))
+}
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_or_a_device_named_as_input_is_an_error_naming_it() {
+    let workspace = Workspace::new();
+    mkfifo(&workspace.path().join("x.yaml"));
+    workspace.write("job.yaml", &meshed_job("j", "x"));
+    let outcome = bounded(
+        &workspace,
+        &["check", "x.yaml", "/dev/zero", "job.yaml", "-o", "json"],
+    );
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("error: x.yaml: not a regular file but a FIFO (named pipe): not read"),
+        "{outcome:?}"
+    );
+    assert!(
+        outcome
+            .stderr
+            .contains("error: /dev/zero: not a regular file but a character device: not read"),
+        "{outcome:?}"
+    );
+    // The rest is still checked.
+    assert!(
+        outcome.rules().contains(&"ML301".to_string()),
+        "{outcome:?}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_folder_yields_regular_files_only_and_says_what_it_left_out() {
+    let workspace = Workspace::new();
+    workspace.write("deploy/job.yaml", &meshed_job("j", "x"));
+    workspace.write("elsewhere/web.yaml", &meshed_deployment("web", "shop"));
+    mkfifo(&workspace.path().join("deploy/fifo.yaml"));
+    let link = |target: &str, name: &str| {
+        std::os::unix::fs::symlink(target, workspace.path().join(name)).expect("symlink")
+    };
+    link("/dev/zero", "deploy/zero.yaml");
+    // A symlink to a regular file is that file.
+    link("../elsewhere/web.yaml", "deploy/web.yaml");
+    let outcome = bounded(&workspace, &["check", "deploy", "-o", "json"]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    for (file, kind) in [
+        ("deploy/fifo.yaml", "a FIFO (named pipe)"),
+        ("deploy/zero.yaml", "a character device"),
+    ] {
+        assert!(
+            outcome.stderr.contains(&format!(
+                "note: skipped {file}: not a regular file but {kind}: a folder's files are read \
+                 only when they are regular files (or symlinks to one)"
+            )),
+            "{outcome:?}"
+        );
+    }
+    let mut rules = outcome.rules();
+    rules.sort();
+    assert_eq!(
+        rules,
+        vec!["ML101", "ML101", "ML301", "ML303"],
+        "{outcome:?}"
+    );
+    // --strict makes each an error.
+    let outcome = bounded(&workspace, &["check", "deploy", "--strict"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("error: deploy/zero.yaml: not a regular file"),
+        "{outcome:?}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn stdin_is_read_with_the_cap_and_a_folder_or_a_device_on_it_is_handled() {
+    let workspace = Workspace::new();
+    let outcome = run_bounded(
+        workspace.path(),
+        &["check", "-", "--max-file-size", "1MiB"],
+        stdin_from("/dev/zero"),
+        BOUND,
+    );
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("error: <stdin>: larger than 1 MiB (the --max-file-size cap): not read"),
+        "{outcome:?}"
+    );
+    let folder = workspace.path().display().to_string();
+    let outcome = run_bounded(
+        workspace.path(),
+        &["check", "-"],
+        stdin_from(&folder),
+        BOUND,
+    );
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("error: <stdin>: not a regular file but a folder: not read"),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn a_file_over_the_cap_is_an_error_naming_it_and_the_cap_and_the_rest_is_checked() {
+    let workspace = Workspace::new();
+    let big = stream(&vec![meshed_deployment("web", "shop"); 20]);
+    assert!(big.len() > 4096);
+    workspace.write("big.yaml", &big);
+    workspace.write("job.yaml", &meshed_job("j", "x"));
+    let outcome = workspace.run(&[
+        "check",
+        "big.yaml",
+        "job.yaml",
+        "-o",
+        "json",
+        "--max-file-size",
+        "4k",
+    ]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("error: big.yaml: larger than 4 KiB (the --max-file-size cap): not read"),
+        "{outcome:?}"
+    );
+    assert!(
+        outcome.rules().contains(&"ML301".to_string()),
+        "{outcome:?}"
+    );
+    // At the cap exactly it is read.
+    let size = std::fs::metadata(workspace.path().join("big.yaml"))
+        .unwrap()
+        .len()
+        .to_string();
+    let outcome = workspace.run(&["check", "big.yaml", "--max-file-size", &size]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    let outcome = workspace.run(&["check", "big.yaml", "--max-file-size", "lots"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(outcome.stderr.contains("--max-file-size"), "{outcome:?}");
+}
+
+#[cfg(unix)]
+#[test]
+fn constraint_and_module_files_must_be_regular_files_within_the_cap() {
+    let workspace = Workspace::new();
+    workspace.write("job.yaml", &meshed_job("j", "x"));
+    mkfifo(&workspace.path().join("c.yaml"));
+    let outcome = bounded(&workspace, &["check", "job.yaml", "--constraint", "c.yaml"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("c.yaml: not a regular file but a FIFO (named pipe): not read"),
+        "{outcome:?}"
+    );
+    let outcome = bounded(
+        &workspace,
+        &["check", "job.yaml", "--constraint", "/dev/zero"],
+    );
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("/dev/zero: not a regular file"),
+        "{outcome:?}"
+    );
+    let outcome = bounded(&workspace, &["check", "job.yaml", "--module", "/dev/zero"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("cannot read module /dev/zero: not a regular file but a character device"),
+        "{outcome:?}"
+    );
+    workspace.write_constraint("mesh.yaml", &["--kubernetes", "1.31", "--istio", "1.26"]);
+    let outcome = bounded(
+        &workspace,
+        &[
+            "check",
+            "job.yaml",
+            "--constraint",
+            "mesh.yaml",
+            "--max-file-size",
+            "100",
+        ],
+    );
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("mesh.yaml: larger than 100 bytes (the --max-file-size cap): not read"),
+        "{outcome:?}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn verify_reads_regular_files_only() {
+    let workspace = Workspace::new();
+    let suites = workspace.path().join("suites");
+    std::fs::create_dir_all(&suites).unwrap();
+    mkfifo(&suites.join("fifo.yaml"));
+    let outcome = bounded(&workspace, &["verify", "suites"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("suites/fifo.yaml: not a regular file but a FIFO (named pipe): not read"),
+        "{outcome:?}"
+    );
+    // A suite whose object file is a device: that test is broken, nothing hangs.
+    workspace.write(
+        "named/suite.yaml",
+        "apiVersion: test.gatekeeper.sh/v1alpha1\nkind: Suite\ntests:\n- name: t\n  template: \
+         template.yaml\n  constraint: constraint.yaml\n  cases:\n  - name: c\n    object: \
+         zero.yaml\n",
+    );
+    std::os::unix::fs::symlink("/dev/zero", workspace.path().join("named/zero.yaml")).unwrap();
+    let template = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../constraints/gatekeeper/template.yaml"),
+    )
+    .expect("the repository's template");
+    workspace.write("named/template.yaml", &template);
+    workspace.write(
+        "named/constraint.yaml",
+        "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: MeshLifecycle\nmetadata: {name: m}\n",
+    );
+    let outcome = bounded(&workspace, &["verify", "named/suite.yaml"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stdout
+            .contains("not a regular file but a character device"),
+        "{outcome:?}"
+    );
+    mkfifo(&workspace.path().join("alone.yaml"));
+    let outcome = bounded(&workspace, &["verify", "alone.yaml"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("alone.yaml: not a regular file"),
+        "{outcome:?}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_walk_reports_dangling_symlinks_loops_and_names_that_are_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    let workspace = Workspace::new();
+    workspace.write("deploy/job.yaml", &meshed_job("j", "x"));
+    let link = |target: &str, name: &str| {
+        std::os::unix::fs::symlink(target, workspace.path().join(name)).expect("symlink")
+    };
+    link("nowhere.yaml", "deploy/dangling.yaml");
+    link("b.yaml", "deploy/a.yaml");
+    link("a.yaml", "deploy/b.yaml");
+    // Not a manifest's name: maybe a folder, maybe a README; a note, not an error.
+    link("missing", "deploy/charts");
+    // Back up the tree: that folder is read already.
+    link("..", "deploy/up");
+    let odd = workspace
+        .path()
+        .join(std::ffi::OsStr::from_bytes(b"deploy/caf\xe9.yaml"));
+    std::fs::write(&odd, meshed_job("k", "x")).unwrap();
+    let outcome = bounded(&workspace, &["check", "deploy", "-o", "json"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    for expected in [
+        "error: deploy/dangling.yaml: not read: a symlink to nowhere.yaml, which does not exist",
+        "error: deploy/a.yaml: not read: a symlink that cannot be followed",
+        "error: deploy/b.yaml: not read: a symlink that cannot be followed",
+        "error: deploy/caf\\xe9.yaml: not read: the file's path is not UTF-8",
+        "note: deploy/charts: not read: a symlink to missing, which does not exist",
+        "note: deploy/up: not followed: a symlink to a folder above it, which is read already",
+    ] {
+        assert!(outcome.stderr.contains(expected), "{expected}\n{outcome:?}");
+    }
+    assert!(!outcome.stderr.contains("no .yaml"), "{outcome:?}");
+    assert!(
+        outcome.rules().contains(&"ML301".to_string()),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn an_input_without_any_object_is_an_error_unless_allowed() {
+    let workspace = Workspace::new();
+    // What a failed `helm template ... |` leaves.
+    let outcome = workspace.run_with_stdin(&["check", "-"], "");
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains(
+            "note: skipped <stdin>: no document on stdin (did the command before the pipe fail?)"
+        ),
+        "{outcome:?}"
+    );
+    assert!(
+        outcome.stderr.contains(
+            "error: <stdin>: no Kubernetes object to check (1 file read, 1 skipped (see the \
+             notes above)); an empty stdin is what a failed command before the pipe leaves"
+        ),
+        "{outcome:?}"
+    );
+    assert!(outcome.stderr.contains("--allow-empty"), "{outcome:?}");
+    let outcome = workspace.run_with_stdin(&["check", "-", "--allow-empty"], "");
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    assert!(outcome.stdout.contains("1 input skipped"), "{outcome:?}");
+    let outcome = workspace.run_with_stdin(&["check", "-", "--strict"], "");
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+
+    // An empty file, and one of `---` only, likewise; each is said.
+    workspace.write("empty.yaml", "");
+    workspace.write("markers.yaml", "---\n---\n# nothing\n...\n");
+    let outcome = workspace.run(&["check", "empty.yaml", "markers.yaml"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    for file in ["empty.yaml", "markers.yaml"] {
+        assert!(
+            outcome.stderr.contains(&format!(
+                "skipped {file}: no document in the file (empty, or only comments and `---`)"
+            )),
+            "{outcome:?}"
+        );
+    }
+    assert!(
+        outcome
+            .stderr
+            .contains("error: the input: no Kubernetes object to check (2 files read, 2 skipped"),
+        "{outcome:?}"
+    );
+    let outcome = workspace.run(&["check", "empty.yaml", "markers.yaml", "--allow-empty"]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+
+    // One object anywhere is enough.
+    workspace.write(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+    );
+    let outcome = workspace.run(&["check", "empty.yaml", "cm.yaml"]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
 }

@@ -67,7 +67,14 @@ fn templates_get_one_line_saying_to_render_them_first() {
     );
     workspace.write("role.yaml.j2", "{% for ns in namespaces %}\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: {{ ns }}\n{% endfor %}\n");
     let outcome = workspace.run(&["check", "chart", "role.yaml.j2"]);
-    assert_eq!(outcome.code, 0, "{outcome:?}");
+    // Templates alone hold no object to check: said per file, and the run fails for it.
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("error: the input: no Kubernetes object to check (3 files read, 3 skipped"),
+        "{outcome:?}"
+    );
     assert!(!outcome.stderr.contains("invalid YAML"), "{outcome:?}");
     for file in [
         "chart/templates/job.yaml (line 4)",
@@ -199,7 +206,8 @@ fn helm_chart_files_and_quoted_helm_expressions_are_not_judged_as_manifests() {
         &meshed_job("migrate", "shop")
             .replace("name: migrate", "name: \"{{ .Release.Name }}-migrate\""),
     );
-    let outcome = workspace.run(&["check", "chart"]);
+    // Nothing of the chart is an object before rendering: `--allow-empty` says that is expected.
+    let outcome = workspace.run(&["check", "chart", "--allow-empty"]);
     assert_eq!(outcome.code, 0, "{outcome:?}");
     assert!(
         outcome

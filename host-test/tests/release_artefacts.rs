@@ -270,7 +270,7 @@ fn the_kubewarden_module_still_validates_and_evaluates() {
     assert!(exports_opa);
 
     let path = workspace_root().join(artefacts::DIST_KUBEWARDEN_MODULE);
-    let engine = Engine::from_file(&path).expect("the annotated module loads");
+    let engine = Engine::from_file(&path, Default::default()).expect("the annotated module loads");
     for input in [deny_input(), allow_input()] {
         let violations = engine
             .evaluate(input.to_string().as_bytes())

@@ -188,7 +188,7 @@ pub fn run_bench(args: &BenchArgs) -> u8 {
 
 fn module_bytes(args: &BenchArgs) -> Result<Vec<u8>> {
     match &args.module {
-        Some(path) => std::fs::read(path).with_context(|| format!("reading {}", path.display())),
+        Some(path) => crate::engine::read_module(path, Default::default()),
         None => Ok(crate::engine::embedded_module().to_vec()),
     }
 }

@@ -369,7 +369,19 @@ pub fn run_serve_bench(args: &ServeBenchArgs) -> u8 {
                 print!("{}", text(&report));
             }
             if let Some(path) = &args.markdown {
-                let existing = std::fs::read_to_string(path).unwrap_or_default();
+                // A missing file is made; one that cannot be read is not overwritten blind.
+                let existing = match crate::files::read_text(path, Default::default()) {
+                    Ok(text) => text,
+                    Err(crate::files::ReadError::Io(error))
+                        if error.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        String::new()
+                    }
+                    Err(error) => {
+                        eprintln!("meshlife bench serve: {}: {error}", path.display());
+                        return crate::cli::EXIT_INPUT_ERROR;
+                    }
+                };
                 let kept = match existing.find(MARKDOWN_HEADING) {
                     Some(start) => existing[..start].trim_end().to_string(),
                     None => existing.trim_end().to_string(),

@@ -140,9 +140,7 @@ fn start(args: &ServeArgs) -> anyhow::Result<u8> {
     };
     let engine = match &args.module {
         Some(path) => {
-            let bytes = std::fs::read(path).map_err(|error| {
-                anyhow::anyhow!("cannot read module {}: {error}", path.display())
-            })?;
+            let bytes = crate::engine::read_module(path, Default::default())?;
             Engine::with_options(&bytes, &path.display().to_string(), options)?
         }
         None => Engine::with_options(crate::engine::embedded_module(), "embedded module", options)?,

@@ -128,8 +128,11 @@ impl TlsState {
     }
 }
 
+/// Through the CLI's one reader: a FIFO or a device given as a certificate must not hang the
+/// server's start or its reloads.
 fn read_file(path: &Path, what: &str) -> Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("cannot read the {what} {}", path.display()))
+    crate::files::read_bytes(path, Default::default())
+        .with_context(|| format!("cannot read the {what} {}", path.display()))
 }
 
 fn read_material(files: &TlsFiles) -> Result<Material> {

@@ -2,9 +2,10 @@
 
 #![allow(dead_code)] // each cli_*.rs test crate uses a different part of this
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 pub struct Outcome {
     pub code: i32,
@@ -66,6 +67,70 @@ pub fn run_in(folder: &Path, args: &[&str], stdin: Option<&str>) -> Outcome {
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
+}
+
+/// Runs `meshlife ARGS` in `folder` with `stdin` as given (a file, a device, a folder), and
+/// kills it after `limit`: a run that hangs (on a FIFO, say) fails the test instead of hanging
+/// it.
+pub fn run_bounded(folder: &Path, args: &[&str], stdin: Stdio, limit: Duration) -> Outcome {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_meshlife"))
+        .args(args)
+        .current_dir(folder)
+        .env("NO_COLOR", "1")
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the meshlife binary runs");
+    // Read on threads, so a full pipe cannot stall the child while we wait.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut text);
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|pipe| Box::new(pipe) as _));
+    let stderr = drain(child.stderr.take().map(|pipe| Box::new(pipe) as _));
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for meshlife") {
+            break status;
+        }
+        let grown = resident_bytes(child.id()).filter(|&bytes| bytes > MAX_RESIDENT_BYTES);
+        if started.elapsed() > limit || grown.is_some() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "meshlife {args:?} killed: {}; stderr so far:\n{}",
+                match grown {
+                    Some(bytes) => format!("{} MiB resident", bytes >> 20),
+                    None => format!("not finished within {limit:?}"),
+                },
+                stderr.join().unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Outcome {
+        code: status.code().unwrap_or(-1),
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
+    }
+}
+
+/// What [`run_bounded`] lets a run hold before killing it: a read that never ends (say of
+/// /dev/zero) fails the test quickly instead of taking the machine's memory.
+const MAX_RESIDENT_BYTES: u64 = 1 << 30;
+
+/// The resident memory of a process (Linux `/proc`; `None` elsewhere or once it has ended).
+fn resident_bytes(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// A temporary folder with files written into it.
