@@ -333,8 +333,12 @@ impl Survey {
     }
 
     /// The stack pointer LLD defines (`__stack_pointer`, the module's only mutable global once
-    /// symbols are stripped) and its initial value.
-    fn stack_pointer(&self) -> Result<(u32, i32), String> {
+    /// symbols are stripped) and its initial value; `None` for a module without a shadow stack
+    /// (no mutable global), which has nothing to reset.
+    fn stack_pointer(&self) -> Result<Option<(u32, i32)>, String> {
+        if self.mutable_globals.is_empty() {
+            return Ok(None);
+        }
         if let Some(name) = self
             .imported_function_names
             .iter()
@@ -346,7 +350,7 @@ impl Survey {
             ));
         }
         match self.mutable_globals.as_slice() {
-            [(index, Some(initial))] => Ok((*index, *initial)),
+            [(index, Some(initial))] => Ok(Some((*index, *initial))),
             globals => Err(format!(
                 "expected exactly one mutable i32 global initialised by a constant (the stack \
                  pointer), found {globals:?}"
@@ -561,9 +565,14 @@ struct Finisher {
 
 impl Finisher {
     fn new(survey: &Survey) -> Result<Finisher, String> {
-        let (stack_pointer, initial_stack_pointer) = survey.stack_pointer()?;
+        let stack = survey.stack_pointer()?;
+        let (stack_pointer, initial_stack_pointer) = stack.unwrap_or_default();
         let mut wrappers = Vec::new();
-        for &wrapped in &survey.exported_functions {
+        let wrapped_exports = match stack {
+            Some(_) => survey.exported_functions.as_slice(),
+            None => &[],
+        };
+        for &wrapped in wrapped_exports {
             if wrappers
                 .iter()
                 .any(|wrapper: &EntryWrapper| wrapper.wrapped == wrapped)
