@@ -117,6 +117,14 @@ fn known_open_deviation(text: &str) -> Option<&'static str> {
     {
         return Some("a multi-document text is read as one map");
     }
+    // misreads-indented-document-marker.yaml: an indented `...` or `---` is a plain scalar,
+    // dropped as if it were a document marker.
+    if text
+        .lines()
+        .any(|line| matches!(line.trim(), "---" | "..."))
+    {
+        return Some("an indented `---` or `...` is dropped");
+    }
     let squeezed: String = text.chars().filter(|c| *c != ' ').collect();
     if ["[,", "{,", ",,", ",]", ",}"]
         .iter()
