@@ -95,6 +95,10 @@ fn known_open_deviation(text: &str) -> Option<&'static str> {
     if text.contains("0o") || text.contains("0x") {
         return Some("octal and hexadecimal integers are read as text");
     }
+    // misreads-tab-after-colon.yaml: `a:\tb` is a mapping, read as one string.
+    if text.contains(":\t") {
+        return Some("a tab after a key's colon is not a separator");
+    }
     // misreads-explicit-key.yaml: `? a` is a mapping key, read as the string "? a".
     if text.lines().any(|line| {
         let item = line.trim_start().trim_start_matches("- ");
