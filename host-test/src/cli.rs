@@ -521,6 +521,7 @@ fn object_error(
         file: object.file.clone(),
         document: Some(object.document),
         item: object.item,
+        inner_items: object.inner_items.clone(),
         line: Some(object.line),
         field: field.map(str::to_string),
         message: format!("{}: {message}", object.display_name()),
