@@ -940,20 +940,31 @@ fn parse_yaml_document(document: &YamlDocument<'_>) -> Result<Option<Value>, Doc
         return Ok(None);
     }
     nesting::check(&document.text).map_err(DocumentError::TooDeep)?;
-    // Merge keys (`<<: *defaults`) are resolved by `apply_merge` on the YAML value model only;
-    // the direct route is faster and enough for every document without one. Both go through
-    // the same checks (`values`), so a `<<` in a comment changes nothing but the route.
-    let value: Value = if document.text.contains("<<") {
+    // Every document is read directly first, so duplicate keys, `.inf` and the like are found
+    // (with their line) the same way whatever else the document holds. Merge keys (`<<:
+    // *defaults`) are resolved by `apply_merge` on the YAML value model only, so a document
+    // that has one is read again that way.
+    let direct = values::read(serde_yaml_ng::Deserializer::from_str(&document.text))
+        .map_err(|(error, problem)| DocumentError::Yaml(error, problem))?;
+    let value = if document.text.contains("<<") && holds_merge_key(&direct) {
         let mut yaml: serde_yaml_ng::Value = serde_yaml_ng::from_str(&document.text)
             .map_err(|error| DocumentError::Yaml(error, None))?;
         yaml.apply_merge()
             .map_err(|error| DocumentError::Yaml(error, None))?;
         values::read(yaml).map_err(|(error, problem)| DocumentError::Yaml(error, problem))?
     } else {
-        values::read(serde_yaml_ng::Deserializer::from_str(&document.text))
-            .map_err(|(error, problem)| DocumentError::Yaml(error, problem))?
+        direct
     };
     Ok(if value.is_null() { None } else { Some(value) })
+}
+
+/// Whether a mapping of `value` has a `<<` key (the value is at most `values::KEPT_DEPTH` deep).
+fn holds_merge_key(value: &Value) -> bool {
+    match value {
+        Value::Object(fields) => fields.contains_key("<<") || fields.values().any(holds_merge_key),
+        Value::Array(items) => items.iter().any(holds_merge_key),
+        _ => false,
+    }
 }
 
 /// A document's reading error, named by file, document, line and (for a value) field.
