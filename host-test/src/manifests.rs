@@ -1565,7 +1565,7 @@ mod tests {
         .unwrap();
         let deep_json = json.replace(
             "\"a\":1",
-            &format!("{}1{}", "{\"a\":".repeat(150), "}".repeat(150)),
+            &format!("\"a\":{}1{}", "{\"a\":".repeat(150), "}".repeat(150)),
         );
         let contents = parse_text("job.json", &deep_json, true);
         assert!(contents.errors.is_empty(), "{:?}", contents.errors);
