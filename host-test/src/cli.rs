@@ -563,18 +563,14 @@ fn no_object_error(paths: &[String], loaded: &manifests::LoadedInputs) -> InputE
     } else {
         ""
     };
-    InputError {
-        file: named,
-        document: None,
-        item: None,
-        line: None,
-        field: None,
-        message: format!(
+    InputError::file(
+        &named,
+        format!(
             "no Kubernetes object to check ({read}){stdin_hint}; name the manifests to check \
              (templates rendered first), or pass --allow-empty if an input without objects is \
              expected"
         ),
-    }
+    )
 }
 
 /// `file: document N: Kind ns/name`, for notes that list objects.
@@ -604,6 +600,7 @@ fn object_error(
         file: object.file.clone(),
         document: Some(object.document),
         item: object.item,
+        inner_items: object.inner_items.clone(),
         line: Some(object.line),
         field: field.map(str::to_string),
         message: format!("{}: {message}", object.display_name()),

@@ -896,6 +896,7 @@ mod tests {
             file: "f.yaml".into(),
             document: 0,
             item: None,
+            inner_items: Vec::new(),
             line: 1,
             api_version: api_version.into(),
             kind: kind.into(),

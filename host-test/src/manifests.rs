@@ -14,6 +14,9 @@ use rayon::prelude::*;
 use regex::Regex;
 use serde_json::{Map, Value};
 
+mod nesting;
+mod values;
+
 use crate::files::{self, ReadLimit};
 
 /// What `-` on the command line reads, and how it is named in reports.
@@ -28,6 +31,9 @@ pub struct ManifestObject {
     pub document: usize,
     /// 0-based index in the `items` of a List, when the object came from one (shown 1-based).
     pub item: Option<usize>,
+    /// 0-based indexes in the Lists nested inside that item, outermost first (`document 1,
+    /// item 2, item 1`); empty for an object of a List that is not nested.
+    pub inner_items: Vec<usize>,
     /// 1-based line of the first key of the object's document (not its `---`), for reports
     /// that point at lines; for a List item, the List's.
     pub line: usize,
@@ -80,12 +86,14 @@ impl ManifestObject {
         }
     }
 
-    /// `document 2` or `document 2, item 5`, counted from 1 as people count.
+    /// `document 2` or `document 2, item 5` (`, item 1` more per nested List), counted from 1
+    /// as people count.
     pub fn location(&self) -> String {
-        match self.item {
-            Some(item) => format!("document {}, item {}", self.document + 1, item + 1),
-            None => format!("document {}", self.document + 1),
-        }
+        format!(
+            "document {}{}",
+            self.document + 1,
+            item_text(self.item, &self.inner_items)
+        )
     }
 
     /// An object as the reader would make it from `value`, for unit tests of what reads objects.
@@ -105,6 +113,7 @@ impl ManifestObject {
             file: file.into(),
             document: 0,
             item: None,
+            inner_items: Vec::new(),
             line: 1,
             api_version: api_version.into(),
             kind: kind.into(),
@@ -151,6 +160,8 @@ pub struct InputError {
     pub file: String,
     pub document: Option<usize>,
     pub item: Option<usize>,
+    /// Indexes in nested Lists, as [`ManifestObject::inner_items`].
+    pub inner_items: Vec<usize>,
     /// 1-based line in the file, when known.
     pub line: Option<usize>,
     /// The offending field (`kind`, `items`, `request`, ...), when the problem is one field.
@@ -159,11 +170,12 @@ pub struct InputError {
 }
 
 impl InputError {
-    fn file(file: &str, message: impl Into<String>) -> InputError {
+    pub fn file(file: &str, message: impl Into<String>) -> InputError {
         InputError {
             file: file.into(),
             document: None,
             item: None,
+            inner_items: Vec::new(),
             line: None,
             field: None,
             message: message.into(),
@@ -180,6 +192,7 @@ impl InputError {
             file: file.into(),
             document: Some(document),
             item: None,
+            inner_items: Vec::new(),
             line: Some(line),
             field: None,
             message: message.into(),
@@ -195,6 +208,14 @@ impl InputError {
         self.item = item;
         self
     }
+
+    fn with_items(mut self, items: &[usize]) -> InputError {
+        if let Some((&item, inner)) = items.split_first() {
+            self.item = Some(item);
+            self.inner_items = inner.to_vec();
+        }
+        self
+    }
 }
 
 impl fmt::Display for InputError {
@@ -204,9 +225,7 @@ impl fmt::Display for InputError {
         if let Some(document) = self.document {
             write!(formatter, ": document {}", document + 1)?;
         }
-        if let Some(item) = self.item {
-            write!(formatter, ", item {}", item + 1)?;
-        }
+        write!(formatter, "{}", item_text(self.item, &self.inner_items))?;
         if let Some(line) = self.line {
             write!(formatter, " (line {line})")?;
         }
@@ -215,6 +234,14 @@ impl fmt::Display for InputError {
         }
         write!(formatter, ": {}", self.message)
     }
+}
+
+/// `, item 2, item 1` for an object of a List (and of the Lists nested in it), counted from 1.
+pub fn item_text(item: Option<usize>, inner_items: &[usize]) -> String {
+    item.iter()
+        .chain(inner_items)
+        .map(|index| format!(", item {}", index + 1))
+        .collect()
 }
 
 /// A file or document that was read but holds nothing to judge: a template to render first,
@@ -235,6 +262,7 @@ impl Skipped {
             file: self.file,
             document: self.document,
             item: None,
+            inner_items: Vec::new(),
             line: self.line,
             field: None,
             message: self.reason,
@@ -660,7 +688,7 @@ fn parse_text(file: &str, text: &str, is_json: bool) -> FileContents {
                         &mut parsed,
                     ),
                     Ok(None) => {}
-                    Err(error) => parsed.errors.push(yaml_error(file, document, &error)),
+                    Err(error) => parsed.errors.push(document_error(file, document, &error)),
                 }
                 // A first push reserves room for four objects; held for every document of a
                 // long stream until the merge below, that was most of the reader's memory.
@@ -770,7 +798,9 @@ fn template_expression_line(text: &str) -> Option<usize> {
 }
 
 fn parse_json_stream(file: &str, text: &str, contents: &mut FileContents) {
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    // Nothing left from another file read on this thread.
+    values::take_problem();
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<values::Checked>();
     let mut index = 0;
     // Lines are counted from the previous document on, so a long stream stays linear.
     let mut counted = LineCounter::default();
@@ -779,18 +809,28 @@ fn parse_json_stream(file: &str, text: &str, contents: &mut FileContents) {
         let first_line = counted.line_at(text, first_key(text, skip_whitespace(text, start)));
         match stream.next() {
             None => break,
-            Some(Ok(value)) => add_document(file, index, first_line, value, contents),
+            Some(Ok(values::Checked(value))) => {
+                add_document(file, index, first_line, value, contents)
+            }
             Some(Err(error)) => {
-                // After a syntax error the rest of the stream cannot be resynchronised.
-                contents.errors.push(InputError {
-                    line: Some(error.line()),
-                    ..InputError::document(
-                        file,
-                        index,
-                        first_line,
-                        format!("invalid JSON: {error}"),
-                    )
-                });
+                // After an error the rest of the stream cannot be resynchronised.
+                let error = match values::take_problem() {
+                    Some(problem) => InputError {
+                        line: Some(error.line()),
+                        ..InputError::document(file, index, first_line, problem.message)
+                    }
+                    .with_field(problem.field),
+                    None => InputError {
+                        line: Some(error.line()),
+                        ..InputError::document(
+                            file,
+                            index,
+                            first_line,
+                            format!("invalid JSON: {error}"),
+                        )
+                    },
+                };
+                contents.errors.push(error);
                 break;
             }
         }
@@ -974,21 +1014,78 @@ fn is_content_line(line: &str) -> bool {
     !trimmed.is_empty() && !trimmed.starts_with('#') && !line.starts_with('%')
 }
 
+/// Why a YAML document could not be read.
+enum DocumentError {
+    /// Refused before parsing: nested deeper than the parsers are given.
+    TooDeep(nesting::TooDeep),
+    /// The parser's error, with the value problem behind it when it was one of ours.
+    Yaml(serde_yaml_ng::Error, Option<values::ValueProblem>),
+}
+
 /// `Ok(None)` for an empty document (only comments, or `null`).
-fn parse_yaml_document(document: &YamlDocument<'_>) -> Result<Option<Value>, serde_yaml_ng::Error> {
+fn parse_yaml_document(document: &YamlDocument<'_>) -> Result<Option<Value>, DocumentError> {
     if !has_yaml_content(&document.text) {
         return Ok(None);
     }
-    // Merge keys (`<<: *defaults`) are resolved by `apply_merge` on the YAML value model only;
-    // the direct route is faster and enough for every document without one.
-    let value: Value = if document.text.contains("<<") {
-        let mut yaml: serde_yaml_ng::Value = serde_yaml_ng::from_str(&document.text)?;
-        yaml.apply_merge()?;
-        serde_json::to_value(yaml).map_err(<serde_yaml_ng::Error as serde::de::Error>::custom)?
+    nesting::check(&document.text).map_err(DocumentError::TooDeep)?;
+    // Every document is read directly first, so duplicate keys, `.inf` and the like are found
+    // (with their line) the same way whatever else the document holds. Merge keys (`<<:
+    // *defaults`) are resolved by `apply_merge` on the YAML value model only, so a document
+    // that has one is read again that way.
+    let direct = values::read(serde_yaml_ng::Deserializer::from_str(&document.text))
+        .map_err(|(error, problem)| DocumentError::Yaml(error, problem))?;
+    let value = if document.text.contains("<<") && holds_merge_key(&direct) {
+        let mut yaml: serde_yaml_ng::Value = serde_yaml_ng::from_str(&document.text)
+            .map_err(|error| DocumentError::Yaml(error, None))?;
+        yaml.apply_merge()
+            .map_err(|error| DocumentError::Yaml(error, None))?;
+        values::read(yaml).map_err(|(error, problem)| DocumentError::Yaml(error, problem))?
     } else {
-        serde_yaml_ng::from_str(&document.text)?
+        direct
     };
     Ok(if value.is_null() { None } else { Some(value) })
+}
+
+/// Whether a mapping of `value` has a `<<` key (the value is at most `values::KEPT_DEPTH` deep).
+fn holds_merge_key(value: &Value) -> bool {
+    match value {
+        Value::Object(fields) => fields.contains_key("<<") || fields.values().any(holds_merge_key),
+        Value::Array(items) => items.iter().any(holds_merge_key),
+        _ => false,
+    }
+}
+
+/// A document's reading error, named by file, document, line and (for a value) field.
+fn document_error(file: &str, document: &YamlDocument<'_>, error: &DocumentError) -> InputError {
+    match error {
+        DocumentError::TooDeep(too_deep) => InputError {
+            line: Some(document.text_first_line + too_deep.line),
+            ..InputError::document(
+                file,
+                document.index,
+                document.first_line,
+                format!("refused before parsing: {}", too_deep.message),
+            )
+        },
+        DocumentError::Yaml(error, None) => yaml_error(file, document, error),
+        DocumentError::Yaml(error, Some(problem)) => {
+            let located = yaml_error(file, document, error);
+            let error = InputError {
+                line: located.line,
+                ..InputError::document(
+                    file,
+                    document.index,
+                    document.first_line,
+                    problem.message.clone(),
+                )
+            };
+            if problem.field.is_empty() {
+                error
+            } else {
+                error.with_field(problem.field.clone())
+            }
+        }
+    }
 }
 
 /// A YAML error with its line moved from the document's numbering to the file's.
@@ -1055,53 +1152,98 @@ fn add_document(
         Err(error) => contents
             .errors
             .push(error.at(file, document, first_line, None)),
-        Ok((_, kind)) if is_list(&kind, &value) => {
-            let Value::Object(mut fields) = value else {
-                return;
-            };
-            let Some(Value::Array(items)) = fields.remove("items") else {
-                contents.errors.push(
-                    InputError::document(
-                        file,
-                        document,
-                        first_line,
-                        format!("a {kind} needs `items` to be a list"),
-                    )
-                    .with_field("items"),
-                );
-                return;
-            };
-            for (item_index, item) in items.into_iter().enumerate() {
-                if item.is_null() {
-                    continue;
-                }
-                match object_identity(&item) {
-                    Err(error) => {
-                        contents
-                            .errors
-                            .push(error.at(file, document, first_line, Some(item_index)))
-                    }
-                    Ok((item_api_version, item_kind)) => match build_object(
-                        file,
-                        document,
-                        Some(item_index),
-                        first_line,
-                        item_api_version,
-                        item_kind,
-                        item,
-                    ) {
-                        Ok(object) => contents.objects.push(object),
-                        Err(error) => contents.errors.push(error),
-                    },
-                }
-            }
-        }
+        Ok((_, kind)) if is_list(&kind, &value) => expand_list(
+            file,
+            document,
+            first_line,
+            &kind,
+            value,
+            &mut Vec::new(),
+            contents,
+        ),
         Ok((api_version, kind)) => {
             match build_object(file, document, None, first_line, api_version, kind, value) {
                 Ok(object) => contents.objects.push(object),
                 Err(error) => contents.errors.push(error),
             }
         }
+    }
+}
+
+/// Lists inside Lists expanded, at most: `kubectl get -o yaml` writes one, a tool wrapping its
+/// output in another List two. The bound keeps an item's own fields far from
+/// `values::KEPT_DEPTH` (each List adds two levels, `items` and the index), so an object in
+/// Lists is judged as it would be alone; deeper Lists are an error, never skipped.
+const MAX_LIST_NESTING: usize = 3;
+
+/// Turns each item of a List (and of the Lists among its items) into an object; `items` holds
+/// the indexes of the Lists around this one.
+fn expand_list(
+    file: &str,
+    document: usize,
+    first_line: usize,
+    kind: &str,
+    value: Value,
+    items: &mut Vec<usize>,
+    contents: &mut FileContents,
+) {
+    let error = |message: String, items: &[usize]| {
+        InputError::document(file, document, first_line, message)
+            .with_field("items")
+            .with_items(items)
+    };
+    if items.len() >= MAX_LIST_NESTING {
+        contents.errors.push(error(
+            format!(
+                "a {kind} nested in {} Lists: more than {MAX_LIST_NESTING} levels of Lists are \
+                 not read",
+                items.len()
+            ),
+            &items[..],
+        ));
+        return;
+    }
+    let Value::Object(mut fields) = value else {
+        return;
+    };
+    let Some(Value::Array(list_items)) = fields.remove("items") else {
+        contents.errors.push(error(
+            format!("a {kind} needs `items` to be a list"),
+            &items[..],
+        ));
+        return;
+    };
+    for (item_index, item) in list_items.into_iter().enumerate() {
+        if item.is_null() {
+            continue;
+        }
+        items.push(item_index);
+        match object_identity(&item) {
+            Err(problem) => contents.errors.push(
+                problem
+                    .at(file, document, first_line, None)
+                    .with_items(items),
+            ),
+            Ok((_, item_kind)) if is_list(&item_kind, &item) => expand_list(
+                file, document, first_line, &item_kind, item, items, contents,
+            ),
+            Ok((item_api_version, item_kind)) => match build_object(
+                file,
+                document,
+                Some(items[0]),
+                first_line,
+                item_api_version,
+                item_kind,
+                item,
+            ) {
+                Ok(mut object) => {
+                    object.inner_items = items[1..].to_vec();
+                    contents.objects.push(object)
+                }
+                Err(error) => contents.errors.push(error.with_items(items)),
+            },
+        }
+        items.pop();
     }
 }
 
@@ -1186,6 +1328,7 @@ fn build_object(
         file: file.into(),
         document,
         item,
+        inner_items: Vec::new(),
         line: first_line,
         api_version,
         kind,
@@ -1275,6 +1418,7 @@ fn admission_review_object(
         file: file.into(),
         document,
         item,
+        inner_items: Vec::new(),
         line: first_line,
         api_version,
         kind,
@@ -1342,7 +1486,7 @@ pub fn parse_documents(file: &str, text: &str) -> Vec<Result<(usize, usize, Valu
         .filter_map(|document| match parse_yaml_document(&document) {
             Ok(Some(value)) => Some(Ok((document.index, document.first_line, value))),
             Ok(None) => None,
-            Err(error) => Some(Err(yaml_error(file, &document, &error))),
+            Err(error) => Some(Err(document_error(file, &document, &error))),
         })
         .collect()
 }
@@ -1454,6 +1598,238 @@ mod tests {
         // A list is not meant as a Kubernetes object: skipped (and said), not an error.
         assert_eq!(contents.skipped.len(), 1);
         assert_eq!(contents.skipped[0].document, Some(0));
+    }
+
+    /// A Job whose `status` nests `depth` levels, as block YAML.
+    fn job_with_deep_status(depth: usize) -> String {
+        let mut text = String::from(
+            "apiVersion: batch/v1\nkind: Job\nmetadata: {name: deep, namespace: jobs}\nspec:\n  template:\n    metadata:\n      annotations: {sidecar.istio.io/inject: \"true\"}\n      labels: {sidecar.istio.io/inject: \"true\"}\n    spec:\n      restartPolicy: Never\n      containers: [{name: main, image: busybox}]\nstatus:\n",
+        );
+        for level in 1..depth {
+            text.push_str(&" ".repeat(level * 2));
+            text.push_str("a:\n");
+        }
+        text.push_str(&" ".repeat(depth * 2));
+        text.push_str("a: 1\n");
+        text
+    }
+
+    fn only_error(contents: &FileContents) -> &InputError {
+        assert!(contents.objects.is_empty(), "{:?}", contents.objects);
+        assert_eq!(contents.errors.len(), 1, "{:?}", contents.errors);
+        &contents.errors[0]
+    }
+
+    #[test]
+    fn deep_flow_nesting_is_refused_before_the_parser_with_its_line() {
+        for opening in ["[", "{a: "] {
+            let text = format!(
+                "apiVersion: v1\nkind: ConfigMap\ndata: {}\n",
+                opening.repeat(5_000)
+            );
+            let contents = parse_text("deep.yaml", &text, false);
+            let error = only_error(&contents);
+            assert_eq!((error.document, error.line), (Some(0), Some(3)), "{error}");
+            assert!(error.message.contains("refused before parsing"), "{error}");
+            assert!(
+                error
+                    .to_string()
+                    .starts_with("deep.yaml: document 1 (line 3)"),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_deep_field_the_module_never_reads_is_read() {
+        for depth in [200, 1_000] {
+            let contents = parse_text("job.yaml", &job_with_deep_status(depth), false);
+            assert!(contents.errors.is_empty(), "{depth}: {:?}", contents.errors);
+            assert_eq!(contents.objects.len(), 1);
+        }
+        let json = serde_json::to_string(
+            &serde_yaml_ng::from_str::<Value>(&job_with_deep_status(100)).unwrap(),
+        )
+        .unwrap();
+        let deep_json = json.replace(
+            "\"a\":1",
+            &format!("\"a\":{}1{}", "{\"a\":".repeat(150), "}".repeat(150)),
+        );
+        let contents = parse_text("job.json", &deep_json, true);
+        assert!(contents.errors.is_empty(), "{:?}", contents.errors);
+        assert_eq!(contents.objects.len(), 1);
+    }
+
+    #[test]
+    fn the_cli_and_the_module_agree_on_deep_fields() {
+        let engine = crate::engine::Engine::embedded().unwrap();
+        let rules = |input: &Value| -> Vec<String> {
+            let mut rules: Vec<String> = engine
+                .evaluate(input.to_string().as_bytes())
+                .unwrap()
+                .into_iter()
+                .map(|violation| violation.details.rule)
+                .collect();
+            rules.sort();
+            rules
+        };
+        // A field the module never reads (`status`), and one it reads (an init container's
+        // `env`, under the pod spec), each 200 levels deep.
+        let deep = |depth: usize| {
+            let mut value = serde_json::json!(1);
+            for _ in 0..depth {
+                value = serde_json::json!({ "a": value });
+            }
+            value
+        };
+        let job = |status: Value, env: Value| {
+            serde_json::json!({
+                "apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": "deep", "namespace": "jobs"},
+                "spec": {"template": {
+                    "metadata": {"labels": {"sidecar.istio.io/inject": "true"}},
+                    "spec": {"restartPolicy": "Never", "containers": [
+                        {"name": "main", "image": "busybox", "env": env}
+                    ]}
+                }},
+                "status": status,
+            })
+        };
+        for object in [
+            job(deep(200), serde_json::json!([])),
+            job(serde_json::json!({}), deep(200)),
+        ] {
+            // The cluster's module gets the object as the API server decoded it: all of it.
+            let cluster = rules(&serde_json::json!({
+                "review": {"kind": {"group": "batch", "version": "v1", "kind": "Job"},
+                           "operation": "CREATE", "name": "deep", "namespace": "jobs",
+                           "object": object},
+                "parameters": {}
+            }));
+            assert!(!cluster.is_empty());
+            let text = disable_recursion_limit_to_string(&object);
+            let contents = parse_text("job.json", &text, true);
+            assert!(contents.errors.is_empty(), "{:?}", contents.errors);
+            let review = contents.objects[0].review(None);
+            let laptop = rules(&serde_json::json!({"review": review, "parameters": {}}));
+            assert_eq!(laptop, cluster);
+        }
+    }
+
+    /// serde_json writes values of any depth (only its reader has a limit).
+    fn disable_recursion_limit_to_string(value: &Value) -> String {
+        serde_json::to_string(value).unwrap()
+    }
+
+    #[test]
+    fn infinities_and_nan_are_refused_naming_the_field() {
+        for (literal, shown) in [
+            (".inf", ".inf"),
+            ("-.inf", "-.inf"),
+            (".nan", ".nan"),
+            (".NaN", ".nan"),
+        ] {
+            let text = format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec:\n  replicas: {literal}\n"
+            );
+            let contents = parse_text("web.yaml", &text, false);
+            let error = only_error(&contents);
+            assert_eq!(error.field.as_deref(), Some("spec.replicas"), "{error}");
+            assert_eq!(error.line, Some(5), "{error}");
+            assert!(error.message.contains(shown), "{error}");
+        }
+        let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n    ports: [{containerPort: .inf}]\n";
+        let error = only_error(&parse_text("p.yaml", text, false)).clone();
+        assert_eq!(
+            error.field.as_deref(),
+            Some("spec.containers[0].ports[0].containerPort"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn integers_beyond_64_bits_are_refused_not_rounded() {
+        for literal in [
+            "99999999999999999999",
+            "-99999999999999999999",
+            "999999999999999999999999999999999999999999",
+        ] {
+            let yaml = format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: web}}\nspec: {{replicas: {literal}}}\n"
+            );
+            let json = format!(
+                "{{\"apiVersion\": \"apps/v1\", \"kind\": \"Deployment\", \"spec\": {{\"replicas\": {literal}}}}}"
+            );
+            for contents in [
+                parse_text("w.yaml", &yaml, false),
+                parse_text("w.json", &json, true),
+            ] {
+                let error = only_error(&contents);
+                assert_eq!(error.field.as_deref(), Some("spec.replicas"), "{error}");
+                assert!(error.message.contains("64-bit"), "{error}");
+            }
+        }
+        // In range, both signs, unchanged.
+        let contents = parse_text(
+            "w.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\nx: 18446744073709551615\ny: -9223372036854775808\n",
+            false,
+        );
+        assert_eq!(contents.objects[0].object["x"], serde_json::json!(u64::MAX));
+        assert_eq!(contents.objects[0].object["y"], serde_json::json!(i64::MIN));
+    }
+
+    #[test]
+    fn duplicate_keys_are_refused_whatever_else_the_document_holds() {
+        let plain = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n";
+        let with_comment = format!("{plain}# <<: not a merge key\n");
+        let with_merge = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  <<: {labels: {x: y}}\n  name: a\n  name: b\n";
+        for (text, line) in [(plain, 5), (with_comment.as_str(), 5), (with_merge, 6)] {
+            let contents = parse_text("cm.yaml", text, false);
+            let error = only_error(&contents);
+            assert_eq!(error.line, Some(line), "{text}: {error}");
+            assert!(error.to_string().contains("cm.yaml: document 1"), "{error}");
+            assert!(error.to_string().contains("duplicate"), "{error}");
+            assert!(error.to_string().contains("name"), "{error}");
+        }
+        let json = "{\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\",\n \"kind\": \"Secret\"}";
+        let error = only_error(&parse_text("cm.json", json, true)).clone();
+        assert_eq!(error.field.as_deref(), Some("kind"), "{error}");
+        assert_eq!(error.line, Some(2), "{error}");
+        assert!(error.message.contains("duplicate key `kind`"), "{error}");
+    }
+
+    #[test]
+    fn lists_inside_lists_are_expanded_and_bounded() {
+        let job =
+            serde_json::json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}});
+        let wrap = |kind: &str, items: Vec<Value>| serde_json::json!({"apiVersion": "v1", "kind": kind, "items": items});
+        let config_map =
+            serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        let nested = wrap("List", vec![config_map, wrap("JobList", vec![job.clone()])]);
+        let contents = parse_text("l.json", &nested.to_string(), true);
+        assert!(contents.errors.is_empty(), "{:?}", contents.errors);
+        let job_object = &contents.objects[1];
+        assert_eq!(
+            (job_object.item, job_object.inner_items.clone()),
+            (Some(1), vec![0])
+        );
+        assert_eq!(job_object.location(), "document 1, item 2, item 1");
+
+        let mut deep = job;
+        for _ in 0..=MAX_LIST_NESTING {
+            deep = wrap("List", vec![deep]);
+        }
+        let contents = parse_text("l.json", &deep.to_string(), true);
+        let error = only_error(&contents);
+        assert_eq!(error.item, Some(0));
+        assert_eq!(error.inner_items.len(), MAX_LIST_NESTING - 1);
+        assert!(
+            error
+                .to_string()
+                .starts_with("l.json: document 1, item 1, item 1, item 1 (line 1): field `items`"),
+            "{error}"
+        );
     }
 
     #[test]

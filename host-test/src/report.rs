@@ -36,6 +36,7 @@ pub struct ObjectIdentity {
     pub file: String,
     pub document: usize,
     pub item: Option<usize>,
+    pub inner_items: Vec<usize>,
     pub line: usize,
     pub api_version: String,
     pub kind: String,
@@ -49,6 +50,7 @@ impl ObjectIdentity {
             file: object.file.clone(),
             document: object.document,
             item: object.item,
+            inner_items: object.inner_items.clone(),
             line: object.line,
             api_version: object.api_version.clone(),
             kind: object.kind.clone(),
@@ -64,10 +66,11 @@ impl ObjectIdentity {
         } else {
             &self.name
         };
-        let location = match self.item {
-            Some(item) => format!("document {}, item {}", self.document + 1, item + 1),
-            None => format!("document {}", self.document + 1),
-        };
+        let location = format!(
+            "document {}{}",
+            self.document + 1,
+            crate::manifests::item_text(self.item, &self.inner_items)
+        );
         if self.namespace.is_empty() {
             format!("{} {name} ({location})", self.kind)
         } else {
@@ -407,9 +410,7 @@ fn error_location_and_message(error: &InputError) -> String {
     let mut text = String::new();
     if let Some(document) = error.document {
         let _ = write!(text, "document {}", document + 1);
-        if let Some(item) = error.item {
-            let _ = write!(text, ", item {}", item + 1);
-        }
+        text.push_str(&crate::manifests::item_text(error.item, &error.inner_items));
     }
     if let Some(line) = error.line {
         let _ = write!(text, " (line {line})");
@@ -433,6 +434,9 @@ struct JsonFinding<'a> {
     document: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     item: Option<usize>,
+    /// Items of Lists nested in that item, outermost first, counted from 1.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    inner_items: Vec<usize>,
     line: usize,
     api_version: &'a str,
     kind: &'a str,
@@ -461,6 +465,7 @@ fn render_json(report: &Report) -> String {
             file: &identity.file,
             document: identity.document + 1,
             item: identity.item.map(|item| item + 1),
+            inner_items: identity.inner_items.iter().map(|item| item + 1).collect(),
             line: identity.line,
             api_version: &identity.api_version,
             kind: &identity.kind,

@@ -102,6 +102,97 @@ fn lists_are_expanded_with_item_indexes() {
 }
 
 #[test]
+fn a_list_inside_a_list_is_checked() {
+    let workspace = Workspace::new();
+    let job: Value = serde_yaml_ng::from_str(&meshed_job("batch", "jobs")).unwrap();
+    let list = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [{"apiVersion": "batch/v1", "kind": "JobList", "items": [job]}],
+    });
+    workspace.write("lists.yaml", &serde_yaml_ng::to_string(&list).unwrap());
+    let outcome = workspace.run(&["check", "lists.yaml", "-o", "json"]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    let findings = outcome.json();
+    assert!(
+        findings.iter().any(|f| f["rule"] == "ML301"
+            && f["item"] == 1
+            && f["innerItems"] == serde_json::json!([1])),
+        "{outcome:?}"
+    );
+    let outcome = workspace.run(&["check", "lists.yaml"]);
+    assert!(
+        outcome.stdout.contains("document 1, item 1, item 1"),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn a_deep_field_the_module_never_reads_gets_the_clusters_verdict() {
+    let workspace = Workspace::new();
+    let mut job: Value = serde_yaml_ng::from_str(&meshed_job("deep", "jobs")).unwrap();
+    let mut status = serde_json::json!(1);
+    for _ in 0..200 {
+        status = serde_json::json!({ "a": status });
+    }
+    job["status"] = status;
+    // serde_json writes any depth; as YAML on stdin it is flow YAML 200 levels deep.
+    let text = serde_json::to_string(&job).unwrap();
+    workspace.write("deep.json", &text);
+    for outcome in [
+        workspace.run(&["check", "deep.json", "-o", "json"]),
+        workspace.run_with_stdin(&["check", "-", "-o", "json"], &text),
+    ] {
+        assert_eq!(outcome.code, 1, "{outcome:?}");
+        assert!(
+            outcome.rules().contains(&"ML301".to_string()),
+            "{outcome:?}"
+        );
+    }
+}
+
+#[test]
+fn values_the_api_server_refuses_are_input_errors_naming_the_field() {
+    let workspace = Workspace::new();
+    let job = meshed_job("j", "jobs").replacen("spec:\n", "spec:\n  parallelism: .inf\n", 1);
+    workspace.write("inf.yaml", &job);
+    let outcome = workspace.run(&["check", "inf.yaml"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("field `spec.parallelism`: `.inf`"),
+        "{outcome:?}"
+    );
+    workspace.write(
+        "dup.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n",
+    );
+    let outcome = workspace.run(&["check", "dup.yaml"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("dup.yaml: document 1 (line 5): field `metadata.name`: duplicate key `name`"),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn flow_nesting_too_deep_is_refused_naming_the_line() {
+    let workspace = Workspace::new();
+    let outcome = workspace.run_with_stdin(
+        &["check", "-"],
+        &format!("kind: ConfigMap\ndata: {}", "[".repeat(100_000)),
+    );
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("<stdin>: document 1 (line 2): refused before parsing: nests deeper than"),
+        "{outcome:?}"
+    );
+}
+
+#[test]
 fn admission_reviews_are_checked_as_their_request() {
     let workspace = Workspace::new();
     let job: Value = serde_yaml_ng::from_str(&meshed_job("reviewed", "jobs")).unwrap();
