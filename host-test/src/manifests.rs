@@ -1368,12 +1368,21 @@ fn admission_review_object(
         }
     };
     let mut request = Value::Object(request);
-    // Gatekeeper reviews the old object on DELETE; it copies it into `object` likewise.
+    // Gatekeeper reviews the old object on DELETE; it copies it into `object` likewise. Any
+    // other request reaches the module as sent: a CREATE or UPDATE with only `oldObject` is
+    // judged on it there, with the module's ML000 warning that says so.
     let object_is_missing = request.get("object").is_none_or(Value::is_null);
-    if object_is_missing && let Some(old_object) = request.get("oldObject").cloned() {
+    let is_delete = request.get("operation").and_then(Value::as_str) == Some("DELETE");
+    if object_is_missing
+        && is_delete
+        && let Some(old_object) = request.get("oldObject").cloned()
+    {
         request["object"] = old_object;
     }
-    let object = request.get("object").cloned().unwrap_or(Value::Null);
+    let object = match request.get("object").filter(|object| !object.is_null()) {
+        Some(object) => object.clone(),
+        None => request.get("oldObject").cloned().unwrap_or(Value::Null),
+    };
     let kind_field = |key: &str| {
         request
             .pointer(&format!("/kind/{key}"))

@@ -228,6 +228,35 @@ fn admission_reviews_are_checked_as_their_request() {
 }
 
 #[test]
+fn an_admission_review_with_only_an_old_object_is_judged_on_it_with_a_warning() {
+    let workspace = Workspace::new();
+    let job: serde_json::Value = serde_yaml_ng::from_str(&meshed_job("reviewed", "jobs")).unwrap();
+    let review = serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "7b6b8c1e",
+            "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+            "name": "reviewed",
+            "namespace": "jobs",
+            "operation": "UPDATE",
+            "oldObject": job,
+        }
+    });
+    workspace.write("update.json", &review.to_string());
+    let outcome = workspace.run(&["check", "update.json", "-o", "json"]);
+    let findings = outcome.json();
+    let rules: Vec<&str> = findings.iter().filter_map(|f| f["rule"].as_str()).collect();
+    assert!(
+        rules.contains(&"ML301") && rules.contains(&"ML000"),
+        "judged on the old object, with the module's warning: {outcome:?}"
+    );
+    let warning = findings.iter().find(|f| f["rule"] == "ML000").unwrap();
+    assert_eq!(warning["severity"], "warning", "{warning}");
+    assert_eq!(warning["path"], "review.object", "{warning}");
+}
+
+#[test]
 fn admission_review_without_request_names_the_field() {
     let workspace = Workspace::new();
     workspace.write(
