@@ -231,8 +231,7 @@ pub fn write(directory: &Path, fixtures: &[Fixture]) -> Result<()> {
     std::fs::write(&path, serde_json::to_vec_pretty(&index)?)
         .with_context(|| format!("writing {}", path.display()))?;
     let path = directory.join(EXHAUSTING_FILE);
-    std::fs::write(&path, exhausting_input())
-        .with_context(|| format!("writing {}", path.display()))
+    std::fs::write(&path, exhausting_input()).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Where [`write`] puts [`exhausting_input`] for the runners, beside the index.

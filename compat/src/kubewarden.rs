@@ -237,7 +237,11 @@ fn refuse(loaded: &mut Loaded, exhausting: &Value) -> Result<Outcome> {
     let (input, data) = admission_request(exhausting, Variant::Refusals)
         .expect("the exhausting input is an admission of a Deployment");
     Ok(
-        match evaluate(loaded, &serde_json::to_vec(&data)?, &serde_json::to_vec(&input)?) {
+        match evaluate(
+            loaded,
+            &serde_json::to_vec(&data)?,
+            &serde_json::to_vec(&input)?,
+        ) {
             Err(error) => Outcome::Error(format!("{error:#}")),
             Ok(result) => Outcome::Msgs(violation_msgs(&result).into_iter().flatten().collect()),
         },

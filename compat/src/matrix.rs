@@ -158,7 +158,9 @@ pub fn refusals_check(host: &str, how: &str, refusals: &[Outcome], verdicts: &[V
     let outcome = if refusals.is_empty() {
         Err("no exhausting input was sent".to_string())
     } else if let Some((index, why)) = refused.first() {
-        Err(format!("{summary}; the first, before fixture {index}, {why}"))
+        Err(format!(
+            "{summary}; the first, before fixture {index}, {why}"
+        ))
     } else if let Some(index) = differ.first() {
         Err(format!("{summary}; the first differs at fixture {index}"))
     } else {
@@ -426,7 +428,9 @@ mod tests {
             Ok(Refusal::ModuleAbort)
         );
         assert_eq!(
-            refusal(&error("RangeError: WebAssembly.Memory.grow(): Maximum memory size exceeded")),
+            refusal(&error(
+                "RangeError: WebAssembly.Memory.grow(): Maximum memory size exceeded"
+            )),
             Ok(Refusal::HostLimit)
         );
         // The defect before the fix: a trap instead of the abort.
@@ -440,7 +444,11 @@ mod tests {
         assert!(answered.outcome.is_err());
         let later = refusals_check("h", "x", &[abort()], &[Verdict::Differs("no".into())]);
         assert!(later.outcome.is_err());
-        assert!(refusals_check("h", "x", &[], &[Verdict::Agrees]).outcome.is_err());
+        assert!(
+            refusals_check("h", "x", &[], &[Verdict::Agrees])
+                .outcome
+                .is_err()
+        );
     }
 
     #[test]

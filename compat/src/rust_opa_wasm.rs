@@ -29,11 +29,7 @@ struct Answers {
     refusals: Vec<Outcome>,
 }
 
-async fn evaluate_all(
-    module_bytes: &[u8],
-    setup: &Setup,
-    fixtures: &[Fixture],
-) -> Result<Answers> {
+async fn evaluate_all(module_bytes: &[u8], setup: &Setup, fixtures: &[Fixture]) -> Result<Answers> {
     let engine = Engine::default();
     let module = Module::new(&engine, module_bytes)?;
     // The crate creates `env.memory` itself from the module's import (no maximum), so the cap is
