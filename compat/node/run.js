@@ -1,7 +1,7 @@
 // The npm SDK (@open-policy-agent/opa-wasm) side of the compatibility matrix.
 //
 // node run.js --module dist/meshlife.wasm --context-module target/compat/meshlife.abi-1.1.wasm \
-//             --fixtures target/compat/fixtures.json
+//             --fixtures target/compat/fixtures.json --exhausting target/compat/exhausting.json
 //
 // Prints {"columns": [...], "checks": [...]} (see compat/src/external.rs) on stdout.
 "use strict";
@@ -23,11 +23,11 @@ function parseArguments(argv) {
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i];
     if (!key.startsWith("--") || i + 1 >= argv.length) {
-      throw new Error(`usage: run.js --module M --context-module M --fixtures F (got ${key})`);
+      throw new Error(`usage: run.js --module M --context-module M --fixtures F --exhausting E (got ${key})`);
     }
     options[key.slice(2)] = argv[i + 1];
   }
-  for (const required of ["module", "context-module", "fixtures"]) {
+  for (const required of ["module", "context-module", "fixtures", "exhausting"]) {
     if (!options[required]) throw new Error(`--${required} is required`);
   }
   return options;
@@ -69,20 +69,27 @@ function readResultSet(resultSet) {
   return { msgs };
 }
 
-function evaluateAll(policy, fixtures, fastPath) {
+function evaluateOne(policy, input) {
+  try {
+    return readResultSet(policy.evaluate(input, ENTRYPOINT));
+  } catch (error) {
+    return { error: String(error && error.stack ? error.stack.split("\n")[0] : error) };
+  }
+}
+
+// With `exhausting`, the same instance first evaluates that input (which must be refused) before
+// each fixture; what it answered goes to `refusals`.
+function evaluateAll(policy, fixtures, fastPath, exhausting) {
   const results = {};
+  const refusals = {};
   for (const fixture of fixtures) {
-    let result;
-    try {
-      result = readResultSet(policy.evaluate(fixture.input, ENTRYPOINT));
-    } catch (error) {
-      result = { error: String(error && error.stack ? error.stack.split("\n")[0] : error) };
-    }
+    if (exhausting !== undefined) refusals[fixture.id] = evaluateOne(policy, exhausting);
+    const result = evaluateOne(policy, fixture.input);
     const sent = sentText(fixture, fastPath);
     if (sent !== undefined) result.sent = sent;
     results[fixture.id] = result;
   }
-  return results;
+  return exhausting === undefined ? { results } : { results, refusals };
 }
 
 // 1,000 evaluations each of a deny, an allow and an undefined input: the memory must not grow
@@ -111,6 +118,11 @@ async function main() {
   const index = JSON.parse(fs.readFileSync(options.fixtures, "utf8"));
   fixtures.denyId = index.find((entry) => entry.group === "400KB").id;
   fixtures.allowId = index.find((entry) => entry.group === "empty").id;
+  const exhausting = JSON.parse(fs.readFileSync(options.exhausting, "utf8"));
+  // The "refusals then valid inputs" columns (compat/src/matrix.rs CAPPED_PAGES, REFUSALS_HOW):
+  // the memory as the issue's reproduction capped it, hundreds of refusals on one instance.
+  const refusalsHow = "memory capped at 16 pages, an out-of-memory refusal before every fixture";
+  const capped = { initial: 2, maximum: 16 };
 
   const runs = [
     { how: "loadPolicy, default memory (5 pages), opa_eval", fastPath: true, load: () => loadPolicy(module) },
@@ -135,6 +147,19 @@ async function main() {
       load: () => loadPolicy(contextModule),
     },
     {
+      how: `${refusalsHow}: loadPolicy, memory {initial: 2, maximum: 16}, opa_eval`,
+      fastPath: true,
+      load: () => loadPolicy(module, capped),
+      memoryCapped: true,
+      refusals: true,
+    },
+    {
+      how: `${refusalsHow}: loadPolicy, memory {initial: 2, maximum: 16}, eval-context path (ABI 1.1 copy)`,
+      load: () => loadPolicy(contextModule, capped),
+      memoryCapped: true,
+      refusals: true,
+    },
+    {
       how: "loadPolicySync, setData(inventory), eval-context path (ABI 1.1 copy)",
       load: async () => {
         const policy = loadPolicySync(contextModule);
@@ -152,8 +177,18 @@ async function main() {
       version: VERSION,
       how: run.how,
       memory_capped: Boolean(run.memoryCapped),
-      results: evaluateAll(policy, fixtures, Boolean(run.fastPath)),
+      ...evaluateAll(policy, fixtures, Boolean(run.fastPath), run.refusals ? exhausting : undefined),
     });
+    if (run.refusals) {
+      // The cap held: the refusals must come from the maximum, not from a memory that grew.
+      const pages = policy.mem.buffer.byteLength / 65536;
+      checks.push({
+        host: HOST,
+        name: `memory stayed within the cap (${run.how})`,
+        ok: pages <= capped.maximum,
+        detail: `${pages} pages after the column (maximum ${capped.maximum})`,
+      });
+    }
     if (!run.memoryCapped) {
       checks.push({ host: HOST, name: `memory stable (${run.how})`, ...memoryStability(policy, fixtures) });
     }

@@ -3,9 +3,14 @@
 //!
 //! ```json
 //! {"columns": [{"host", "version", "how", "memory_capped",
-//!               "results": {"<fixture id>": {"msgs": [..]} | {"error": ".."} | {"not_applicable": ".."}}}],
+//!               "results": {"<fixture id>": {"msgs": [..]} | {"error": ".."} | {"not_applicable": ".."}},
+//!               "refusals": {"<fixture id>": <a result>}}],
 //!  "checks": [{"host", "name", "ok", "detail"}]}
 //! ```
+//!
+//! `refusals`, in a "refusals then valid inputs" column only, holds what the host answered for
+//! the exhausting input (`--exhausting`) it evaluated on the same instance just before each
+//! fixture; the matrix turns it into that column's check.
 
 use std::path::Path;
 use std::process::Command;
@@ -15,7 +20,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::fixtures::{Fixture, native_msgs};
-use crate::matrix::{Check, Column, Outcome, Verdict, judge, judge_against};
+use crate::matrix::{Check, Column, Outcome, Verdict, judge, judge_against, refusals_check};
 
 #[derive(Deserialize)]
 struct RunnerOutput {
@@ -32,6 +37,8 @@ struct RunnerColumn {
     #[serde(default)]
     memory_capped: bool,
     results: serde_json::Map<String, Value>,
+    #[serde(default)]
+    refusals: Option<serde_json::Map<String, Value>>,
 }
 
 #[derive(Deserialize)]
@@ -71,7 +78,7 @@ pub fn run(
     let mut columns = Vec::new();
     for column in parsed.columns {
         let mut resent = Vec::new();
-        let verdicts = fixtures
+        let verdicts: Vec<Verdict> = fixtures
             .iter()
             .map(|fixture| match column.results.get(&fixture.id) {
                 None => Verdict::Differs("the runner reported nothing for this fixture".into()),
@@ -90,6 +97,21 @@ pub fn run(
                 },
             })
             .collect();
+        if let Some(refused) = &column.refusals {
+            let refusals: Vec<Outcome> = fixtures
+                .iter()
+                .map(|fixture| match refused.get(&fixture.id) {
+                    Some(result) => outcome(result),
+                    None => Outcome::Error("the runner sent no exhausting input here".into()),
+                })
+                .collect();
+            checks.push(refusals_check(
+                &column.host,
+                &column.how,
+                &refusals,
+                &verdicts,
+            ));
+        }
         if !resent.is_empty() {
             checks.push(Check::new(
                 &column.host,

@@ -183,6 +183,17 @@ fn large_deployment(size: usize) -> Value {
         "parameters": {}})
 }
 
+/// The input sent before every fixture in the "refusals then valid inputs" columns (as in
+/// `host-test/tests/never_traps.rs`): a Deployment whose pod spec holds 150,000 empty containers,
+/// about 450 KB that fit a memory capped at `matrix::CAPPED_PAGES` (1 MiB), while the module's
+/// values for them do not, so the module refuses it with "meshlife: out of memory".
+pub fn exhausting_input() -> Vec<u8> {
+    let mut input = large_deployment(0);
+    input["review"]["object"]["spec"]["template"]["spec"]["containers"] =
+        Value::Array(vec![json!({}); 150_000]);
+    bytes(&input)
+}
+
 #[derive(Serialize)]
 struct IndexEntry<'a> {
     id: &'a str,
@@ -218,5 +229,35 @@ pub fn write(directory: &Path, fixtures: &[Fixture]) -> Result<()> {
     }
     let path = directory.join("fixtures.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&index)?)
-        .with_context(|| format!("writing {}", path.display()))
+        .with_context(|| format!("writing {}", path.display()))?;
+    let path = directory.join(EXHAUSTING_FILE);
+    std::fs::write(&path, exhausting_input()).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Where [`write`] puts [`exhausting_input`] for the runners, beside the index.
+pub const EXHAUSTING_FILE: &str = "exhausting.json";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::CAPPED_PAGES;
+
+    /// The exhausting input must reach the module whole (so that its refusal is the module's
+    /// abort, not the host failing to write it), and the native build must judge it as the valid
+    /// review it is: only the memory makes it fail.
+    #[test]
+    fn the_exhausting_input_fits_the_cap_and_is_a_valid_review() {
+        let input = exhausting_input();
+        let cap = CAPPED_PAGES as usize * 65536;
+        assert!(
+            input.len() < cap / 2,
+            "{} bytes against a {cap}-byte memory",
+            input.len()
+        );
+        let msgs = native_msgs(&input);
+        assert!(
+            msgs.iter().all(|msg| !msg.contains("ML000")),
+            "the native build reads it as a review: {msgs:?}"
+        );
+    }
 }

@@ -14,9 +14,11 @@ use anyhow::{Result, bail};
 use serde_json::{Map, Value, json};
 use wasmtime::{Config, Engine, MemoryType, Module};
 
-use crate::fixtures::{Fixture, native_msgs};
+use crate::fixtures::{Fixture, exhausting_input, native_msgs};
 use crate::guest::{AbortImport, Guest};
-use crate::matrix::{Check, Column, Verdict};
+use crate::matrix::{
+    CAPPED_PAGES, Check, Column, Outcome, REFUSALS_HOW, Verdict, is_limit_refusal, refusals_check,
+};
 
 pub const HOST: &str = "Kubewarden (burrego replay)";
 pub const VERSION: &str = "policy-evaluator 0.30.4";
@@ -30,18 +32,37 @@ enum Variant {
     DataEmpty,
     DataInventory,
     DeleteWithoutObject,
+    /// As `DataEmpty`, on a memory with a maximum (burrego sets none; an embedder that wants
+    /// one changes that `MemoryType`), the exhausting input sent before every fixture.
+    Refusals,
 }
 
 impl Variant {
-    fn describe(self) -> &'static str {
+    fn describe(self) -> String {
         match self {
-            Variant::DataEmpty => "5 pages, context path, entrypoint 0, gatekeeper input, data {}",
+            Variant::DataEmpty => {
+                "5 pages, context path, entrypoint 0, gatekeeper input, data {}".into()
+            }
             Variant::DataInventory => {
                 "5 pages, context path, entrypoint 0, gatekeeper input, data with an inventory"
+                    .into()
             }
             Variant::DeleteWithoutObject => {
                 "5 pages, context path, entrypoint 0, DELETE request without `object`, data {}"
+                    .into()
             }
+            Variant::Refusals => format!(
+                "{REFUSALS_HOW}: 5..{CAPPED_PAGES} pages, context path, entrypoint 0, \
+                 gatekeeper input, data {{}}"
+            ),
+        }
+    }
+
+    /// The memory maximum in pages; burrego's own is none.
+    fn maximum(self) -> Option<u32> {
+        match self {
+            Variant::Refusals => Some(CAPPED_PAGES),
+            _ => None,
         }
     }
 }
@@ -52,11 +73,11 @@ struct Loaded {
     base: i32,
 }
 
-fn load(engine: &Engine, module: &Module) -> Result<Loaded> {
+fn load(engine: &Engine, module: &Module, maximum: Option<u32>) -> Result<Loaded> {
     let mut guest = Guest::new(
         engine,
         module,
-        MemoryType::new(PAGES, None),
+        MemoryType::new(PAGES, maximum),
         AbortImport::Returns,
         Some(DEADLINE_TICKS),
     )?;
@@ -154,7 +175,7 @@ fn admission_request(fixture_input: &Value, variant: Variant) -> Option<(Value, 
                 json!({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions"}),
             );
         }
-        Variant::DataEmpty | Variant::DataInventory => {
+        Variant::DataEmpty | Variant::DataInventory | Variant::Refusals => {
             let operation = review.get("operation").cloned().unwrap_or(json!("CREATE"));
             request.insert("operation".into(), operation);
             request.insert("object".into(), Value::Object(object.clone()));
@@ -210,6 +231,23 @@ fn inventory(review: &Value, object: &Map<String, Value>) -> Value {
         "namespace": {namespace: {api_version: {kind: {name: Value::Object(object.clone())}}}}}})
 }
 
+/// Sends the exhausting input as a request; what the host answered (its violation `msg`s if the
+/// module answered, which the check then fails).
+fn refuse(loaded: &mut Loaded, exhausting: &Value) -> Result<Outcome> {
+    let (input, data) = admission_request(exhausting, Variant::Refusals)
+        .expect("the exhausting input is an admission of a Deployment");
+    Ok(
+        match evaluate(
+            loaded,
+            &serde_json::to_vec(&data)?,
+            &serde_json::to_vec(&input)?,
+        ) {
+            Err(error) => Outcome::Error(format!("{error:#}")),
+            Ok(result) => Outcome::Msgs(violation_msgs(&result).into_iter().flatten().collect()),
+        },
+    )
+}
+
 /// Advances the engine's epoch every 100 ms while the harness runs, as policy-evaluator does,
 /// so a runaway evaluation is interrupted instead of hanging the matrix.
 struct EpochTicker {
@@ -242,17 +280,24 @@ pub fn run(module_bytes: &[u8], fixtures: &[Fixture]) -> Result<(Vec<Column>, Ve
     let engine = Engine::new(&config)?;
     let module = Module::new(&engine, module_bytes)?;
     let _ticker = EpochTicker::start(&engine);
+    let exhausting: Value =
+        serde_json::from_slice(&exhausting_input()).expect("the exhausting input is JSON");
     let mut columns = Vec::new();
     let mut checks = Vec::new();
     for variant in [
         Variant::DataEmpty,
         Variant::DataInventory,
         Variant::DeleteWithoutObject,
+        Variant::Refusals,
     ] {
-        let mut loaded = load(&engine, &module)?;
+        let mut loaded = load(&engine, &module, variant.maximum())?;
         let mut verdicts = Vec::new();
+        let mut refusals = Vec::new();
         let (mut denies, mut denied) = (0, 0);
         for fixture in fixtures {
+            if let Variant::Refusals = variant {
+                refusals.push(refuse(&mut loaded, &exhausting)?);
+            }
             let request = fixture
                 .input_value()
                 .and_then(|input| admission_request(&input, variant));
@@ -266,6 +311,14 @@ pub fn run(module_bytes: &[u8], fixtures: &[Fixture]) -> Result<(Vec<Column>, Ve
             let expected = native_msgs(&input);
             denies += usize::from(!expected.is_empty());
             let verdict = match evaluate(&mut loaded, &serde_json::to_vec(&data)?, &input) {
+                Err(error)
+                    if variant.maximum().is_some()
+                        && is_limit_refusal(input.len(), &format!("{error:#}")) =>
+                {
+                    // Kubewarden rejects a request whose evaluation failed: a deny stays a deny.
+                    denied += usize::from(!expected.is_empty());
+                    Verdict::MemoryLimit
+                }
                 Err(error) => {
                     // A failed evaluation is a rejection with the error in Kubewarden, so only
                     // an expected deny could pass; we hold it to the exact answer instead.
@@ -303,10 +356,18 @@ pub fn run(module_bytes: &[u8], fixtures: &[Fixture]) -> Result<(Vec<Column>, Ve
             &format!("fail-open reading ({})", variant.describe()),
             outcome,
         ));
+        if let Variant::Refusals = variant {
+            checks.push(refusals_check(
+                HOST,
+                &variant.describe(),
+                &refusals,
+                &verdicts,
+            ));
+        }
         columns.push(Column {
             host: HOST.into(),
             version: VERSION.into(),
-            how: variant.describe().into(),
+            how: variant.describe(),
             verdicts,
         });
     }

@@ -153,14 +153,13 @@ fn run() -> Result<ExitCode> {
     }
     if selected("rust") {
         let (result, seconds) = timed(&mut || {
-            let columns = rust_opa_wasm::run(
+            rust_opa_wasm::run(
                 &workspace,
                 &module,
                 &context_module,
                 &arguments.bundle,
                 &fixtures,
-            )?;
-            Ok((columns, Vec::new()))
+            )
         });
         record("rust", result, seconds);
     }
@@ -180,6 +179,12 @@ fn run() -> Result<ExitCode> {
             context_module_path.display().to_string(),
             "--fixtures".to_string(),
             index.display().to_string(),
+            "--exhausting".to_string(),
+            arguments
+                .work
+                .join(fixtures::EXHAUSTING_FILE)
+                .display()
+                .to_string(),
         ];
         if !hosts.is_empty() {
             args.extend(["--hosts".to_string(), hosts.to_string()]);

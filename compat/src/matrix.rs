@@ -75,12 +75,98 @@ pub fn judge_against(
     }
 }
 
+/// Whether a host's error on an input of `input_len` bytes is a clean refusal at a limit the
+/// host was configured with (for harnesses that judge outcomes their own way).
+pub fn is_limit_refusal(input_len: usize, error: &str) -> bool {
+    input_len > LARGE_INPUT && is_host_limit(error)
+}
+
 /// The module's out-of-memory abort, a refused `memory.grow`, or a host's own input size limit.
 fn is_host_limit(error: &str) -> bool {
     let error = error.to_ascii_lowercase();
     ["out of memory", "grow", "rangeerror", "byte limit"]
         .iter()
         .any(|sign| error.contains(sign))
+}
+
+/// The memory maximum, in 64 KiB pages, of the "refusals then valid inputs" columns: 1 MiB holds
+/// the exhausting input (`fixtures::exhausting_input`) but not its evaluation, and the 2 MB
+/// fixture not at all.
+pub const CAPPED_PAGES: u32 = 16;
+
+/// The way of calling of those columns (with the host's own words after it).
+pub const REFUSALS_HOW: &str =
+    "memory capped at 16 pages, an out-of-memory refusal before every fixture";
+
+/// How a host refused the exhausting input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The module's own `opa_abort("meshlife: out of memory")`, after its `memory.grow` failed.
+    ModuleAbort,
+    /// The host could not grow the memory to write the input (or refused at its size guard).
+    HostLimit,
+}
+
+/// Reads what a host answered for the exhausting input. Only a clean refusal counts: an answer
+/// means the cap did not bite (the column would prove nothing), and any other error (a trap such
+/// as "memory access out of bounds") is the defect these columns look for.
+pub fn refusal(outcome: &Outcome) -> Result<Refusal, String> {
+    match outcome {
+        Outcome::Error(error) if error.to_ascii_lowercase().contains("out of memory") => {
+            Ok(Refusal::ModuleAbort)
+        }
+        Outcome::Error(error) if is_host_limit(error) => Ok(Refusal::HostLimit),
+        Outcome::Error(error) => Err(format!("failed, but not at the memory cap: {error:.300}")),
+        Outcome::Msgs(msgs) => Err(format!(
+            "answered ({} msgs): the cap did not bite, so the column proves nothing",
+            msgs.len()
+        )),
+        Outcome::NotApplicable(reason) => Err(format!("not sent: {reason}")),
+    }
+}
+
+/// The check of a "refusals then valid inputs" column: every exhausting input refused cleanly on
+/// the one instance, and every fixture after a refusal judged as in any other column. `refusals`
+/// holds what the host answered for the exhausting input sent before each fixture.
+pub fn refusals_check(host: &str, how: &str, refusals: &[Outcome], verdicts: &[Verdict]) -> Check {
+    let name = format!("refusals then valid inputs ({how})");
+    let (mut aborts, mut limits, mut refused) = (0, 0, Vec::new());
+    for (index, outcome) in refusals.iter().enumerate() {
+        match refusal(outcome) {
+            Ok(Refusal::ModuleAbort) => aborts += 1,
+            Ok(Refusal::HostLimit) => limits += 1,
+            Err(why) => refused.push((index, why)),
+        }
+    }
+    let (mut agree, mut at_limit, mut not_applicable, mut differ) = (0, 0, 0, Vec::new());
+    for (index, verdict) in verdicts.iter().enumerate() {
+        match verdict {
+            Verdict::Agrees => agree += 1,
+            Verdict::MemoryLimit => at_limit += 1,
+            Verdict::NotApplicable(_) => not_applicable += 1,
+            Verdict::Differs(_) => differ.push(index),
+        }
+    }
+    let summary = format!(
+        "{} exhausting inputs on one instance: {aborts} refused by the module's out-of-memory \
+         abort, {limits} by the host's memory limit, {} not refused; after them {agree} fixtures \
+         agree, {at_limit} refused at the cap, {not_applicable} n/a, {} differ",
+        refusals.len(),
+        refused.len(),
+        differ.len()
+    );
+    let outcome = if refusals.is_empty() {
+        Err("no exhausting input was sent".to_string())
+    } else if let Some((index, why)) = refused.first() {
+        Err(format!(
+            "{summary}; the first, before fixture {index}, {why}"
+        ))
+    } else if let Some(index) = differ.first() {
+        Err(format!("{summary}; the first differs at fixture {index}"))
+    } else {
+        Ok(summary)
+    };
+    Check::new(host, &name, outcome)
 }
 
 /// ML000 messages point at `line L column C` of the input text, and each host serialises the
@@ -332,6 +418,37 @@ mod tests {
         assert!(matches!(judge(&small, error(), true), Verdict::Differs(_)));
         let other = Outcome::Error("TypeError: undefined".into());
         assert!(matches!(judge(&large, other, true), Verdict::Differs(_)));
+    }
+
+    #[test]
+    fn only_a_clean_refusal_of_the_exhausting_input_counts() {
+        let error = |text: &str| Outcome::Error(text.into());
+        assert_eq!(
+            refusal(&error("opa_abort: meshlife: out of memory")),
+            Ok(Refusal::ModuleAbort)
+        );
+        assert_eq!(
+            refusal(&error(
+                "RangeError: WebAssembly.Memory.grow(): Maximum memory size exceeded"
+            )),
+            Ok(Refusal::HostLimit)
+        );
+        // The defect before the fix: a trap instead of the abort.
+        assert!(refusal(&error("RuntimeError: memory access out of bounds")).is_err());
+        assert!(refusal(&Outcome::Msgs(vec!["a".into()])).is_err());
+
+        let abort = || error("opa_abort: meshlife: out of memory");
+        let passing = refusals_check("h", "x", &[abort(), abort()], &[Verdict::Agrees]);
+        assert!(passing.outcome.is_ok(), "{:?}", passing.outcome);
+        let answered = refusals_check("h", "x", &[abort(), Outcome::Msgs(vec![])], &[]);
+        assert!(answered.outcome.is_err());
+        let later = refusals_check("h", "x", &[abort()], &[Verdict::Differs("no".into())]);
+        assert!(later.outcome.is_err());
+        assert!(
+            refusals_check("h", "x", &[], &[Verdict::Agrees])
+                .outcome
+                .is_err()
+        );
     }
 
     #[test]

@@ -14,9 +14,9 @@ use regorus::utils::limits::PolicyLengthConfig;
 use serde_json::Value;
 use wasmtime::{Engine, MemoryType, Module};
 
-use crate::fixtures::Fixture;
+use crate::fixtures::{Fixture, exhausting_input};
 use crate::guest::{AbortImport, Guest};
-use crate::matrix::{Check, Column, Outcome, judge};
+use crate::matrix::{CAPPED_PAGES, Check, Column, Outcome, REFUSALS_HOW, judge, refusals_check};
 use crate::rego_text::go_term_string;
 
 pub const HOST: &str = "OPA Go SDK (replay)";
@@ -36,11 +36,12 @@ struct Vm {
     entrypoint: i32,
 }
 
-fn new_guest(engine: &Engine, module: &Module) -> Result<(Guest, i32)> {
+/// `maximum`: the SDK's memory maximum in pages, `MAX_PAGES` unless an embedder lowers it.
+fn new_guest(engine: &Engine, module: &Module, maximum: u32) -> Result<(Guest, i32)> {
     let mut guest = Guest::new(
         engine,
         module,
-        MemoryType::new(MIN_PAGES, Some(MAX_PAGES)),
+        MemoryType::new(MIN_PAGES, Some(maximum)),
         AbortImport::Fails,
         None,
     )?;
@@ -56,8 +57,8 @@ fn new_guest(engine: &Engine, module: &Module) -> Result<(Guest, i32)> {
 }
 
 /// `vm.go` newVM: load, data, builtins, entrypoints, eval heap pointer.
-fn load(engine: &Engine, module: &Module) -> Result<Vm> {
-    let (mut guest, base) = new_guest(engine, module)?;
+fn load(engine: &Engine, module: &Module, maximum: u32) -> Result<Vm> {
+    let (mut guest, base) = new_guest(engine, module, maximum)?;
     let text: i32 = guest.call("opa_malloc", BUNDLE_DATA.len() as i32)?;
     guest.write(text as u32, BUNDLE_DATA.as_bytes())?;
     let data: i32 = guest.call("opa_value_parse", (text, BUNDLE_DATA.len() as i32))?;
@@ -173,7 +174,7 @@ impl Vm {
 
     /// A pool VM: a fresh instance seeded with a byte copy of `[base, eval heap)`.
     fn copy(&mut self, engine: &Engine, module: &Module) -> Result<Vm> {
-        let (mut guest, base) = new_guest(engine, module)?;
+        let (mut guest, base) = new_guest(engine, module, MAX_PAGES)?;
         if base != self.base {
             bail!(
                 "a fresh instance has heap base {base}, the first had {}",
@@ -258,7 +259,7 @@ pub fn run(module_bytes: &[u8], fixtures: &[Fixture]) -> Result<(Vec<Column>, Ve
     let engine = Engine::default();
     let module = Module::new(&engine, module_bytes)?;
     let mut checks = Vec::new();
-    let mut first = load(&engine, &module)?;
+    let mut first = load(&engine, &module, MAX_PAGES)?;
 
     let added = first.set_data_path(r#"["meshlife", "cluster"]"#, r#"{"name": "compat"}"#)?;
     let after_add = first.data_json()?;
@@ -326,7 +327,48 @@ pub fn run(module_bytes: &[u8], fixtures: &[Fixture]) -> Result<(Vec<Column>, Ve
             .into(),
         verdicts,
     };
-    Ok((vec![column], checks))
+    let capped = refusals_column(&engine, &module, fixtures)?;
+    checks.push(capped.1);
+    Ok((vec![column, capped.0], checks))
+}
+
+/// One VM whose memory cannot grow past `CAPPED_PAGES` (which is also the SDK's minimum, so it
+/// never grows): the exhausting input, refused, before every fixture.
+fn refusals_column(
+    engine: &Engine,
+    module: &Module,
+    fixtures: &[Fixture],
+) -> Result<(Column, Check)> {
+    let mut vm = load(engine, module, CAPPED_PAGES)?;
+    let exhausting: Value =
+        serde_json::from_slice(&exhausting_input()).expect("the exhausting input is JSON");
+    let exhausting = go_term_string(&exhausting);
+    let read = |answer: Result<String>| match answer {
+        Ok(text) => match read_rego_result_set(&text) {
+            Ok(msgs) => Outcome::Msgs(msgs),
+            Err(error) => Outcome::Error(format!("{error:#}")),
+        },
+        Err(error) => Outcome::Error(format!("{error:#}")),
+    };
+    let (mut refusals, mut verdicts) = (Vec::new(), Vec::new());
+    for fixture in fixtures {
+        refusals.push(read(vm.eval(Some(exhausting.as_bytes()))));
+        let input = fixture.input_value().map(|value| go_term_string(&value));
+        let outcome = read(vm.eval(input.as_deref().map(str::as_bytes)));
+        verdicts.push(judge(fixture, outcome, true));
+    }
+    let how = format!(
+        "{REFUSALS_HOW}: {MIN_PAGES}..{CAPPED_PAGES} pages, Go-quoted Rego input, opa_eval \
+         format 1"
+    );
+    let check = refusals_check(HOST, &how, &refusals, &verdicts);
+    let column = Column {
+        host: HOST.into(),
+        version: VERSION.into(),
+        how,
+        verdicts,
+    };
+    Ok((column, check))
 }
 
 #[cfg(test)]
