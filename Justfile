@@ -38,7 +38,17 @@ bench-serve:
     bash compat/opa/install.sh
     cargo run --release -- bench serve --markdown BENCHMARKS.md
 
+# Coverage-guided fuzzing (cargo fuzz, libFuzzer) of one target for SECONDS, or `all` of them:
+# one_pass_vs_exact, yaml_subset, proxy_config, manifest_reading. See fuzz/README.md.
+fuzz TARGET SECONDS="60":
+    bash fuzz/run.sh {{TARGET}} {{SECONDS}}
+
+# Reading time against input size (YAML nesting, many documents, one large object).
+bench-reading:
+    cargo bench -p meshlife --bench reading
+
 # Lint and format check.
 lint:
     cargo fmt --all --check
+    cargo fmt --manifest-path fuzz/Cargo.toml --all --check
     cargo clippy --workspace --all-targets
