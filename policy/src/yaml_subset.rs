@@ -84,7 +84,13 @@ pub fn parse_yaml(source: &str) -> Result<Value, String> {
             if is_blank_line(after) {
                 continue;
             }
-            // `--- value`: the document's content starts on the marker's line.
+            // `--- value`: the document's content starts on the marker's line; a block
+            // collection cannot (go-yaml: "mapping values are not allowed in this context").
+            if split_key(after).is_some() || is_sequence_item(after) {
+                return Err(format!(
+                    "line {number}: a block mapping or sequence cannot start on the `---` line"
+                ));
+            }
             content = true;
             lines.push(Line {
                 number,
@@ -99,7 +105,18 @@ pub fn parse_yaml(source: &str) -> Result<Value, String> {
             if content || opened {
                 break;
             }
-            continue;
+            // go-yaml: a document end with no document before it is "did not find expected
+            // node content".
+            return Err(format!(
+                "line {number}: `...` ends a document that never started"
+            ));
+        }
+        if raw.starts_with('\u{feff}') {
+            // libyaml skips a byte order mark that starts a line, not only the first; rare
+            // enough past the first line (stripped above) to refuse.
+            return Err(format!(
+                "line {number}: a byte order mark inside the text is not supported"
+            ));
         }
         if !content && !opened && raw.starts_with('%') {
             // `%YAML 1.1` or `%TAG`: go-yaml v2 refuses any version but 1.1 and libyaml any
@@ -121,6 +138,13 @@ pub fn parse_yaml(source: &str) -> Result<Value, String> {
         last_line_ends = all.peek().is_some() || source.ends_with(is_line_break);
     }
     if !content {
+        // Blank lines only, but one starting with a tab, which go-yaml refuses (`peek`).
+        if let Some(line) = lines.iter().find(|line| line.tab_indent) {
+            return Err(format!(
+                "line {}: tabs are not allowed for indentation in YAML",
+                line.number
+            ));
+        }
         return Ok(Value::Null);
     }
     let unusual_breaks = source.contains(['\u{2028}', '\u{2029}']);
@@ -206,15 +230,18 @@ impl<'t> BlockParser<'t> {
     /// The next line holding structure, past blank and comment-only lines.
     fn peek(&mut self) -> Result<Option<Line<'t>>, String> {
         while let Some(line) = self.lines.get(self.position) {
-            if is_blank_line(line.text) {
-                self.position += 1;
-                continue;
-            }
+            // go-yaml refuses a tab at a line's start even on a blank or comment line
+            // ("found character that cannot start any token"), but for a few it reads as
+            // part of a plain scalar: refused alike.
             if line.tab_indent {
                 return Err(format!(
                     "line {}: tabs are not allowed for indentation in YAML",
                     line.number
                 ));
+            }
+            if is_blank_line(line.text) {
+                self.position += 1;
+                continue;
             }
             return Ok(Some(*line));
         }
@@ -363,8 +390,11 @@ impl<'t> BlockParser<'t> {
                 ));
             }
             if spaces <= indent && spaces == line.raw.len() {
-                // An empty line: a line break, placed when the next content comes.
-                trailing_breaks += 1;
+                // An empty line: a line break, placed when the next content comes; the
+                // text's last line is one only if a break ends it.
+                if self.position + 1 < self.lines.len() || self.last_line_ends {
+                    trailing_breaks += 1;
+                }
                 self.position += 1;
                 continue;
             }
@@ -410,6 +440,16 @@ impl<'t> BlockParser<'t> {
                 break;
             }
             let number = line.number;
+            // After `-` a tab is no separator to go-yaml (its scanner skips tabs only where a
+            // simple key cannot start, and one can after `-`): `-\ta` and `- \ta` are errors.
+            // `raw` from the line's indentation holds `text` and what trimming took off.
+            let after_dash = &line.raw[line.indent + 1..];
+            let blanks = after_dash.len() - after_dash.trim_start_matches(BLANKS).len();
+            if after_dash[..blanks].contains('\t') {
+                return Err(format!(
+                    "line {number}: a tab after `-` is not allowed in YAML"
+                ));
+            }
             let item = line.text[1..].trim_start_matches(BLANKS);
             let item_indent = indent + (line.text.len() - item.len());
             if is_blank_line(item) {
@@ -761,7 +801,8 @@ impl<'t> Flow<'t> {
                             'f' => Some('\u{c}'),
                             'r' => Some('\r'),
                             'e' => Some('\u{1b}'),
-                            ' ' | '"' | '/' | '\\' => Some(escape),
+                            // No `\/`: YAML 1.2 added it, go-yaml v2 refuses it.
+                            ' ' | '"' | '\\' => Some(escape),
                             'N' => Some('\u{85}'),
                             '_' => Some('\u{a0}'),
                             'L' => Some('\u{2028}'),
@@ -824,7 +865,7 @@ fn resolve_plain(text: &str) -> Result<Value, String> {
                 "`{text}` is not a number JSON can hold (Istio's YAML reader refuses it)"
             ));
         }
-        _ => match go_integer(text) {
+        _ => match go_integer(text).or_else(|| leading_zero_decimal(text)) {
             Some(number) => Value::Number(Number::from(number)),
             None => Value::String(text.to_string()),
         },
@@ -857,6 +898,24 @@ fn go_integer(text: &str) -> Option<i64> {
     }
     let magnitude = i128::from_str_radix(digits, radix).ok()?;
     i64::try_from(if negative { -magnitude } else { magnitude }).ok()
+}
+
+/// `08`, `-019`: not octal, so go-yaml v2 reads a float (its `yamlStyleFloat`), which
+/// `encoding/json` writes as the integer it is; exact in f64 below 2^53, so only there.
+fn leading_zero_decimal(text: &str) -> Option<i64> {
+    if !text.starts_with(|c: char| c.is_ascii_digit() || c == '+' || c == '-') {
+        return None;
+    }
+    let plain: String = text.chars().filter(|&c| c != '_').collect();
+    let unsigned = plain.strip_prefix(['+', '-']).unwrap_or(&plain);
+    if !(unsigned.len() > 1
+        && unsigned.starts_with('0')
+        && unsigned.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return None;
+    }
+    let number: i64 = plain.parse().ok()?;
+    (number.unsigned_abs() < 1 << 53).then_some(number)
 }
 
 /// Whether go-yaml v2 reads a plain `text` as a float (resolve.go: its `yamlStyleFloat`
@@ -1039,6 +1098,7 @@ mod tests {
         );
         assert_eq!(parse_yaml("a: >+\n  x\n").unwrap(), json!({"a": "x\n"}));
         assert_eq!(parse_yaml("a: |-2\n  x\n").map_err(|_| ()), Err(()));
+        assert_eq!(parse_yaml("a: |+\n  x\n ").unwrap(), json!({"a": "x\n"}));
         // No line break after the last line: none to keep.
         assert_eq!(parse_yaml("a: |\n  x").unwrap(), json!({"a": "x"}));
         assert_eq!(parse_yaml("a: |\nb: 1").unwrap(), json!({"a": "", "b": 1}));
@@ -1136,7 +1196,6 @@ mod tests {
         for text in [
             "0x",
             "0o8",
-            "08",
             "1_0x",
             "0x1G",
             "99999999999999999999",
@@ -1170,7 +1229,15 @@ mod tests {
         // misreads-tab-after-colon.yaml
         assert_eq!(parse_yaml("a:\tb").unwrap(), json!({"a": "b"}));
         assert_eq!(parse_yaml("a:\t\tb\t").unwrap(), json!({"a": "b"}));
-        assert_eq!(parse_yaml("-\ta").unwrap(), json!(["a"]));
+        // But not after `-` (go-yaml: "found character that cannot start any token").
+        assert!(parse_yaml("-\ta").is_err());
+        assert!(parse_yaml("- \ta").is_err());
+        assert!(parse_yaml("a:\n- b\n-\t").is_err());
+        assert!(
+            parse_yaml("a: 1\n\t# c").is_err(),
+            "a tab starting a comment line"
+        );
+        assert!(parse_yaml("\t").is_err());
         assert_eq!(parse_yaml("{a:\tb}").unwrap(), json!({"a": "b"}));
         assert_eq!(parse_yaml("a: \u{a0}b").unwrap(), json!({"a": "\u{a0}b"}));
     }
@@ -1178,9 +1245,10 @@ mod tests {
     #[test]
     fn reads_double_quoted_escapes_as_yaml_does() {
         assert_eq!(
-            parse_yaml(r#"a: "\x41\u00e9\e\/\ \_""#).unwrap(),
-            json!({"a": "A\u{e9}\u{1b}/ \u{a0}"})
+            parse_yaml(r#"a: "\x41\u00e9\e\ \_\N""#).unwrap(),
+            json!({"a": "A\u{e9}\u{1b} \u{a0}\u{85}"})
         );
+        assert!(parse_yaml(r#"a: "\/""#).is_err(), "go-yaml v2 has no `\\/`");
         assert!(
             parse_yaml(r#"a: "\ud83d\ude00""#).is_err(),
             "surrogates are not code points"
