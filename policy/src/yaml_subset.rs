@@ -377,6 +377,8 @@ impl<'t> BlockParser<'t> {
             indent = indent.max(spaces);
             break;
         }
+        // With no text at all, the empty lines alone set it (libyaml's `max_indent`).
+        indent = indent.max(leading_empty);
         let mut text = String::new();
         let mut leading_break = false;
         let mut trailing_breaks = 0;
@@ -551,10 +553,13 @@ fn key_text(key: &str) -> Result<String, String> {
     };
     let value = flow.value(0, false)?;
     flow.end()?;
+    // `08` too: a float to go-yaml, and so spelled `FormatFloat(8, 'g', -1, 32)` as a key.
+    if flow.plain && is_go_float(key) {
+        return Err(format!(
+            "the float key `{key}` is not supported (quote it to make it text)"
+        ));
+    }
     match value {
-        Value::String(text) if flow.plain && is_go_float(&text) => Err(format!(
-            "the float key `{text}` is not supported (quote it to make it text)"
-        )),
         Value::String(text) => Ok(text),
         Value::Null => Err(format!(
             "the null key `{key}` has no JSON spelling (Istio's YAML reader refuses it)"
@@ -678,8 +683,14 @@ impl<'t> Flow<'t> {
             self.no_empty_entry()?;
             let start = self.position;
             let key = self.value(depth + 1, true)?;
+            let spelling = self.text[start..self.position].trim_matches(BLANKS);
             let key = match key {
-                Value::String(text) if !(self.plain && is_go_float(&text)) => text,
+                _ if self.plain && is_go_float(spelling) => {
+                    return Err(format!(
+                        "the float key `{spelling}` is not supported (quote it to make it text)"
+                    ));
+                }
+                Value::String(text) => text,
                 Value::Bool(_) | Value::Number(_) => key.to_string(),
                 _ => {
                     // As in `key_text`.
@@ -1099,6 +1110,12 @@ mod tests {
         assert_eq!(parse_yaml("a: >+\n  x\n").unwrap(), json!({"a": "x\n"}));
         assert_eq!(parse_yaml("a: |-2\n  x\n").map_err(|_| ()), Err(()));
         assert_eq!(parse_yaml("a: |+\n  x\n ").unwrap(), json!({"a": "x\n"}));
+        // Only empty lines: the deepest sets the indentation, so none of them is text.
+        assert_eq!(parse_yaml("a: |\n  ").unwrap(), json!({"a": ""}));
+        assert_eq!(
+            parse_yaml("a: >\n  \n\nb: 1").unwrap(),
+            json!({"a": "", "b": 1})
+        );
         // No line break after the last line: none to keep.
         assert_eq!(parse_yaml("a: |\n  x").unwrap(), json!({"a": "x"}));
         assert_eq!(parse_yaml("a: |\nb: 1").unwrap(), json!({"a": "", "b": 1}));
