@@ -246,6 +246,13 @@ fn go_yaml_v2_integer(text: &str) -> Option<i64> {
         } else {
             (10, unsigned)
         };
+    // `0b-101`: go-yaml v2 parses what follows `0b` with a sign allowed.
+    let (negative, digits) = match digits.strip_prefix(['-', '+']) {
+        Some(rest) if radix == 2 && unsigned.len() == plain.len() => {
+            (digits.starts_with('-'), rest)
+        }
+        _ => (negative, digits),
+    };
     // `08`, `-019`: not octal, so a float to go-yaml, the integer it is in JSON.
     let leading_zero_decimal = radix == 8
         && unsigned.len() > 1

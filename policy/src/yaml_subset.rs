@@ -80,6 +80,13 @@ pub fn parse_yaml(source: &str) -> Result<Value, String> {
                 break;
             }
             opened = true;
+            // Blank lines before the marker go, but a tab starting one is still an error.
+            if let Some(line) = lines.iter().find(|line| line.tab_indent) {
+                return Err(format!(
+                    "line {}: tabs are not allowed for indentation in YAML",
+                    line.number
+                ));
+            }
             lines.clear();
             if is_blank_line(after) {
                 continue;
@@ -553,6 +560,10 @@ fn key_text(key: &str) -> Result<String, String> {
     };
     let value = flow.value(0, false)?;
     flow.end()?;
+    if flow.plain && key == "<<" {
+        // go-yaml v2 merges the value's mapping into this one (or fails on anything else).
+        return Err("merge keys (`<<`) are not supported".into());
+    }
     // `08` too: a float to go-yaml, and so spelled `FormatFloat(8, 'g', -1, 32)` as a key.
     if flow.plain && is_go_float(key) {
         return Err(format!(
@@ -685,6 +696,9 @@ impl<'t> Flow<'t> {
             let key = self.value(depth + 1, true)?;
             let spelling = self.text[start..self.position].trim_matches(BLANKS);
             let key = match key {
+                _ if self.plain && spelling == "<<" => {
+                    return Err("merge keys (`<<`) are not supported".into());
+                }
                 _ if self.plain && is_go_float(spelling) => {
                     return Err(format!(
                         "the float key `{spelling}` is not supported (quote it to make it text)"
@@ -903,6 +917,14 @@ fn go_integer(text: &str) -> Option<i64> {
         Some("0b") => (2, &unsigned[2..]),
         _ if unsigned.len() > 1 && unsigned.starts_with('0') => (8, &unsigned[1..]),
         _ => (10, unsigned),
+    };
+    // go-yaml v2 parses what follows `0b` with `ParseInt(rest, 2)`, which takes a sign:
+    // `0b-101` is -5 there.
+    let (negative, digits) = match digits.strip_prefix(['-', '+']) {
+        Some(rest) if radix == 2 && unsigned.len() == plain.len() => {
+            (digits.starts_with('-'), rest)
+        }
+        _ => (negative, digits),
     };
     if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
         return None;
