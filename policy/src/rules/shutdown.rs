@@ -255,7 +255,11 @@ fn stream_protocol(name: &str, app_protocol: &str) -> Option<&'static str> {
 
 /// What marks a container as a stream server, for the message: `port "grpc"`, `Service "api"
 /// port "grpc" (targetPort 9000)`, `readinessProbe.grpc`.
-fn stream_marker(context: &Context, container: &Container) -> Option<(String, &'static str)> {
+fn stream_marker(
+    context: &Context,
+    container: &Container,
+    app_count: usize,
+) -> Option<(String, &'static str)> {
     if let Some(marked) = container.ports().iter().find_map(|port| {
         let name = port.name.as_deref().unwrap_or("");
         let protocol = stream_protocol(name, port.app_protocol.as_deref().unwrap_or(""))?;
@@ -263,7 +267,7 @@ fn stream_marker(context: &Context, container: &Container) -> Option<(String, &'
     }) {
         return Some(marked);
     }
-    if let Some(marked) = service_marker(context, container) {
+    if let Some(marked) = service_marker(context, container, app_count) {
         return Some(marked);
     }
     let probe = container.grpc_probes.first()?;
@@ -271,10 +275,15 @@ fn stream_marker(context: &Context, container: &Container) -> Option<(String, &'
 }
 
 /// A stream port of a Service that selects the pod, whose target is this container.
-fn service_marker(context: &Context, container: &Container) -> Option<(String, &'static str)> {
+/// `app_count` is counted once by the caller: counted here, per container, it made a pod spec
+/// of many containers quadratic (150,000 empty containers took minutes).
+fn service_marker(
+    context: &Context,
+    container: &Container,
+    app_count: usize,
+) -> Option<(String, &'static str)> {
     let workload = context.workload;
     let namespace = workload.namespace.as_deref();
-    let app_count = context.app_containers().count();
     for service in &workload.services {
         if service.namespace.is_some() && service.namespace.as_deref() != namespace {
             continue;
@@ -349,8 +358,9 @@ enum Target<'t> {
 /// ML404.
 fn long_lived_streams(context: &Context, findings: &mut Vec<Finding>) {
     let grace = grace_seconds(context);
+    let app_count = context.app_containers().count();
     for (index, container) in context.app_containers() {
-        let Some((marker, protocol)) = stream_marker(context, container) else {
+        let Some((marker, protocol)) = stream_marker(context, container, app_count) else {
             continue;
         };
         let has_prestop = container.pre_stop().is_some();
