@@ -51,6 +51,10 @@ for name in "${selected[@]}"; do
         *) options=(-dict=fuzz/dict/yaml.dict -max_len=4096) ;;
     esac
     mkdir -p "$WORK/artifacts/$name"
+    # What earlier runs found is replayed first: libFuzzer reads the whole corpus before mutating.
+    if [ -d "fuzz/regressions/$name" ]; then
+        cp fuzz/regressions/"$name"/* "$WORK/corpus/$name/" 2>/dev/null || true
+    fi
     echo "== fuzz $name for ${seconds}s"
     # -timeout: an input that takes 10 s is a hang (the readers must be linear); -rss_limit_mb
     # keeps a memory blow-up a finding rather than the kernel's business.
