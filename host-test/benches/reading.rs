@@ -1,9 +1,10 @@
 //! Reading time against input size (issue 13: "Any YAML input must cost time linear in its
 //! size"): `cargo bench -p meshlife --bench reading`.
 //!
-//! Three shapes, each at doubling sizes, read the way `meshlife check FILE` reads them
+//! Four shapes, each at doubling sizes, read the way `meshlife check FILE` reads them
 //! (`manifests::load` on a file): YAML flow nesting (`[[[...]]]`, refused past the depth
-//! limit, so this is the time to the refusal), a stream of many small documents, and one large
+//! limit, so this is the time to the refusal), documents each nested 200 levels deep (read in
+//! full), a stream of many small documents, and one large
 //! object; the large object also as a Gatekeeper input through the module's reader
 //! (`meshlife_policy::evaluate`). Criterion's throughput line is the growth figure: MiB/s that
 //! stays flat across sizes is linear time, MiB/s that halves as the size doubles is quadratic.
@@ -18,6 +19,10 @@ use meshlife::manifests::load;
 /// quarter of a second even then.
 const NESTING_LEVELS: [usize; 4] = [1_000, 2_000, 4_000, 8_000];
 const DOCUMENTS: [usize; 4] = [1_000, 2_000, 4_000, 8_000];
+/// Documents nested this deep in flow collections: below the reader's 256-level refusal, so
+/// each is read in full, the case whose cost per byte grows with the depth.
+const NESTED_DEPTH: usize = 200;
+const NESTED_DOCUMENTS: [usize; 4] = [50, 100, 200, 400];
 /// `data` entries of one ConfigMap (about 40 bytes each).
 const ENTRIES: [usize; 4] = [2_000, 4_000, 8_000, 16_000];
 
@@ -27,6 +32,18 @@ fn nesting(levels: usize) -> String {
         "[".repeat(levels),
         "]".repeat(levels)
     )
+}
+
+fn nested_documents(count: usize) -> String {
+    (0..count)
+        .map(|index| {
+            format!(
+                "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: n{index}}}\nbinaryData: {}{}\n",
+                "[".repeat(NESTED_DEPTH),
+                "]".repeat(NESTED_DEPTH)
+            )
+        })
+        .collect()
 }
 
 fn many_documents(count: usize) -> String {
@@ -95,6 +112,11 @@ fn reading(criterion: &mut Criterion) {
         criterion,
         "yaml-flow-nesting-levels",
         NESTING_LEVELS.map(|n| (n, nesting(n))).into(),
+    );
+    read_file_series(
+        criterion,
+        "yaml-documents-nested-200-deep",
+        NESTED_DOCUMENTS.map(|n| (n, nested_documents(n))).into(),
     );
     read_file_series(
         criterion,
