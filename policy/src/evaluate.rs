@@ -143,8 +143,9 @@ fn odd_request(note: InputError) -> Violation {
 }
 
 /// Operations of an AdmissionRequest that are judged (an absent one too: a hand-made input).
+/// An empty operation is an absent one: gator verify and Gatekeeper's audit send `""`.
 pub(crate) fn is_judged_operation(operation: Option<&str>) -> bool {
-    matches!(operation, None | Some("CREATE" | "UPDATE"))
+    matches!(operation, None | Some("" | "CREATE" | "UPDATE"))
 }
 
 /// DELETE and CONNECT never yield violations (both readers ask).
