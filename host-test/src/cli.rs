@@ -367,14 +367,7 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         bar.finish_and_clear();
     }
 
-    let mut objects: Vec<ObjectReport> = loaded
-        .objects
-        .iter()
-        .map(|object| ObjectReport {
-            identity: ObjectIdentity::of(object),
-            findings: Vec::new(),
-        })
-        .collect();
+    let mut findings: Vec<Vec<Finding>> = vec![Vec::new(); loaded.objects.len()];
     let fail_on = args.fail_on.severity();
     let mut required_mesh_findings: Vec<(usize, Finding)> = Vec::new();
     for (object_index, constraint_index, verdicts) in &verdicts {
@@ -425,12 +418,12 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         }
     }
     for (object_index, finding) in required_mesh_findings {
-        objects[object_index].findings.push(finding);
+        findings[object_index].push(finding);
     }
     for (&(object_index, constraint_index), outcome) in jobs.iter().zip(outcomes) {
         let constraint = &constraints[constraint_index];
         match outcome {
-            Ok(violations) => objects[object_index].findings.extend(
+            Ok(violations) => findings[object_index].extend(
                 violations
                     .into_iter()
                     .map(|violation| Finding::new(violation, constraint, fail_on)),
@@ -443,8 +436,18 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         }
     }
     let exemptions = loaded.objects.iter().filter_map(Exemption::of).collect();
+    // Moved, not copied: a long stream's objects are most of what the run holds.
+    let objects = loaded
+        .objects
+        .into_iter()
+        .zip(findings)
+        .map(|(object, findings)| ObjectReport {
+            identity: ObjectIdentity::from(object),
+            findings,
+        })
+        .collect();
     let report = Report {
-        files: loaded.files.clone(),
+        files: loaded.files,
         objects,
         errors,
         exemptions,

@@ -109,15 +109,19 @@ impl Constraint {
         namespace_object: Option<&Value>,
         services: &[&Value],
     ) -> Vec<u8> {
-        let mut input = serde_json::json!({
-            "review": object.review(namespace_object),
-            "parameters": self.parameters,
-        });
-        if !services.is_empty() {
-            input["services"] =
-                Value::Array(services.iter().map(|&service| service.clone()).collect());
+        #[derive(serde::Serialize)]
+        struct Input<'a> {
+            review: manifests::Review<'a>,
+            parameters: &'a Value,
+            #[serde(skip_serializing_if = "<[_]>::is_empty")]
+            services: &'a [&'a Value],
         }
-        // Serialising a `Value` cannot fail.
+        let input = Input {
+            review: object.review(namespace_object),
+            parameters: &self.parameters,
+            services,
+        };
+        // Nothing in it fails to serialise: strings, `Value`s and text written from one.
         serde_json::to_vec(&input).unwrap_or_default()
     }
 
@@ -902,7 +906,9 @@ mod tests {
             kind: kind.into(),
             namespace: namespace.into(),
             name: name.into(),
-            object: serde_json::json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": namespace, "labels": labels}}),
+            object: manifests::ObjectBody::new(
+                &serde_json::json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": namespace, "labels": labels}}),
+            ),
             admission_request: None,
         }
     }

@@ -12,12 +12,19 @@ use std::sync::OnceLock;
 
 use rayon::prelude::*;
 use regex::Regex;
-use serde_json::{Map, Value};
+use serde::Serialize;
+use serde_json::Value;
 
+mod body;
 mod nesting;
 mod values;
 
+pub use body::ObjectBody;
+
 use crate::files::{self, ReadLimit};
+
+/// Documents of one stream parsed in parallel before their results are merged.
+const DOCUMENTS_PARSED_TOGETHER: usize = 4096;
 
 /// What `-` on the command line reads, and how it is named in reports.
 pub const STDIN_NAME: &str = "<stdin>";
@@ -43,9 +50,9 @@ pub struct ManifestObject {
     pub namespace: String,
     /// `metadata.name` (or `generateName` when there is no name), empty when neither is set.
     pub name: String,
-    pub object: Value,
+    pub object: ObjectBody,
     /// The `request` of an AdmissionReview, used as the review instead of a synthesised one.
-    pub admission_request: Option<Value>,
+    pub admission_request: Option<ObjectBody>,
 }
 
 impl ManifestObject {
@@ -69,7 +76,7 @@ impl ManifestObject {
 
     /// `metadata.labels`, ignoring values that are not strings (the policy reports those).
     pub fn labels(&self) -> BTreeMap<String, String> {
-        string_map(self.object.pointer("/metadata/labels"))
+        string_map(self.object.pointer("/metadata/labels").as_ref())
     }
 
     /// `Kind namespace/name`, or `Kind name` for objects without a namespace.
@@ -119,39 +126,69 @@ impl ManifestObject {
             kind: kind.into(),
             namespace: namespace.into(),
             name,
-            object: value,
+            object: ObjectBody::new(&value),
             admission_request: None,
         }
     }
 
     /// The Gatekeeper-shaped review for this object (`input.review`), with `namespaceObject`
     /// when the input holds the object's Namespace.
-    pub fn review(&self, namespace_object: Option<&Value>) -> Value {
+    pub fn review<'a>(&'a self, namespace_object: Option<&'a Value>) -> Review<'a> {
         if let Some(request) = &self.admission_request {
-            let mut review = request.clone();
-            if let (Some(fields), Some(namespace)) = (review.as_object_mut(), namespace_object) {
+            let Some(namespace) = namespace_object else {
+                return Review::Sent(request);
+            };
+            let mut review = request.value();
+            if let Some(fields) = review.as_object_mut() {
                 fields
                     .entry("namespaceObject")
                     .or_insert_with(|| namespace.clone());
             }
-            return review;
+            return Review::SentWithNamespace(review);
         }
-        let mut review = Map::new();
-        review.insert(
-            "kind".into(),
-            serde_json::json!({"group": self.group(), "version": self.version(), "kind": self.kind}),
-        );
-        review.insert("name".into(), Value::String(self.name.clone()));
-        if !self.namespace.is_empty() {
-            review.insert("namespace".into(), Value::String(self.namespace.clone()));
-        }
-        review.insert("operation".into(), Value::String("CREATE".into()));
-        review.insert("object".into(), self.object.clone());
-        if let Some(namespace) = namespace_object {
-            review.insert("namespaceObject".into(), namespace.clone());
-        }
-        Value::Object(review)
+        Review::Made(MadeReview {
+            kind: ReviewKind {
+                group: self.group(),
+                version: self.version(),
+                kind: &self.kind,
+            },
+            name: &self.name,
+            namespace: &self.namespace,
+            operation: "CREATE",
+            object: &self.object,
+            namespace_object,
+        })
     }
+}
+
+/// `input.review`: an AdmissionReview's request, or one made for a manifest. Serialised
+/// straight into the module's input, the object's text spliced in unparsed.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Review<'a> {
+    Sent(&'a ObjectBody),
+    SentWithNamespace(Value),
+    Made(MadeReview<'a>),
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MadeReview<'a> {
+    kind: ReviewKind<'a>,
+    name: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    namespace: &'a str,
+    operation: &'a str,
+    object: &'a ObjectBody,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    namespace_object: Option<&'a Value>,
+}
+
+#[derive(Debug, Serialize)]
+struct ReviewKind<'a> {
+    group: &'a str,
+    version: &'a str,
+    kind: &'a str,
 }
 
 /// A document or file that could not be read.
@@ -312,7 +349,7 @@ impl LoadedInputs {
         self.objects
             .iter()
             .filter(|object| object.is_namespace() && !object.name.is_empty())
-            .map(|object| (object.name.clone(), object.object.clone()))
+            .map(|object| (object.name.clone(), object.object.value()))
             .collect()
     }
 }
@@ -418,7 +455,12 @@ pub fn load_with_progress(
             });
         }
         loaded.files.push(name);
-        loaded.objects.extend(contents.objects);
+        // One long stream is the case that counts: its objects are taken, not copied.
+        if loaded.objects.is_empty() {
+            loaded.objects = contents.objects;
+        } else {
+            loaded.objects.extend(contents.objects);
+        }
         loaded.errors.extend(contents.errors);
         loaded.skipped.extend(contents.skipped);
     }
@@ -674,38 +716,47 @@ fn parse_text(file: &str, text: &str, is_json: bool) -> FileContents {
         parse_json_stream(file, text, &mut contents);
     } else {
         // Documents are parsed in parallel: one rendered stream on stdin (a whole Helm
-        // release) would otherwise keep every core but one idle. Merged in document order.
-        let parsed: Vec<FileContents> = split_yaml_documents(text)
-            .par_iter()
-            .map(|document| {
-                let mut parsed = FileContents::default();
-                match parse_yaml_document(document) {
-                    Ok(Some(value)) => add_document(
-                        file,
-                        document.index,
-                        document.first_line,
-                        value,
-                        &mut parsed,
-                    ),
-                    Ok(None) => {}
-                    Err(error) => parsed.errors.push(document_error(file, document, &error)),
-                }
-                // A first push reserves room for four objects; held for every document of a
-                // long stream until the merge below, that was most of the reader's memory.
-                parsed.objects.shrink_to_fit();
-                parsed
-            })
-            .collect();
+        // release) would otherwise keep every core but one idle. A chunk at a time, merged in
+        // document order: each document's results, held for all of a long stream before the
+        // merge, were most of the reader's memory.
+        let documents = split_yaml_documents(text);
+        // Mostly one object per document: room for them all at once, not by doubling, which
+        // held up to three times the objects' size while the array moved.
+        contents.objects.reserve_exact(documents.len());
+        for chunk in documents.chunks(DOCUMENTS_PARSED_TOGETHER) {
+            let parsed: Vec<FileContents> = chunk
+                .par_iter()
+                .map(|document| {
+                    let mut parsed = FileContents::default();
+                    match parse_yaml_document(document) {
+                        Ok(Some(value)) => add_document(
+                            file,
+                            document.index,
+                            document.first_line,
+                            value,
+                            &mut parsed,
+                        ),
+                        Ok(None) => {}
+                        Err(error) => parsed.errors.push(document_error(file, document, &error)),
+                    }
+                    parsed
+                })
+                .collect();
+            for document in parsed {
+                contents.objects.extend(document.objects);
+                contents.errors.extend(document.errors);
+                contents.skipped.extend(document.skipped);
+            }
+        }
+        contents.objects.shrink_to_fit();
         // A template rarely parses (`image: {{ .Values.image }}`, `{{- if ... }}` lines); when
         // it does, its Helm expressions sit in one-line strings.
-        let unparsed = parsed.iter().any(|document| !document.errors.is_empty());
-        let template_line = if unparsed {
+        let template_line = if !contents.errors.is_empty() {
             template_directive_line(text).or_else(|| template_expression_line(text))
         } else if text.contains("{{")
-            && parsed
-                .iter()
-                .flat_map(|document| &document.objects)
-                .any(|object| holds_helm_expression(&object.object))
+            && contents.objects.iter().any(|object| {
+                object.object.mentions("{{") && holds_helm_expression(&object.object.value())
+            })
         {
             text.lines()
                 .position(has_helm_expression)
@@ -714,13 +765,10 @@ fn parse_text(file: &str, text: &str, is_json: bool) -> FileContents {
             None
         };
         if let Some(line) = template_line {
-            contents.skipped.push(template_skip(file, line));
-            return contents;
-        }
-        for document in parsed {
-            contents.objects.extend(document.objects);
-            contents.errors.extend(document.errors);
-            contents.skipped.extend(document.skipped);
+            return FileContents {
+                skipped: vec![template_skip(file, line)],
+                ..FileContents::default()
+            };
         }
     }
     contents
@@ -1336,7 +1384,7 @@ fn build_object(
         kind,
         namespace,
         name,
-        object: value,
+        object: ObjectBody::new(&value),
         admission_request: None,
     })
 }
@@ -1437,8 +1485,8 @@ fn admission_review_object(
         kind,
         namespace,
         name,
-        object,
-        admission_request: Some(request),
+        object: ObjectBody::new(&object),
+        admission_request: Some(ObjectBody::new(&request)),
     })
 }
 
@@ -1788,8 +1836,14 @@ mod tests {
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\nx: 18446744073709551615\ny: -9223372036854775808\n",
             false,
         );
-        assert_eq!(contents.objects[0].object["x"], serde_json::json!(u64::MAX));
-        assert_eq!(contents.objects[0].object["y"], serde_json::json!(i64::MIN));
+        assert_eq!(
+            contents.objects[0].object.value()["x"],
+            serde_json::json!(u64::MAX)
+        );
+        assert_eq!(
+            contents.objects[0].object.value()["y"],
+            serde_json::json!(i64::MIN)
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::manifests::{ManifestObject, STDIN_NAME};
+use crate::manifests::{ManifestObject, ObjectBody, STDIN_NAME};
 
 /// Where `kubectl apply` puts an object that names no namespace.
 pub const DEFAULT_NAMESPACE: &str = "default";
@@ -73,8 +73,8 @@ pub fn apply_default_namespace(objects: &mut [ManifestObject], namespace: &str) 
         {
             continue;
         }
-        let Some(metadata) = object
-            .object
+        let mut value = object.object.value();
+        let Some(metadata) = value
             .as_object_mut()
             .map(|fields| {
                 fields
@@ -87,6 +87,7 @@ pub fn apply_default_namespace(objects: &mut [ManifestObject], namespace: &str) 
             continue;
         };
         metadata.insert("namespace".into(), Value::String(namespace.to_string()));
+        object.object = ObjectBody::new(&value);
         object.namespace = namespace.to_string();
         moved += 1;
     }
@@ -161,7 +162,7 @@ impl NamespaceDefinitions {
                     file: object.file.clone(),
                     document: object.document,
                     folder: folder_of(&object.file),
-                    object: object.object.clone(),
+                    object: object.object.value(),
                 });
         }
         NamespaceDefinitions { by_name }
@@ -365,7 +366,7 @@ mod tests {
         ];
         assert_eq!(apply_default_namespace(&mut objects, "team"), 1);
         assert_eq!(objects[0].namespace, "team");
-        assert_eq!(objects[0].object["metadata"]["namespace"], "team");
+        assert_eq!(objects[0].object.value()["metadata"]["namespace"], "team");
         assert_eq!(objects[1].namespace, "shop");
         assert_eq!(objects[2].namespace, "");
         assert_eq!(objects[3].namespace, "");

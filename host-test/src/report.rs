@@ -46,17 +46,7 @@ pub struct ObjectIdentity {
 
 impl ObjectIdentity {
     pub fn of(object: &ManifestObject) -> ObjectIdentity {
-        ObjectIdentity {
-            file: object.file.clone(),
-            document: object.document,
-            item: object.item,
-            inner_items: object.inner_items.clone(),
-            line: object.line,
-            api_version: object.api_version.clone(),
-            kind: object.kind.clone(),
-            namespace: object.namespace.clone(),
-            name: object.name.clone(),
-        }
+        ObjectIdentity::from(object.clone())
     }
 
     /// `Deployment shop/web (document 1)`: documents and items counted from 1.
@@ -130,6 +120,22 @@ pub struct ObjectReport {
     pub findings: Vec<Finding>,
 }
 
+impl From<ManifestObject> for ObjectIdentity {
+    fn from(object: ManifestObject) -> ObjectIdentity {
+        ObjectIdentity {
+            file: object.file,
+            document: object.document,
+            item: object.item,
+            inner_items: object.inner_items,
+            line: object.line,
+            api_version: object.api_version,
+            kind: object.kind,
+            namespace: object.namespace,
+            name: object.name,
+        }
+    }
+}
+
 /// A `meshlife.io/exempt` annotation in use, listed so exemptions stay visible in review.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Exemption {
@@ -149,9 +155,13 @@ impl Exemption {
             "CronJob" => "/spec/jobTemplate/spec/template/metadata",
             _ => "/spec/template/metadata",
         };
+        // Parsed only for the few objects that mention the annotation at all.
+        if !object.object.mentions(EXEMPT_ANNOTATION) {
+            return None;
+        }
+        let value = object.object.value();
         let annotation = |metadata: &str, key: &str| {
-            object
-                .object
+            value
                 .pointer(metadata)
                 .and_then(|metadata| metadata.get("annotations"))
                 .and_then(|annotations| annotations.get(key))

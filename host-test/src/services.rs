@@ -12,12 +12,12 @@ use crate::manifests::{ManifestObject, string_map};
 /// The input's Services by namespace.
 #[derive(Debug, Default)]
 pub struct ServiceIndex<'a> {
-    by_namespace: BTreeMap<&'a str, Vec<&'a Value>>,
+    by_namespace: BTreeMap<&'a str, Vec<Value>>,
 }
 
 impl<'a> ServiceIndex<'a> {
     pub fn from_objects(objects: &'a [ManifestObject]) -> ServiceIndex<'a> {
-        let mut by_namespace: BTreeMap<&str, Vec<&Value>> = BTreeMap::new();
+        let mut by_namespace: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
         for object in objects
             .iter()
             .filter(|object| object.kind == "Service" && object.group().is_empty())
@@ -25,14 +25,14 @@ impl<'a> ServiceIndex<'a> {
             by_namespace
                 .entry(object.namespace.as_str())
                 .or_default()
-                .push(&object.object);
+                .push(object.object.value());
         }
         ServiceIndex { by_namespace }
     }
 
     /// The Services in `object`'s namespace whose selector its pod labels satisfy. A Service
     /// without a selector selects no pod (its endpoints are managed by hand).
-    pub fn selecting(&self, object: &ManifestObject) -> Vec<&'a Value> {
+    pub fn selecting(&self, object: &ManifestObject) -> Vec<&Value> {
         let Some(services) = self.by_namespace.get(object.namespace.as_str()) else {
             return Vec::new();
         };
@@ -41,7 +41,6 @@ impl<'a> ServiceIndex<'a> {
         };
         services
             .iter()
-            .copied()
             .filter(|service| {
                 let selector = string_map(service.pointer("/spec/selector"));
                 !selector.is_empty()
@@ -58,7 +57,7 @@ impl<'a> ServiceIndex<'a> {
 fn pod_labels(object: &ManifestObject) -> Option<BTreeMap<String, String>> {
     let kind = WorkloadKind::from_kind(&object.kind)?;
     let pointer = format!("/{}/labels", kind.metadata_path().replace('.', "/"));
-    Some(string_map(object.object.pointer(&pointer)))
+    Some(string_map(object.object.pointer(&pointer).as_ref()))
 }
 
 #[cfg(test)]

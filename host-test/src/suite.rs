@@ -974,7 +974,7 @@ fn namespace_map(objects: Vec<ManifestObject>) -> BTreeMap<String, Value> {
     objects
         .into_iter()
         .filter(|object| !object.name.is_empty())
-        .map(|object| (object.name, object.object))
+        .map(|object| (object.name, object.object.value()))
         .collect()
 }
 

@@ -161,7 +161,7 @@ fn example_reviews() -> Vec<(String, Value)> {
             let file = object.file.replace(&root.display().to_string(), "");
             (
                 format!("{file} {} {}", object.location(), object.display_name()),
-                object.review(namespace),
+                serde_json::to_value(object.review(namespace)).expect("a review serialises"),
             )
         })
         .collect();

@@ -570,6 +570,13 @@ fn key_text(key: &str) -> Result<String, String> {
             "the float key `{key}` is not supported (quote it to make it text)"
         ));
     }
+    // go-yaml v2 reads these as uint64, a key type sigs.k8s.io/yaml refuses.
+    let unsigned_only = i128::from(i64::MAX) + 1..=i128::from(u64::MAX);
+    if flow.plain && go_wide_integer(key).is_some_and(|number| unsigned_only.contains(&number)) {
+        return Err(format!(
+            "the integer key `{key}` is past int64 (Istio's YAML reader refuses it)"
+        ));
+    }
     match value {
         Value::String(text) => Ok(text),
         Value::Null => Err(format!(
@@ -901,6 +908,12 @@ fn resolve_plain(text: &str) -> Result<Value, String> {
 /// (a sign, then `0x`/`0X`, `0o`/`0O`, `0b`/`0B` or a leading `0` for octal). Beyond i64 it
 /// is `None`: such numbers stay text here.
 fn go_integer(text: &str) -> Option<i64> {
+    i64::try_from(go_wide_integer(text)?).ok()
+}
+
+/// What `strconv.ParseInt(text, 0, 128)` would read, for telling go-yaml v2's `uint64`s (past
+/// i64, up to u64) from its `int64`s.
+fn go_wide_integer(text: &str) -> Option<i128> {
     if !text.starts_with(|c: char| c.is_ascii_digit() || c == '+' || c == '-') {
         return None;
     }
@@ -930,7 +943,7 @@ fn go_integer(text: &str) -> Option<i64> {
         return None;
     }
     let magnitude = i128::from_str_radix(digits, radix).ok()?;
-    i64::try_from(if negative { -magnitude } else { magnitude }).ok()
+    Some(if negative { -magnitude } else { magnitude })
 }
 
 /// `08`, `-019`: not octal, so go-yaml v2 reads a float (its `yamlStyleFloat`), which
@@ -1095,6 +1108,30 @@ mod tests {
         assert!(parse_yaml("~: x").is_err());
         assert!(parse_yaml("{null: x}").is_err());
         assert_eq!(parse_yaml("'': x").unwrap(), json!({"": "x"}));
+    }
+
+    #[test]
+    fn refuses_integer_keys_that_go_yaml_reads_as_unsigned() {
+        // Found by the yaml_subset fuzz target: go-yaml v2 reads these as uint64, a key type
+        // sigs.k8s.io/yaml refuses; past u64 they are text again, as at or below i64::MAX.
+        let past_int64 = format!("0b1{}", "0".repeat(63));
+        for key in [
+            "9223372036854775808",
+            "0x8000000000000000",
+            &past_int64,
+            "18446744073709551615",
+        ] {
+            assert!(parse_yaml(&format!("{key}: x")).is_err(), "{key}");
+        }
+        assert_eq!(
+            parse_yaml("9223372036854775807: x").unwrap(),
+            json!({"9223372036854775807": "x"})
+        );
+        let past_uint64 = format!("0b1{}", "0".repeat(64));
+        assert_eq!(
+            parse_yaml(&format!("{past_uint64}: x")).unwrap(),
+            json!({past_uint64: "x"})
+        );
     }
 
     #[test]
