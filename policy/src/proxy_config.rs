@@ -202,20 +202,22 @@ mod tests {
         assert_eq!(config.hold_application_until_proxy_starts, Some(true));
     }
 
+    /// `text`'s config, asserting it read cleanly with the hold set, as Istio reads it.
+    fn read_with_hold(text: &str) -> ProxyConfig {
+        let (config, problems) = parse_proxy_config(text);
+        assert!(problems.is_empty(), "{text:?}: {problems:?}");
+        assert_eq!(
+            config.hold_application_until_proxy_starts,
+            Some(true),
+            "{text:?}"
+        );
+        config
+    }
+
     #[test]
     fn skips_a_leading_byte_order_mark() {
-        for text in [
-            "\u{feff}holdApplicationUntilProxyStarts: true\n",
-            "\u{feff}{\"holdApplicationUntilProxyStarts\": true}",
-        ] {
-            let (config, problems) = parse_proxy_config(text);
-            assert!(problems.is_empty(), "{text:?}: {problems:?}");
-            assert_eq!(
-                config.hold_application_until_proxy_starts,
-                Some(true),
-                "{text:?}"
-            );
-        }
+        read_with_hold("\u{feff}holdApplicationUntilProxyStarts: true\n");
+        read_with_hold("\u{feff}{\"holdApplicationUntilProxyStarts\": true}");
     }
 
     #[test]
@@ -226,13 +228,7 @@ mod tests {
             "holdApplicationUntilProxyStarts: true\u{2028}terminationDrainDuration: 45s",
             "holdApplicationUntilProxyStarts: true\u{85}terminationDrainDuration: 45s",
         ] {
-            let (config, problems) = parse_proxy_config(text);
-            assert!(problems.is_empty(), "{text:?}: {problems:?}");
-            assert_eq!(
-                config.hold_application_until_proxy_starts,
-                Some(true),
-                "{text:?}"
-            );
+            let config = read_with_hold(text);
             assert_eq!(config.termination_drain_ms, Some(45_000), "{text:?}");
         }
     }
