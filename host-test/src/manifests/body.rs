@@ -49,12 +49,6 @@ impl Serialize for ObjectBody {
     }
 }
 
-impl PartialEq<Value> for ObjectBody {
-    fn eq(&self, other: &Value) -> bool {
-        self.value() == *other
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
