@@ -564,17 +564,17 @@ fn key_text(key: &str) -> Result<String, String> {
         // go-yaml v2 merges the value's mapping into this one (or fails on anything else).
         return Err("merge keys (`<<`) are not supported".into());
     }
-    // `08` too: a float to go-yaml, and so spelled `FormatFloat(8, 'g', -1, 32)` as a key.
-    if flow.plain && is_go_float(key) {
-        return Err(format!(
-            "the float key `{key}` is not supported (quote it to make it text)"
-        ));
-    }
     // go-yaml v2 reads these as uint64, a key type sigs.k8s.io/yaml refuses.
     let unsigned_only = i128::from(i64::MAX) + 1..=i128::from(u64::MAX);
     if flow.plain && go_wide_integer(key).is_some_and(|number| unsigned_only.contains(&number)) {
         return Err(format!(
             "the integer key `{key}` is past int64 (Istio's YAML reader refuses it)"
+        ));
+    }
+    // `08` too: a float to go-yaml, and so spelled `FormatFloat(8, 'g', -1, 32)` as a key.
+    if flow.plain && is_go_float(key) {
+        return Err(format!(
+            "the float key `{key}` is not supported (quote it to make it text)"
         ));
     }
     match value {
@@ -1121,7 +1121,8 @@ mod tests {
             &past_int64,
             "18446744073709551615",
         ] {
-            assert!(parse_yaml(&format!("{key}: x")).is_err(), "{key}");
+            let problem = parse_yaml(&format!("{key}: x")).unwrap_err();
+            assert!(problem.contains("past int64"), "{key}: {problem}");
         }
         assert_eq!(
             parse_yaml("9223372036854775807: x").unwrap(),
