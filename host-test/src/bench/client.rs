@@ -117,11 +117,24 @@ impl Connection {
     }
 
     pub async fn post(&mut self, path: &str, body: Bytes) -> Result<Reply> {
+        self.post_with_headers(path, body, &[]).await
+    }
+
+    /// [`post`](Self::post) with more headers (`Authorization`, say).
+    pub async fn post_with_headers(
+        &mut self,
+        path: &str,
+        body: Bytes,
+        headers: &[(&str, &str)],
+    ) -> Result<Reply> {
         self.sender.ready().await.context("connection closed")?;
-        let request = Request::post(path)
+        let mut request = Request::post(path)
             .header(hyper::header::HOST, &self.host)
-            .header(hyper::header::CONTENT_TYPE, "application/json")
-            .body(Full::new(body))?;
+            .header(hyper::header::CONTENT_TYPE, "application/json");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request.body(Full::new(body))?;
         let response = self
             .sender
             .send_request(request)

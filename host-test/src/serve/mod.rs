@@ -9,6 +9,7 @@
 
 pub mod gatekeeper;
 pub mod health;
+pub mod kyverno;
 pub mod limits;
 pub mod listener;
 pub mod metrics;
@@ -37,7 +38,7 @@ const EXIT_UNCLEAN_SHUTDOWN: u8 = 1;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Address of the HTTPS routes (`POST /validate`).
+    /// Address of the HTTPS routes (`POST /validate` for Gatekeeper, `POST /kyverno`).
     #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:8443")]
     pub listen: SocketAddr,
 
@@ -57,6 +58,13 @@ pub struct ServeArgs {
     /// For Gatekeeper: `ca.crt` of the Secret `gatekeeper-webhook-server-cert`.
     #[arg(long, value_name = "FILE")]
     pub client_ca: Option<PathBuf>,
+
+    /// A file holding the token `POST /kyverno` then requires as `Authorization: Bearer
+    /// TOKEN` (surrounding whitespace ignored). The policies set that header in their service
+    /// call; without this flag the route takes any request, as Kyverno sends no client
+    /// certificate.
+    #[arg(long, value_name = "FILE")]
+    pub kyverno_token_file: Option<PathBuf>,
 
     /// How often the certificate files are compared with what is loaded.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
@@ -133,6 +141,26 @@ pub fn run_serve(args: &ServeArgs) -> u8 {
     }
 }
 
+/// The token of `--kyverno-token-file`, without the newline an editor or `kubectl create
+/// secret --from-file` leaves.
+fn read_token(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
+    let text = crate::files::read_text(path, Default::default()).map_err(|error| {
+        anyhow::anyhow!(
+            "cannot read the Kyverno token {} (--kyverno-token-file): {error}",
+            path.display()
+        )
+    })?;
+    let token = text.trim();
+    if token.is_empty() {
+        anyhow::bail!(
+            "the Kyverno token file {} (--kyverno-token-file) is empty: a route that takes any \
+             token is the default without the flag",
+            path.display()
+        );
+    }
+    Ok(token.as_bytes().to_vec())
+}
+
 fn start(args: &ServeArgs) -> anyhow::Result<u8> {
     let started = Instant::now();
     let options = EngineOptions {
@@ -146,6 +174,11 @@ fn start(args: &ServeArgs) -> anyhow::Result<u8> {
         None => Engine::with_options(crate::engine::embedded_module(), "embedded module", options)?,
     };
     let engine = Arc::new(engine);
+    let kyverno_token = args
+        .kyverno_token_file
+        .as_deref()
+        .map(read_token)
+        .transpose()?;
     let tls = Arc::new(TlsState::load(TlsFiles {
         cert: args.tls_cert.clone(),
         key: args.tls_key.clone(),
@@ -160,13 +193,14 @@ fn start(args: &ServeArgs) -> anyhow::Result<u8> {
         .enable_all()
         .thread_name("meshlife-io")
         .build()?;
-    runtime.block_on(serve(args, engine, tls, started))
+    runtime.block_on(serve(args, engine, tls, kyverno_token, started))
 }
 
 async fn serve(
     args: &ServeArgs,
     engine: Arc<Engine>,
     tls: Arc<TlsState>,
+    kyverno_token: Option<Vec<u8>>,
     started: Instant,
 ) -> anyhow::Result<u8> {
     let metrics = Arc::new(metrics::Metrics::default());
@@ -184,6 +218,7 @@ async fn serve(
         metrics: Arc::clone(&metrics),
         limits: args.limits.clone(),
         client_ca: tls.requires_client_certificates(),
+        kyverno_token,
     });
     let health = Arc::new(health::Health {
         lifecycle: lifecycle.clone(),

@@ -13,11 +13,11 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 
-use super::gatekeeper;
 use super::limits::Limits;
 use super::listener::{ConnectionInfo, Handler};
 use super::metrics::{Metrics, RequestOutcome};
 use super::pool::EvaluationPool;
+use super::{gatekeeper, kyverno};
 
 /// A body over `--max-body` is still read and discarded up to this many times the limit, so
 /// that its client gets the answer; beyond that the connection is closed at once.
@@ -31,6 +31,9 @@ pub struct Routes {
     /// Whether `--client-ca` was given: routes that serve Gatekeeper then require a client
     /// certificate (the TLS layer has already chained any presented one to that CA).
     pub client_ca: bool,
+    /// The token `POST /kyverno` requires as `Authorization: Bearer`, from
+    /// `--kyverno-token-file`; any request is taken without one.
+    pub kyverno_token: Option<Vec<u8>>,
 }
 
 /// Why a body was not read.
@@ -127,21 +130,33 @@ impl Routes {
         match (path.as_str(), method) {
             (gatekeeper::PATH, Method::POST) => {
                 let body = self.read_body(request).await;
-                // A body left unread would be parsed as the next request: close instead.
                 let unread = body.is_err();
-                let mut answer = gatekeeper::validate(&self, body, &connection).await;
-                if unread {
-                    answer.response.headers_mut().insert(
-                        hyper::header::CONNECTION,
-                        hyper::header::HeaderValue::from_static("close"),
-                    );
-                }
-                ("validate", answer)
+                let answer = gatekeeper::validate(&self, body, &connection).await;
+                ("validate", closing_if_unread(answer, unread))
             }
             (gatekeeper::PATH, _) => ("validate", method_not_allowed("POST")),
+            (kyverno::PATH, Method::POST) => {
+                let headers = request.headers().clone();
+                let body = self.read_body(request).await;
+                let unread = body.is_err();
+                let answer = kyverno::evaluate(&self, &headers, body).await;
+                ("kyverno", closing_if_unread(answer, unread))
+            }
+            (kyverno::PATH, _) => ("kyverno", method_not_allowed("POST")),
             _ => ("other", not_found(&path)),
         }
     }
+}
+
+/// A body left unread would be parsed as the next request: its answer closes the connection.
+fn closing_if_unread(mut answer: Answer, unread: bool) -> Answer {
+    if unread {
+        answer.response.headers_mut().insert(
+            hyper::header::CONNECTION,
+            hyper::header::HeaderValue::from_static("close"),
+        );
+    }
+    answer
 }
 
 impl Handler for Routes {
@@ -187,8 +202,10 @@ fn not_found(path: &str) -> Answer {
         response: text_response(
             StatusCode::NOT_FOUND,
             format!(
-                "meshlife serve has no route {path}; POST {} takes Gatekeeper External Data requests\n",
-                gatekeeper::PATH
+                "meshlife serve has no route {path}; POST {} takes Gatekeeper External Data \
+                 requests, POST {} Kyverno service calls\n",
+                gatekeeper::PATH,
+                kyverno::PATH
             ),
         ),
         outcome: RequestOutcome::NotFound,

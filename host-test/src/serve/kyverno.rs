@@ -1,0 +1,259 @@
+//! `POST /kyverno`: Kyverno's service calls, from a ClusterPolicy's `context[].apiCall.service`
+//! or a ValidatingPolicy's CEL `http.Post` (serving.md §3).
+//!
+//! The body is what the policy's `data` builds, `{"review": <the AdmissionRequest, with the
+//! Namespace as namespaceObject>, "parameters": {...}}`: the module's own input, evaluated as
+//! it came. The answer is one flat JSON object, always HTTP 200, so that a `deny.conditions`
+//! key or a CEL expression reads it by field, without JMESPath:
+//! `{"deny": bool, "message": "...", "violations": [...], "warnings": [...], "error": ""}`.
+//! `deny` is whether an error finding fired; `warnings` are the other findings in short form;
+//! `error` says why nothing was evaluated (the policy decides whether that denies, as
+//! Gatekeeper's template does with `systemError`). Kyverno turns any other status into a rule
+//! error, which its failurePolicy would then decide without the reason.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use hyper::StatusCode;
+use hyper::header::{AUTHORIZATION, HeaderMap};
+use meshlife_policy::{Severity, Violation};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::metrics::RequestOutcome;
+use super::pool::KeyOutcome;
+use super::routes::{Answer, BodyError, Routes, json_response};
+use crate::engine::EvaluationFailure;
+
+pub const PATH: &str = "/kyverno";
+
+#[derive(Serialize)]
+struct Response<'a> {
+    deny: bool,
+    message: String,
+    violations: &'a [Violation],
+    warnings: Vec<String>,
+    error: &'a str,
+}
+
+#[derive(Deserialize)]
+struct InputShape<'a> {
+    #[serde(borrow)]
+    review: &'a RawValue,
+}
+
+#[derive(Deserialize)]
+struct ResultBinding {
+    result: Vec<Violation>,
+}
+
+pub async fn evaluate(
+    routes: &Routes,
+    headers: &HeaderMap,
+    body: Result<Bytes, BodyError>,
+) -> Answer {
+    if let Some(expected) = &routes.kyverno_token
+        && let Err(problem) = check_token(headers, expected)
+    {
+        routes.metrics.refused("unauthenticated");
+        tracing::warn!(%problem, "Kyverno request refused");
+        return error_answer(&problem);
+    }
+    let body = match body {
+        Ok(body) => body,
+        Err(error) => {
+            routes.metrics.refused(error.reason());
+            tracing::warn!(%error, "Kyverno request refused");
+            return error_answer(&error.to_string());
+        }
+    };
+    let input = match read_input(&body) {
+        Ok(input) => input,
+        Err(message) => {
+            routes.metrics.refused("malformed");
+            tracing::warn!(%message, "malformed Kyverno request");
+            return error_answer(&message);
+        }
+    };
+    let mut admission = match routes.pool.admit(1) {
+        Ok(admission) => admission,
+        Err(refusal) => {
+            routes.metrics.refused("overloaded");
+            tracing::warn!(%refusal, "Kyverno request refused");
+            return error_answer(&refusal.to_string());
+        }
+    };
+    let outcome = routes
+        .pool
+        .submit(&mut admission, Arc::new(input))
+        .outcome()
+        .await;
+    let violations = match violations_of(outcome, routes) {
+        Ok(violations) => violations,
+        Err(message) => return error_answer(&message),
+    };
+    routes.metrics.key_done(if violations.is_empty() {
+        "clean"
+    } else {
+        "violations"
+    });
+    answer(&violations)
+}
+
+/// The findings as Kyverno's policies read them.
+fn answer(violations: &[Violation]) -> Answer {
+    let (denying, others): (Vec<&Violation>, Vec<&Violation>) = violations
+        .iter()
+        .partition(|violation| violation.details.severity == Severity::Error);
+    let shown = if denying.is_empty() {
+        &others
+    } else {
+        &denying
+    };
+    let message = shown
+        .iter()
+        .map(|violation| format!("{} Fix: {}", violation.msg, violation.details.fix))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let response = Response {
+        deny: !denying.is_empty(),
+        message,
+        violations,
+        warnings: others
+            .iter()
+            .map(|violation| violation.msg.clone())
+            .collect(),
+        error: "",
+    };
+    Answer {
+        response: json_response(
+            StatusCode::OK,
+            serde_json::to_vec(&response).unwrap_or_default(),
+        ),
+        outcome: RequestOutcome::Answered,
+    }
+}
+
+/// The body as the module's input text, or why it is not one.
+fn read_input(body: &[u8]) -> Result<String, String> {
+    let text = std::str::from_utf8(body)
+        .map_err(|_| "the request body is not UTF-8 text, so not JSON".to_string())?;
+    let expected = "expected {\"review\": <AdmissionRequest with namespaceObject>, \
+                    \"parameters\": {...}}, as meshlife's Kyverno policies build it";
+    match serde_json::from_str::<InputShape>(text) {
+        Ok(shape) if shape.review.get().starts_with('{') => Ok(text.to_string()),
+        Ok(_) => Err(format!("the request's review is not an object: {expected}")),
+        Err(error) => Err(format!(
+            "the request is not a meshlife input ({error}): {expected}"
+        )),
+    }
+}
+
+/// `Authorization: Bearer TOKEN` against `--kyverno-token-file`, compared in constant time.
+fn check_token(headers: &HeaderMap, expected: &[u8]) -> Result<(), String> {
+    let Some(value) = headers.get(AUTHORIZATION) else {
+        return Err(
+            "this route requires a bearer token (--kyverno-token-file): set the header \
+             Authorization: Bearer <token> in the policy's service call"
+                .into(),
+        );
+    };
+    let presented = value
+        .as_bytes()
+        .strip_prefix(b"Bearer ")
+        .ok_or("the Authorization header is not `Bearer <token>`")?;
+    if constant_time_equal(presented, expected) {
+        Ok(())
+    } else {
+        Err("the bearer token does not match --kyverno-token-file".into())
+    }
+}
+
+/// Equal bytes, in time that depends only on the lengths: a token compared byte by byte with
+/// an early exit leaks how much of it a guess got right.
+fn constant_time_equal(presented: &[u8], expected: &[u8]) -> bool {
+    if presented.len() != expected.len() {
+        return false;
+    }
+    let difference = presented
+        .iter()
+        .zip(expected)
+        .fold(0u8, |difference, (a, b)| difference | (a ^ b));
+    std::hint::black_box(difference) == 0
+}
+
+fn violations_of(outcome: KeyOutcome, routes: &Routes) -> Result<Vec<Violation>, String> {
+    let text = match outcome {
+        KeyOutcome::Evaluated(text) => text,
+        KeyOutcome::Failed(failure) => {
+            let (reason, message) = match failure {
+                EvaluationFailure::DeadlineExceeded => (
+                    "deadline",
+                    format!(
+                        "the evaluation did not finish within {:?} (--eval-timeout) and was stopped",
+                        routes.limits.eval_timeout
+                    ),
+                ),
+                EvaluationFailure::Aborted(message) => {
+                    ("aborted", format!("the evaluation was aborted: {message}"))
+                }
+                EvaluationFailure::Failed(message) => {
+                    ("failed", format!("the evaluation failed: {message}"))
+                }
+            };
+            routes.metrics.key_done(reason);
+            tracing::warn!(%message, "Kyverno request not evaluated");
+            return Err(message);
+        }
+    };
+    let bindings: Vec<ResultBinding> = serde_json::from_str(&text).map_err(|error| {
+        routes.metrics.key_done("bad_result");
+        format!("the module's result is not a result set of violations: {error}")
+    })?;
+    Ok(bindings
+        .into_iter()
+        .flat_map(|binding| binding.result)
+        .collect())
+}
+
+fn error_answer(message: &str) -> Answer {
+    let response = Response {
+        deny: false,
+        message: String::new(),
+        violations: &[],
+        warnings: Vec::new(),
+        error: message,
+    };
+    Answer {
+        response: json_response(
+            StatusCode::OK,
+            serde_json::to_vec(&response).unwrap_or_default(),
+        ),
+        outcome: RequestOutcome::SystemError,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_equal_only_when_every_byte_is() {
+        assert!(constant_time_equal(b"secret", b"secret"));
+        assert!(!constant_time_equal(b"secreT", b"secret"));
+        assert!(!constant_time_equal(b"secre", b"secret"));
+        assert!(!constant_time_equal(b"", b"secret"));
+    }
+
+    #[test]
+    fn a_body_that_is_not_an_input_says_what_is_expected() {
+        for body in [&b"[]"[..], b"{\"review\": 1}", b"not json", b"\xff"] {
+            let problem = read_input(body).unwrap_err();
+            assert!(
+                problem.contains("expected") || problem.contains("UTF-8"),
+                "{problem}"
+            );
+        }
+        assert!(read_input(br#"{"review": {"object": {}}, "parameters": {}}"#).is_ok());
+    }
+}
