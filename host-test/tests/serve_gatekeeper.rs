@@ -32,13 +32,7 @@ fn mtls_server() -> (Authority, serve_support::Leaf, SecretVolume, Server) {
 fn every_rule_case_and_example_answers_as_the_cli_engine_does() {
     let (ca, client_leaf, _volume, server) = mtls_server();
     let client = Client::new(server.routes, &ca, Some(&client_leaf));
-    let mut all = fixtures::rule_cases(&workspace().join("policy/tests/cases")).unwrap();
-    let examples = [
-        workspace().join("examples/istio").display().to_string(),
-        workspace().join("examples/linkerd").display().to_string(),
-    ];
-    all.extend(fixtures::manifest_objects(&examples, &json!({})).unwrap());
-    assert!(all.len() > 200, "{} fixtures", all.len());
+    let all = serve_support::rule_cases_and_examples();
     let engine = Engine::embedded().unwrap();
     let runtime = runtime();
     runtime.block_on(async {

@@ -5,10 +5,9 @@ mod serve_support;
 
 use bytes::Bytes;
 use meshlife::engine::Engine;
-use meshlife::fixtures;
 use meshlife_policy::Severity;
 use serde_json::{Value, json};
-use serve_support::{Authority, Client, SecretVolume, Server, runtime, workspace};
+use serve_support::{Authority, Client, SecretVolume, Server, runtime};
 
 /// A server without client certificates (Kyverno presents none), with `extra` flags.
 fn server(extra: &[&str]) -> (Authority, SecretVolume, Server) {
@@ -37,13 +36,7 @@ async fn post(client: &Client, body: &[u8], headers: &[(&str, &str)]) -> Value {
 fn every_rule_case_and_example_answers_as_the_cli_engine_does() {
     let (ca, _volume, server) = server(&[]);
     let client = Client::new(server.routes, &ca, None);
-    let mut all = fixtures::rule_cases(&workspace().join("policy/tests/cases")).unwrap();
-    let examples = [
-        workspace().join("examples/istio").display().to_string(),
-        workspace().join("examples/linkerd").display().to_string(),
-    ];
-    all.extend(fixtures::manifest_objects(&examples, &json!({})).unwrap());
-    assert!(all.len() > 200, "{} fixtures", all.len());
+    let all = serve_support::rule_cases_and_examples();
     let engine = Engine::embedded().unwrap();
     let mut denied = 0;
     runtime().block_on(async {

@@ -344,3 +344,16 @@ pub fn runtime() -> tokio::runtime::Runtime {
 pub fn workspace() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
 }
+
+/// Every rule case and every example object of Istio and Linkerd, as module inputs: what each
+/// route must answer as the engine does.
+pub fn rule_cases_and_examples() -> Vec<meshlife::fixtures::Fixture> {
+    let mut all = meshlife::fixtures::rule_cases(&workspace().join("policy/tests/cases")).unwrap();
+    let examples = [
+        workspace().join("examples/istio").display().to_string(),
+        workspace().join("examples/linkerd").display().to_string(),
+    ];
+    all.extend(meshlife::fixtures::manifest_objects(&examples, &serde_json::json!({})).unwrap());
+    assert!(all.len() > 200, "{} fixtures", all.len());
+    all
+}
