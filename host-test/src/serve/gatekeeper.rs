@@ -18,8 +18,9 @@ use serde_json::value::RawValue;
 
 use super::metrics::RequestOutcome;
 use super::pool::{KeyOutcome, PendingKey};
-use super::routes::{Answer, BodyError, Routes, json_response};
-use crate::engine::EvaluationFailure;
+use super::routes::{
+    Answer, BodyError, Routes, evaluation_failure, input_shape_problem, json_response,
+};
 
 pub const PATH: &str = "/validate";
 
@@ -38,13 +39,6 @@ struct ProviderRequest {
 struct RequestBody {
     #[serde(default)]
     keys: Option<Vec<Value>>,
-}
-
-/// The part of a key the server checks before spending a worker on it.
-#[derive(Deserialize)]
-struct InputShape<'a> {
-    #[serde(borrow)]
-    review: &'a RawValue,
 }
 
 #[derive(Deserialize)]
@@ -235,10 +229,9 @@ fn check_key(key: &str, max_key: usize) -> Result<(), Item> {
              with json.marshal; {detail}"
         ),
     };
-    match serde_json::from_str::<InputShape>(key) {
-        Ok(shape) if shape.review.get().starts_with('{') => Ok(()),
-        Ok(_) => Err(not_an_input("its review is not an object".into())),
-        Err(error) => Err(not_an_input(error.to_string())),
+    match input_shape_problem(key) {
+        None => Ok(()),
+        Some(detail) => Err(not_an_input(detail)),
     }
 }
 
@@ -251,32 +244,9 @@ fn item_of(outcome: KeyOutcome, routes: &Routes) -> Item {
                 message,
             },
         },
-        KeyOutcome::Failed(EvaluationFailure::DeadlineExceeded) => {
-            tracing::warn!(
-                timeout = ?routes.limits.eval_timeout,
-                "evaluation stopped at its deadline; the instance was replaced"
-            );
-            Item::Error {
-                reason: "deadline",
-                message: format!(
-                    "the evaluation did not finish within {:?} (--eval-timeout) and was stopped",
-                    routes.limits.eval_timeout
-                ),
-            }
-        }
-        KeyOutcome::Failed(EvaluationFailure::Aborted(message)) => {
-            tracing::warn!(%message, "evaluation aborted; the instance was replaced");
-            Item::Error {
-                reason: "aborted",
-                message: format!("the evaluation was aborted: {message}"),
-            }
-        }
-        KeyOutcome::Failed(EvaluationFailure::Failed(message)) => {
-            tracing::error!(%message, "evaluation failed; the instance was replaced");
-            Item::Error {
-                reason: "failed",
-                message: format!("the evaluation failed: {message}"),
-            }
+        KeyOutcome::Failed(failure) => {
+            let (reason, message) = evaluation_failure(failure, &routes.limits);
+            Item::Error { reason, message }
         }
     }
 }

@@ -18,12 +18,12 @@ use hyper::StatusCode;
 use hyper::header::{AUTHORIZATION, HeaderMap};
 use meshlife_policy::{Severity, Violation};
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 
 use super::metrics::RequestOutcome;
 use super::pool::KeyOutcome;
-use super::routes::{Answer, BodyError, Routes, json_response};
-use crate::engine::EvaluationFailure;
+use super::routes::{
+    Answer, BodyError, Routes, evaluation_failure, input_shape_problem, json_response,
+};
 
 pub const PATH: &str = "/kyverno";
 
@@ -34,12 +34,6 @@ struct Response<'a> {
     violations: &'a [Violation],
     warnings: Vec<String>,
     error: &'a str,
-}
-
-#[derive(Deserialize)]
-struct InputShape<'a> {
-    #[serde(borrow)]
-    review: &'a RawValue,
 }
 
 #[derive(Deserialize)]
@@ -140,11 +134,10 @@ fn read_input(body: &[u8]) -> Result<String, String> {
         .map_err(|_| "the request body is not UTF-8 text, so not JSON".to_string())?;
     let expected = "expected {\"review\": <AdmissionRequest with namespaceObject>, \
                     \"parameters\": {...}}, as meshlife's Kyverno policies build it";
-    match serde_json::from_str::<InputShape>(text) {
-        Ok(shape) if shape.review.get().starts_with('{') => Ok(text.to_string()),
-        Ok(_) => Err(format!("the request's review is not an object: {expected}")),
-        Err(error) => Err(format!(
-            "the request is not a meshlife input ({error}): {expected}"
+    match input_shape_problem(text) {
+        None => Ok(text.to_string()),
+        Some(detail) => Err(format!(
+            "the request is not a meshlife input ({detail}): {expected}"
         )),
     }
 }
@@ -186,23 +179,8 @@ fn violations_of(outcome: KeyOutcome, routes: &Routes) -> Result<Vec<Violation>,
     let text = match outcome {
         KeyOutcome::Evaluated(text) => text,
         KeyOutcome::Failed(failure) => {
-            let (reason, message) = match failure {
-                EvaluationFailure::DeadlineExceeded => (
-                    "deadline",
-                    format!(
-                        "the evaluation did not finish within {:?} (--eval-timeout) and was stopped",
-                        routes.limits.eval_timeout
-                    ),
-                ),
-                EvaluationFailure::Aborted(message) => {
-                    ("aborted", format!("the evaluation was aborted: {message}"))
-                }
-                EvaluationFailure::Failed(message) => {
-                    ("failed", format!("the evaluation failed: {message}"))
-                }
-            };
+            let (reason, message) = evaluation_failure(failure, &routes.limits);
             routes.metrics.key_done(reason);
-            tracing::warn!(%message, "Kyverno request not evaluated");
             return Err(message);
         }
     };

@@ -18,6 +18,7 @@ use super::listener::{ConnectionInfo, Handler};
 use super::metrics::{Metrics, RequestOutcome};
 use super::pool::EvaluationPool;
 use super::{gatekeeper, kyverno};
+use crate::engine::EvaluationFailure;
 
 /// A body over `--max-body` is still read and discarded up to this many times the limit, so
 /// that its client gets the answer; beyond that the connection is closed at once.
@@ -144,6 +145,49 @@ impl Routes {
             }
             (kyverno::PATH, _) => ("kyverno", method_not_allowed("POST")),
             _ => ("other", not_found(&path)),
+        }
+    }
+}
+
+/// What is wrong with `text` as a module input, `{"review": {...}, "parameters": ...}`, or
+/// `None` when it has that shape: checked before a worker is spent on it.
+pub fn input_shape_problem(text: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct InputShape<'a> {
+        #[serde(borrow)]
+        review: &'a serde_json::value::RawValue,
+    }
+    match serde_json::from_str::<InputShape>(text) {
+        Ok(shape) if shape.review.get().starts_with('{') => None,
+        Ok(_) => Some("its review is not an object".into()),
+        Err(error) => Some(error.to_string()),
+    }
+}
+
+/// Why an input got no answer, as the metrics' reason and the caller's message; logged here
+/// (the pool has replaced the instance in every case).
+pub fn evaluation_failure(failure: EvaluationFailure, limits: &Limits) -> (&'static str, String) {
+    match failure {
+        EvaluationFailure::DeadlineExceeded => {
+            tracing::warn!(
+                timeout = ?limits.eval_timeout,
+                "evaluation stopped at its deadline; the instance was replaced"
+            );
+            (
+                "deadline",
+                format!(
+                    "the evaluation did not finish within {:?} (--eval-timeout) and was stopped",
+                    limits.eval_timeout
+                ),
+            )
+        }
+        EvaluationFailure::Aborted(message) => {
+            tracing::warn!(%message, "evaluation aborted; the instance was replaced");
+            ("aborted", format!("the evaluation was aborted: {message}"))
+        }
+        EvaluationFailure::Failed(message) => {
+            tracing::error!(%message, "evaluation failed; the instance was replaced");
+            ("failed", format!("the evaluation failed: {message}"))
         }
     }
 }
