@@ -522,20 +522,8 @@ fn load_constraints(args: &CheckArgs, engine: &Engine) -> Result<Vec<Constraint>
     if args.constraints.is_empty() {
         return Ok(vec![Constraint::default_constraint()]);
     }
-    let mut constraints = Vec::new();
-    for path in &args.constraints {
-        let limit = crate::files::ReadLimit::flag(args.max_file_size);
-        for constraint in
-            constraint::load_constraints(path, limit).map_err(|error| error.to_string())?
-        {
-            constraint
-                .validate_parameters(engine)
-                .map_err(|error| error.to_string())?;
-            constraints.push(constraint);
-        }
-    }
-    constraint::refuse_duplicate_names(&constraints).map_err(|error| error.to_string())?;
-    Ok(constraints)
+    let limit = crate::files::ReadLimit::flag(args.max_file_size);
+    constraint::load_constraint_files(&args.constraints, limit, engine)
 }
 
 /// The error of a run whose inputs held no object: what was read, and what to do.

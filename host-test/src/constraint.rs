@@ -211,6 +211,26 @@ pub fn load_constraints(
     parse_constraints_text(&file, &text)
 }
 
+/// Every constraint in `paths`, each file read within `limit` and each constraint's parameters
+/// checked by `engine`; names must not repeat across the files.
+pub fn load_constraint_files(
+    paths: &[std::path::PathBuf],
+    limit: crate::files::ReadLimit,
+    engine: &Engine,
+) -> Result<Vec<Constraint>, String> {
+    let mut constraints = Vec::new();
+    for path in paths {
+        for constraint in load_constraints(path, limit).map_err(|error| error.to_string())? {
+            constraint
+                .validate_parameters(engine)
+                .map_err(|error| error.to_string())?;
+            constraints.push(constraint);
+        }
+    }
+    refuse_duplicate_names(&constraints).map_err(|error| error.to_string())?;
+    Ok(constraints)
+}
+
 /// [`load_constraints`] for a text already in memory, `file` naming it in errors.
 pub fn parse_constraints_text(file: &str, text: &str) -> Result<Vec<Constraint>, ConstraintError> {
     let file_error = |message: String| ConstraintError {

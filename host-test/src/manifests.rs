@@ -1389,6 +1389,13 @@ fn build_object(
     })
 }
 
+/// The object of an AdmissionReview a webhook received, read as `meshlife check` reads one
+/// from a file (`meshlife serve`'s `POST /admission`).
+#[allow(clippy::result_large_err)]
+pub fn object_of_admission_review(review: Value) -> Result<ManifestObject, InputError> {
+    admission_review_object("AdmissionReview", 0, None, 1, review)
+}
+
 /// An AdmissionReview is checked as its `request`, exactly as the webhook would see it.
 // One error per unreadable document, on a path that is not hot: boxing it would buy nothing.
 #[allow(clippy::result_large_err)]

@@ -1,5 +1,5 @@
 //! The plain-HTTP health port: `/healthz` (the process answers), `/readyz` (module loaded,
-//! certificates valid, not shutting down) and `/metrics` (Prometheus text).
+//! certificates valid, Namespaces listed when watched, not shutting down) and `/metrics` (Prometheus text).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -35,6 +35,7 @@ impl Health {
         if self.pool().capacity() == 0 {
             return Err("no evaluation workers".into());
         }
+        self.routes.namespaces.readiness()?;
         Ok(())
     }
 

@@ -17,13 +17,10 @@ use bytes::Bytes;
 use hyper::StatusCode;
 use hyper::header::{AUTHORIZATION, HeaderMap};
 use meshlife_policy::{Severity, Violation};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use super::metrics::RequestOutcome;
-use super::pool::KeyOutcome;
-use super::routes::{
-    Answer, BodyError, Routes, evaluation_failure, input_shape_problem, json_response,
-};
+use super::routes::{Answer, BodyError, Routes, input_shape_problem, json_response, violations_of};
 
 pub const PATH: &str = "/kyverno";
 
@@ -34,11 +31,6 @@ struct Response<'a> {
     violations: &'a [Violation],
     warnings: Vec<String>,
     error: &'a str,
-}
-
-#[derive(Deserialize)]
-struct ResultBinding {
-    result: Vec<Violation>,
 }
 
 pub async fn evaluate(
@@ -94,18 +86,15 @@ pub async fn evaluate(
     answer(&violations)
 }
 
-/// The findings as Kyverno's policies read them.
+/// The findings as Kyverno's policies read them: `message` gives every finding with its fix,
+/// the denying ones first, so that a denial shown by kubectl leads with why.
 fn answer(violations: &[Violation]) -> Answer {
     let (denying, others): (Vec<&Violation>, Vec<&Violation>) = violations
         .iter()
         .partition(|violation| violation.details.severity == Severity::Error);
-    let shown = if denying.is_empty() {
-        &others
-    } else {
-        &denying
-    };
-    let message = shown
+    let message = denying
         .iter()
+        .chain(&others)
         .map(|violation| format!("{} Fix: {}", violation.msg, violation.details.fix))
         .collect::<Vec<_>>()
         .join("\n");
@@ -173,25 +162,6 @@ fn constant_time_equal(presented: &[u8], expected: &[u8]) -> bool {
         .zip(expected)
         .fold(0u8, |difference, (a, b)| difference | (a ^ b));
     std::hint::black_box(difference) == 0
-}
-
-fn violations_of(outcome: KeyOutcome, routes: &Routes) -> Result<Vec<Violation>, String> {
-    let text = match outcome {
-        KeyOutcome::Evaluated(text) => text,
-        KeyOutcome::Failed(failure) => {
-            let (reason, message) = evaluation_failure(failure, &routes.limits);
-            routes.metrics.key_done(reason);
-            return Err(message);
-        }
-    };
-    let bindings: Vec<ResultBinding> = serde_json::from_str(&text).map_err(|error| {
-        routes.metrics.key_done("bad_result");
-        format!("the module's result is not a result set of violations: {error}")
-    })?;
-    Ok(bindings
-        .into_iter()
-        .flat_map(|binding| binding.result)
-        .collect())
 }
 
 fn error_answer(message: &str) -> Answer {

@@ -1,18 +1,22 @@
 //! `meshlife serve`: the module in the cluster's admission path, behind Gatekeeper's External
-//! Data (`POST /validate`), with health and metrics on a plain port.
+//! Data (`POST /validate`), Kyverno's service calls (`POST /kyverno`) and the API server's own
+//! validating webhook (`POST /admission`), with health and metrics on a plain port.
 //!
 //! One file per concern: `listener` (accepting, TLS, HTTP/1.1 and its timeouts), `tls`
-//! (certificates and their reload), `routes` (dispatch and bodies), `gatekeeper` (the
-//! External Data wire format), `pool` (evaluation threads with warm instances and deadlines),
+//! (certificates and their reload), `routes` (dispatch and bodies), one file per engine's wire
+//! format (`gatekeeper`, `kyverno`, `admission`), `namespace_watch` (the Namespaces an
+//! AdmissionReview lacks), `pool` (evaluation threads with warm instances and deadlines),
 //! `limits` (every bound and its flag), `shutdown` (signals and draining), `health` and
 //! `metrics`.
 
+pub mod admission;
 pub mod gatekeeper;
 pub mod health;
 pub mod kyverno;
 pub mod limits;
 pub mod listener;
 pub mod metrics;
+pub mod namespace_watch;
 pub mod pool;
 pub mod routes;
 pub mod shutdown;
@@ -38,7 +42,8 @@ const EXIT_UNCLEAN_SHUTDOWN: u8 = 1;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Address of the HTTPS routes (`POST /validate` for Gatekeeper, `POST /kyverno`).
+    /// Address of the HTTPS routes (`POST /validate` for Gatekeeper, `POST /kyverno`, `POST
+    /// /admission` for a ValidatingWebhookConfiguration).
     #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:8443")]
     pub listen: SocketAddr,
 
@@ -65,6 +70,18 @@ pub struct ServeArgs {
     /// certificate.
     #[arg(long, value_name = "FILE")]
     pub kyverno_token_file: Option<PathBuf>,
+
+    /// MeshLifecycle constraint files `POST /admission` judges under, each with its
+    /// `spec.match` and `enforcementAction` (constraints/gatekeeper/clusters/*.yaml, or the
+    /// output of `meshlife constraint`). May be repeated; without it, the parameter defaults,
+    /// every object matched and error findings denied.
+    #[arg(long = "constraint", value_name = "FILE")]
+    pub constraints: Vec<PathBuf>,
+
+    /// Do not watch Namespaces for `POST /admission`, even with a Kubernetes configuration at
+    /// hand: the constraints' parameters (`injectedNamespaces`...) then decide injection.
+    #[arg(long)]
+    pub no_namespace_watch: bool,
 
     /// How often the certificate files are compared with what is loaded.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
@@ -179,6 +196,12 @@ fn start(args: &ServeArgs) -> anyhow::Result<u8> {
         .as_deref()
         .map(read_token)
         .transpose()?;
+    let constraints = if args.constraints.is_empty() {
+        vec![crate::constraint::Constraint::default_constraint()]
+    } else {
+        crate::constraint::load_constraint_files(&args.constraints, Default::default(), &engine)
+            .map_err(|error| anyhow::anyhow!("{error} (--constraint)"))?
+    };
     let tls = Arc::new(TlsState::load(TlsFiles {
         cert: args.tls_cert.clone(),
         key: args.tls_key.clone(),
@@ -193,14 +216,24 @@ fn start(args: &ServeArgs) -> anyhow::Result<u8> {
         .enable_all()
         .thread_name("meshlife-io")
         .build()?;
-    runtime.block_on(serve(args, engine, tls, kyverno_token, started))
+    let settings = RouteSettings {
+        kyverno_token,
+        constraints,
+    };
+    runtime.block_on(serve(args, engine, tls, settings, started))
+}
+
+/// What the routes take from the flags, read before the runtime starts.
+struct RouteSettings {
+    kyverno_token: Option<Vec<u8>>,
+    constraints: Vec<crate::constraint::Constraint>,
 }
 
 async fn serve(
     args: &ServeArgs,
     engine: Arc<Engine>,
     tls: Arc<TlsState>,
-    kyverno_token: Option<Vec<u8>>,
+    settings: RouteSettings,
     started: Instant,
 ) -> anyhow::Result<u8> {
     let metrics = Arc::new(metrics::Metrics::default());
@@ -218,7 +251,13 @@ async fn serve(
         metrics: Arc::clone(&metrics),
         limits: args.limits.clone(),
         client_ca: tls.requires_client_certificates(),
-        kyverno_token,
+        kyverno_token: settings.kyverno_token,
+        constraints: settings.constraints,
+        namespaces: if args.no_namespace_watch {
+            namespace_watch::NamespaceWatch::off("--no-namespace-watch")
+        } else {
+            namespace_watch::NamespaceWatch::start().await
+        },
     });
     let health = Arc::new(health::Health {
         lifecycle: lifecycle.clone(),

@@ -16,9 +16,12 @@ use hyper::{Method, Request, Response, StatusCode};
 use super::limits::Limits;
 use super::listener::{ConnectionInfo, Handler};
 use super::metrics::{Metrics, RequestOutcome};
-use super::pool::EvaluationPool;
-use super::{gatekeeper, kyverno};
+use super::namespace_watch::NamespaceWatch;
+use super::pool::{EvaluationPool, KeyOutcome};
+use super::{admission, gatekeeper, kyverno};
+use crate::constraint::Constraint;
 use crate::engine::EvaluationFailure;
+use meshlife_policy::Violation;
 
 /// A body over `--max-body` is still read and discarded up to this many times the limit, so
 /// that its client gets the answer; beyond that the connection is closed at once.
@@ -35,6 +38,10 @@ pub struct Routes {
     /// The token `POST /kyverno` requires as `Authorization: Bearer`, from
     /// `--kyverno-token-file`; any request is taken without one.
     pub kyverno_token: Option<Vec<u8>>,
+    /// What `POST /admission` judges under: the `--constraint`s, or the parameter defaults.
+    pub constraints: Vec<Constraint>,
+    /// The Namespaces `POST /admission` adds to its reviews.
+    pub namespaces: NamespaceWatch,
 }
 
 /// Why a body was not read.
@@ -144,6 +151,13 @@ impl Routes {
                 ("kyverno", closing_if_unread(answer, unread))
             }
             (kyverno::PATH, _) => ("kyverno", method_not_allowed("POST")),
+            (admission::PATH, Method::POST) => {
+                let body = self.read_body(request).await;
+                let unread = body.is_err();
+                let answer = admission::review(&self, body).await;
+                ("admission", closing_if_unread(answer, unread))
+            }
+            (admission::PATH, _) => ("admission", method_not_allowed("POST")),
             _ => ("other", not_found(&path)),
         }
     }
@@ -190,6 +204,31 @@ pub fn evaluation_failure(failure: EvaluationFailure, limits: &Limits) -> (&'sta
             ("failed", format!("the evaluation failed: {message}"))
         }
     }
+}
+
+#[derive(serde::Deserialize)]
+struct ResultBinding {
+    result: Vec<Violation>,
+}
+
+/// One evaluation's violations, or why there are none (counted in the metrics).
+pub fn violations_of(outcome: KeyOutcome, routes: &Routes) -> Result<Vec<Violation>, String> {
+    let text = match outcome {
+        KeyOutcome::Evaluated(text) => text,
+        KeyOutcome::Failed(failure) => {
+            let (reason, message) = evaluation_failure(failure, &routes.limits);
+            routes.metrics.key_done(reason);
+            return Err(message);
+        }
+    };
+    let bindings: Vec<ResultBinding> = serde_json::from_str(&text).map_err(|error| {
+        routes.metrics.key_done("bad_result");
+        format!("the module's result is not a result set of violations: {error}")
+    })?;
+    Ok(bindings
+        .into_iter()
+        .flat_map(|binding| binding.result)
+        .collect())
 }
 
 /// A body left unread would be parsed as the next request: its answer closes the connection.
@@ -247,9 +286,10 @@ fn not_found(path: &str) -> Answer {
             StatusCode::NOT_FOUND,
             format!(
                 "meshlife serve has no route {path}; POST {} takes Gatekeeper External Data \
-                 requests, POST {} Kyverno service calls\n",
+                 requests, POST {} Kyverno service calls, POST {} AdmissionReviews\n",
                 gatekeeper::PATH,
-                kyverno::PATH
+                kyverno::PATH,
+                admission::PATH
             ),
         ),
         outcome: RequestOutcome::NotFound,

@@ -4,6 +4,8 @@
 
 #![allow(dead_code)] // each test binary uses part of the support
 
+pub mod kube_api;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -129,7 +131,16 @@ pub fn meshlife_binary() -> &'static str {
 impl Server {
     /// Starts the server with the volume's files and `extra` flags; waits until it is ready.
     pub fn start(volume: &SecretVolume, client_ca: bool, extra: &[&str]) -> Server {
+        Server::spawn(Server::command(volume, client_ca, extra))
+    }
+
+    /// The command [`Server::start`] runs, for a test that adds to it (environment, say).
+    pub fn command(volume: &SecretVolume, client_ca: bool, extra: &[&str]) -> Command {
         let mut command = Command::new(meshlife_binary());
+        // A cluster of the machine's own must not be watched by a test's server.
+        command
+            .env_remove("KUBECONFIG")
+            .env_remove("KUBERNETES_SERVICE_HOST");
         command.args([
             "serve",
             "--listen",
@@ -144,7 +155,7 @@ impl Server {
             command.arg("--client-ca").arg(volume.path("ca.crt"));
         }
         command.args(extra);
-        Server::spawn(command)
+        command
     }
 
     pub fn spawn(mut command: Command) -> Server {

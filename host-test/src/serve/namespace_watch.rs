@@ -1,0 +1,137 @@
+//! The Namespaces that `POST /admission` puts into each review as `namespaceObject`.
+//!
+//! An AdmissionReview carries no Namespace (serving.md §4.1), yet whether a proxy is coming
+//! is decided by the Namespace's labels. Gatekeeper and Kyverno add it from their own caches;
+//! a plain webhook must keep one. This is kube-rs's reflector over a Namespace watch: one list,
+//! then a watch, relisting when the API server says the watch is too old.
+//!
+//! Without a Kubernetes configuration (in-cluster service account or KUBECONFIG), or with
+//! `--no-namespace-watch`, no Namespace is added and the parameters decide
+//! (`injectedNamespaces` and the rest), as they do for `meshlife check` without the Namespace
+//! in its input. A watch the RBAC forbids is retried with backoff, and until it works the
+//! parameters decide too; both are logged, and `/readyz` waits only for the first answer.
+
+use std::sync::{Arc, Mutex};
+
+use futures_util::StreamExt;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use serde_json::Value;
+
+/// Where the watch stands, for `/readyz` and the logs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WatchState {
+    /// Not watching: the parameters decide.
+    Off(String),
+    /// Started; the first list has not come back.
+    Listing,
+    /// Listed (and watching).
+    Synced,
+    /// The list or watch failed; retried with backoff. The parameters decide meanwhile.
+    Failing(String),
+}
+
+pub struct NamespaceWatch {
+    store: Option<Store<Namespace>>,
+    state: Arc<Mutex<WatchState>>,
+}
+
+impl NamespaceWatch {
+    pub fn off(reason: &str) -> NamespaceWatch {
+        tracing::info!(
+            reason,
+            "no Namespace watch: POST /admission judges with the parameters' namespace facts"
+        );
+        NamespaceWatch {
+            store: None,
+            state: Arc::new(Mutex::new(WatchState::Off(reason.to_string()))),
+        }
+    }
+
+    /// Starts the watch when a Kubernetes configuration is found; must run inside the runtime.
+    pub async fn start() -> NamespaceWatch {
+        let client = match kube::Client::try_default().await {
+            Ok(client) => client,
+            Err(error) => {
+                return NamespaceWatch::off(&format!(
+                    "no Kubernetes configuration (in-cluster service account or KUBECONFIG): \
+                     {error}"
+                ));
+            }
+        };
+        let api: kube::Api<Namespace> = kube::Api::all(client);
+        let (store, writer) = reflector::store();
+        let state = Arc::new(Mutex::new(WatchState::Listing));
+        let events = watcher(api, watcher::Config::default())
+            .default_backoff()
+            .reflect(writer);
+        tokio::spawn(follow(events, Arc::clone(&state)));
+        tracing::info!("watching Namespaces for POST /admission");
+        NamespaceWatch {
+            store: Some(store),
+            state,
+        }
+    }
+
+    pub fn state(&self) -> WatchState {
+        self.state
+            .lock()
+            .map(|state| state.clone())
+            .unwrap_or(WatchState::Listing)
+    }
+
+    /// `Err` until the first list has come back or failed: an answer before that would judge
+    /// every object as if its Namespace had no labels.
+    pub fn readiness(&self) -> Result<(), String> {
+        match self.state() {
+            WatchState::Listing => Err("waiting for the first Namespace list".into()),
+            _ => Ok(()),
+        }
+    }
+
+    /// The Namespace `name` as the module reads `namespaceObject`, when the watch has it.
+    pub fn get(&self, name: &str) -> Option<Value> {
+        if name.is_empty() {
+            return None;
+        }
+        let namespace = self.store.as_ref()?.get(&ObjectRef::new(name))?;
+        // Only metadata is read (labels and annotations); the rest is not worth copying.
+        Some(serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": namespace.metadata,
+        }))
+    }
+}
+
+async fn follow<S>(events: S, state: Arc<Mutex<WatchState>>)
+where
+    S: futures_util::Stream<Item = Result<watcher::Event<Namespace>, watcher::Error>>,
+{
+    let mut events = std::pin::pin!(events);
+    while let Some(event) = events.next().await {
+        let next = match event {
+            Ok(watcher::Event::InitDone) => Some(WatchState::Synced),
+            Ok(_) => None,
+            Err(error) => Some(WatchState::Failing(error.to_string())),
+        };
+        let Some(next) = next else { continue };
+        let Ok(mut current) = state.lock() else {
+            return;
+        };
+        if *current == next {
+            continue;
+        }
+        match &next {
+            WatchState::Synced => tracing::info!("Namespace list received; watching for changes"),
+            WatchState::Failing(reason) => tracing::warn!(
+                %reason,
+                "the Namespace watch failed (retried with backoff); POST /admission judges with \
+                 the parameters' namespace facts until it works"
+            ),
+            _ => {}
+        }
+        *current = next;
+    }
+}
