@@ -26,6 +26,13 @@ verify:
 compat *ARGS:
     bash compat/run.sh {{ARGS}}
 
+# Kyverno's own CLI (`kyverno apply`, built from Kyverno v1.19.0's Go module) runs the policies of
+# constraints/kyverno/ over every example against a live `meshlife serve`; its verdicts must
+# equal `meshlife check`'s (compat/README-kyverno.md). Part of `just compat`.
+kyverno-compat:
+    cargo build --release
+    bash compat/kyverno/run.sh
+
 # Measure evaluation latency (module warm and fresh, native, parse floor, regorus, npm SDK) and
 # write BENCHMARKS.md from the figures; `cargo bench -p meshlife` runs the criterion benchmarks.
 bench:

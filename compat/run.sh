@@ -2,7 +2,7 @@
 # The compatibility matrix (`just compat`): installs every host from its registry (npm, PyPI,
 # crates.io), builds dist/, and runs meshlife-compat, which prints the matrix and exits non-zero
 # on any difference; then runs Gatekeeper's own code against a live `meshlife serve`
-# (compat/gatekeeper, Go modules from the Go module proxy). Needs the Rust toolchain, Node.js +
+# (compat/gatekeeper) and Kyverno's CLI (compat/kyverno), Go modules from the Go module proxy. Needs the Rust toolchain, Node.js +
 # npm, Python 3.11 (+ a 3.10, see below) and Go 1.26; everything else lands in
 # compat/node/node_modules, target/compat/ and Go's module cache.
 set -euo pipefail
@@ -66,3 +66,6 @@ cargo run --release --quiet -p meshlife-compat -- \
 
 echo "== Gatekeeper: its constraint client and gator verify against a live meshlife serve"
 bash compat/gatekeeper/run.sh "${CARGO_TARGET_DIR:-target}/release/meshlife"
+
+echo "== Kyverno: kyverno apply with meshlife's policies against a live meshlife serve"
+bash compat/kyverno/run.sh "${CARGO_TARGET_DIR:-target}/release/meshlife"

@@ -1,0 +1,545 @@
+// kyverno-compat: Kyverno's own CLI (`kyverno apply`, built from its Go module by run.sh) runs
+// meshlife's Kyverno policies over every example object against a live `meshlife serve`, and
+// its verdicts must equal `meshlife check`'s: each errors policy fails exactly the objects
+// check reports an error finding for, each warnings policy exactly those with a finding it
+// selects, naming the same rule ids. See compat/README-kyverno.md.
+package main
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	shippedURL     = "https://meshlife.meshlife-system.svc:8443/kyverno"
+	caPlaceholder  = "REPLACE_WITH_PEM_OF_THE_MESHLIFE_CA"
+	clusterPolicy  = "constraints/kyverno/cluster-policies.yaml"
+	celPolicy      = "constraints/kyverno/validating-policies.yaml"
+	namespaceFetch = `    - name: meshlifeNamespace
+      apiCall:
+        urlPath: "/api/v1/namespaces/{{ request.namespace }}"
+        default: {}
+`
+)
+
+// The rules meshlife-warnings leaves to meshlife-errors (its excludeRules).
+var errorRules = map[string]bool{"ML104": true, "ML301": true, "ML302": true, "ML401": true, "ML405": true}
+
+var ruleID = regexp.MustCompile(`\[(ML[0-9]{3}) `)
+
+func main() {
+	meshlife := flag.String("meshlife", "", "the meshlife binary")
+	kyverno := flag.String("kyverno", "", "the Kyverno CLI binary")
+	repo := flag.String("repo", ".", "the meshlife repository")
+	flag.Parse()
+	if err := run(*meshlife, *kyverno, *repo); err != nil {
+		fmt.Fprintln(os.Stderr, "kyverno-compat: FAIL:", err)
+		os.Exit(1)
+	}
+	fmt.Println("kyverno-compat: PASS")
+}
+
+// object names one example object as Kyverno's report and meshlife's JSON both name it.
+type object struct{ Kind, Namespace, Name string }
+
+func (o object) String() string { return o.Kind + " " + o.Namespace + "/" + o.Name }
+
+type verdict struct {
+	failed bool
+	rules  []string
+}
+
+func run(meshlife, kyverno, repo string) error {
+	dir, err := os.MkdirTemp("", "kyverno-compat")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	caPEM, err := makeCertificates(dir)
+	if err != nil {
+		return err
+	}
+	token := make([]byte, 24)
+	if _, err := rand.Read(token); err != nil {
+		return err
+	}
+	tokenText := hex.EncodeToString(token)
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte(tokenText+"\n"), 0o600); err != nil {
+		return err
+	}
+	server, address, err := startServer(meshlife, dir)
+	if err != nil {
+		return err
+	}
+	defer stopServer(server)
+	url := "https://" + address + "/kyverno"
+	policies, err := renderPolicies(repo, dir, url, caPEM, tokenText)
+	if err != nil {
+		return err
+	}
+
+	var files []string
+	for _, mesh := range []string{"istio", "linkerd"} {
+		found, err := filepath.Glob(filepath.Join(repo, "examples", mesh, "*.yaml"))
+		if err != nil {
+			return err
+		}
+		files = append(files, found...)
+	}
+	sort.Strings(files)
+	var disagreements []string
+	compared, failedObjects := 0, 0
+	started := time.Now()
+	for _, file := range files {
+		kyvernoVerdicts, err := kyvernoApply(kyverno, dir, policies, file, caPEM)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		checkFindings, err := meshlifeCheck(meshlife, file)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		for obj := range checkFindings {
+			if _, judged := kyvernoVerdicts[obj]; !judged {
+				disagreements = append(disagreements, fmt.Sprintf("%s: %s has check findings but Kyverno judged it under no policy", file, obj))
+			}
+		}
+		for obj, byPolicy := range kyvernoVerdicts {
+			expected := expectedVerdicts(checkFindings[obj])
+			for policy, got := range byPolicy {
+				compared++
+				want := expected[strings.TrimSuffix(policy, "-cel")]
+				if got.failed {
+					failedObjects++
+				}
+				if got.failed != want.failed || strings.Join(got.rules, ",") != strings.Join(want.rules, ",") {
+					disagreements = append(disagreements, fmt.Sprintf(
+						"%s: %s under %s: kyverno apply says failed=%v rules=%v, meshlife check says failed=%v rules=%v",
+						file, obj, policy, got.failed, got.rules, want.failed, want.rules))
+				}
+			}
+			if len(byPolicy) != 4 {
+				disagreements = append(disagreements, fmt.Sprintf("%s: %s was judged by %d of the 4 policies", file, obj, len(byPolicy)))
+			}
+		}
+	}
+	fmt.Printf("kyverno-compat: %d example files, %d (object, policy) verdicts compared, %d failures, in %s\n",
+		len(files), compared, failedObjects, time.Since(started).Round(time.Millisecond))
+	calls, refused := serverCounts(server)
+	fmt.Printf("kyverno-compat: meshlife serve answered %d Kyverno calls, refused %d\n", calls, refused)
+	if compared < 100 {
+		return fmt.Errorf("only %d verdicts compared: the examples were not all judged", compared)
+	}
+	if refused > 0 {
+		return fmt.Errorf("meshlife serve refused %d calls (token not passed?)", refused)
+	}
+	if len(disagreements) > 0 {
+		return fmt.Errorf("%d disagreements:\n  %s", len(disagreements), strings.Join(disagreements, "\n  "))
+	}
+	return nil
+}
+
+// expectedVerdicts is what each policy must say given check's findings for one object: the
+// errors policy fails on error findings (its minSeverity), the warnings policy on every
+// finding outside its excludeRules.
+func expectedVerdicts(findings []finding) map[string]verdict {
+	errorsRules, warningRules := map[string]bool{}, map[string]bool{}
+	for _, f := range findings {
+		if f.Severity == "error" {
+			errorsRules[f.Rule] = true
+		}
+		if !errorRules[f.Rule] {
+			warningRules[f.Rule] = true
+		}
+	}
+	return map[string]verdict{
+		"meshlife-errors":   {failed: len(errorsRules) > 0, rules: sortedKeys(errorsRules)},
+		"meshlife-warnings": {failed: len(warningRules) > 0, rules: sortedKeys(warningRules)},
+	}
+}
+
+func sortedKeys(set map[string]bool) []string {
+	keys := make([]string, 0, len(set))
+	for key := range set {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// renderPolicies writes the shipped policies with the live server's URL, CA and token, and
+// with two changes the Kyverno CLI needs (README-kyverno.md):
+//   - v1.19's fake client cannot GET /api/v1/namespaces/NAME (it parses NAME as a namespace
+//     with no resource), so the ClusterPolicies' Namespace fetch is dropped and the values
+//     file supplies `meshlifeNamespace` instead;
+//   - its mock-aware CEL http context does not survive http.Client(caBundle) ("no such
+//     overload: Post(libs.mockAwareHTTPContext, ...)"), so the CEL policies call http.Post
+//     and the CLI trusts the CA through SSL_CERT_FILE.
+func renderPolicies(repo, dir, url, caPEM, token string) ([]string, error) {
+	var out []string
+	for _, name := range []string{clusterPolicy, celPolicy} {
+		text, err := os.ReadFile(filepath.Join(repo, name))
+		if err != nil {
+			return nil, err
+		}
+		rendered := string(text)
+		if !strings.Contains(rendered, shippedURL) || !strings.Contains(rendered, caPlaceholder) {
+			return nil, fmt.Errorf("%s no longer holds the URL %s and the %s placeholder", name, shippedURL, caPlaceholder)
+		}
+		rendered = strings.ReplaceAll(rendered, shippedURL, url)
+		rendered = replaceCA(rendered, caPEM)
+		if name == clusterPolicy {
+			if strings.Count(rendered, namespaceFetch) != 2 {
+				return nil, fmt.Errorf("%s: the Namespace fetch of both rules is not where the harness expects it", name)
+			}
+			rendered = strings.ReplaceAll(rendered, namespaceFetch, "")
+			rendered = strings.ReplaceAll(rendered,
+				"          - key: Content-Type\n            value: application/json\n",
+				"          - key: Content-Type\n            value: application/json\n          - key: Authorization\n            value: Bearer "+token+"\n")
+		} else {
+			rendered = strings.ReplaceAll(rendered, "http.Client(variables.caBundle).Post(", "http.Post(")
+			rendered = strings.ReplaceAll(rendered, `{"Content-Type": "application/json"})`,
+				`{"Content-Type": "application/json", "Authorization": "Bearer `+token+`"})`)
+		}
+		if strings.Count(rendered, "Bearer "+token) != 2 {
+			return nil, fmt.Errorf("%s: the token was not added to both policies' calls", name)
+		}
+		path := filepath.Join(dir, filepath.Base(name))
+		if err := os.WriteFile(path, []byte(rendered), 0o644); err != nil {
+			return nil, err
+		}
+		out = append(out, path)
+	}
+	return out, nil
+}
+
+// replaceCA puts the PEM where the placeholder line is, at its indentation.
+func replaceCA(text, caPEM string) string {
+	var lines []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.TrimSpace(line) != caPlaceholder {
+			lines = append(lines, line)
+			continue
+		}
+		indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
+		for _, pemLine := range strings.Split(strings.TrimSpace(caPEM), "\n") {
+			lines = append(lines, indent+pemLine)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+type manifest struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name      string `json:"name"`
+		Namespace string `json:"namespace"`
+	} `json:"metadata"`
+}
+
+// valuesFile gives the CLI each example file's Namespaces: as `namespaces` (the CEL policies'
+// namespaceObject) and as each resource's `meshlifeNamespace` (what the ClusterPolicies fetch
+// in a cluster).
+func valuesFile(dir, file string) (string, error) {
+	text, err := os.ReadFile(file)
+	if err != nil {
+		return "", err
+	}
+	namespaces := map[string]map[string]any{}
+	var objects []manifest
+	for _, document := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(text), -1) {
+		var raw map[string]any
+		if err := yaml.Unmarshal([]byte(document), &raw); err != nil {
+			return "", err
+		}
+		if raw == nil {
+			continue
+		}
+		var m manifest
+		data, _ := json.Marshal(raw)
+		if err := json.Unmarshal(data, &m); err != nil {
+			return "", err
+		}
+		if m.Kind == "Namespace" {
+			namespaces[m.Metadata.Name] = raw
+		} else {
+			objects = append(objects, m)
+		}
+	}
+	var namespaceList []any
+	for _, namespace := range namespaces {
+		namespaceList = append(namespaceList, namespace)
+	}
+	var policies []any
+	for _, policy := range []string{"meshlife-errors", "meshlife-warnings"} {
+		var resources []any
+		for _, m := range objects {
+			var value any = map[string]any{}
+			if namespace, ok := namespaces[m.Metadata.Namespace]; ok {
+				value = namespace
+			}
+			resources = append(resources, map[string]any{
+				"name":   m.Metadata.Name,
+				"values": map[string]any{"meshlifeNamespace": value},
+			})
+		}
+		policies = append(policies, map[string]any{"name": policy, "resources": resources})
+	}
+	values := map[string]any{
+		"apiVersion": "cli.kyverno.io/v1alpha1",
+		"kind":       "Value",
+		"policies":   policies,
+		"namespaces": namespaceList,
+	}
+	data, err := yaml.Marshal(values)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "values.yaml")
+	return path, os.WriteFile(path, data, 0o644)
+}
+
+type report struct {
+	Results []struct {
+		Policy    string `json:"policy"`
+		Result    string `json:"result"`
+		Message   string `json:"message"`
+		Resources []struct {
+			Kind      string `json:"kind"`
+			Namespace string `json:"namespace"`
+			Name      string `json:"name"`
+		} `json:"resources"`
+	} `json:"results"`
+}
+
+func kyvernoApply(kyverno, dir string, policies []string, file, caPEM string) (map[object]map[string]verdict, error) {
+	values, err := valuesFile(dir, file)
+	if err != nil {
+		return nil, err
+	}
+	caFile := filepath.Join(dir, "ca.crt")
+	args := append([]string{"apply"}, policies...)
+	args = append(args, "--resource", file, "--values-file", values, "--policy-report", "--output-format", "json", "--remove-color")
+	cmd := exec.Command(kyverno, args...)
+	// FLAG_HTTP_BLOCKLIST="": the default blocklist holds 127.0.0.0/8, where the server listens.
+	cmd.Env = append(os.Environ(), "FLAG_HTTP_BLOCKLIST=", "SSL_CERT_FILE="+caFile)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	output, err := cmd.Output()
+	// Failures make apply exit 1; the report says what happened.
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		return nil, err
+	}
+	text := string(output)
+	start := strings.Index(text, "{\"kind\":\"ClusterReport\"")
+	if start < 0 {
+		return nil, fmt.Errorf("kyverno apply printed no report (%v):\n%s\n%s", err, text, stderr.String())
+	}
+	var parsed report
+	if err := json.NewDecoder(strings.NewReader(text[start:])).Decode(&parsed); err != nil {
+		return nil, fmt.Errorf("kyverno apply's report: %w", err)
+	}
+	verdicts := map[object]map[string]verdict{}
+	for _, result := range parsed.Results {
+		if len(result.Resources) != 1 {
+			return nil, fmt.Errorf("a result of %s names %d resources", result.Policy, len(result.Resources))
+		}
+		r := result.Resources[0]
+		obj := object{r.Kind, r.Namespace, r.Name}
+		switch result.Result {
+		case "pass", "fail":
+		default:
+			return nil, fmt.Errorf("%s under %s: result %q: %s", obj, result.Policy, result.Result, result.Message)
+		}
+		if verdicts[obj] == nil {
+			verdicts[obj] = map[string]verdict{}
+		}
+		rules := map[string]bool{}
+		for _, match := range ruleID.FindAllStringSubmatch(result.Message, -1) {
+			rules[match[1]] = true
+		}
+		verdicts[obj][result.Policy] = verdict{failed: result.Result == "fail", rules: sortedKeys(rules)}
+	}
+	return verdicts, nil
+}
+
+type finding struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Rule      string `json:"rule"`
+	Severity  string `json:"severity"`
+}
+
+func meshlifeCheck(meshlife, file string) (map[object][]finding, error) {
+	cmd := exec.Command(meshlife, "check", "--output", "json", "--fail-on", "none", file)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	output, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("meshlife check: %w: %s", err, stderr.String())
+	}
+	var findings []finding
+	if err := json.Unmarshal(output, &findings); err != nil {
+		return nil, fmt.Errorf("meshlife check's JSON: %w", err)
+	}
+	byObject := map[object][]finding{}
+	for _, f := range findings {
+		obj := object{f.Kind, f.Namespace, f.Name}
+		byObject[obj] = append(byObject[obj], f)
+	}
+	return byObject, nil
+}
+
+func makeCertificates(dir string) (string, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", err
+	}
+	now := time.Now()
+	ca := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "kyverno-compat-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		return "", err
+	}
+	ca, _ = x509.ParseCertificate(caDER)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", err
+	}
+	leaf := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return "", err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return "", err
+	}
+	caPEM := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}))
+	files := map[string][]byte{
+		"ca.crt":  []byte(caPEM),
+		"tls.crt": pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER}),
+		"tls.key": pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return "", err
+		}
+	}
+	return caPEM, nil
+}
+
+// startServer runs `meshlife serve` on ports it picks itself and reads them from its log.
+func startServer(meshlife, dir string) (*exec.Cmd, string, error) {
+	cmd := exec.Command(meshlife, "serve",
+		"--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0",
+		"--tls-cert", filepath.Join(dir, "tls.crt"), "--tls-key", filepath.Join(dir, "tls.key"),
+		"--kyverno-token-file", filepath.Join(dir, "token"), "--no-namespace-watch")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, "", err
+	}
+	ready := make(chan [2]string, 1)
+	go func() {
+		scanner := bufio.NewScanner(stderr)
+		routes := regexp.MustCompile(`routes=(\S+) health=(\S+)`)
+		for scanner.Scan() {
+			if match := routes.FindStringSubmatch(scanner.Text()); match != nil {
+				ready <- [2]string{match[1], match[2]}
+			}
+		}
+	}()
+	select {
+	case addresses := <-ready:
+		healthAddress = addresses[1]
+		return cmd, addresses[0], nil
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		return nil, "", errors.New("meshlife serve did not report ready within 60 s")
+	}
+}
+
+var healthAddress string
+
+func stopServer(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+	}
+}
+
+// serverCounts reads the server's own count of answered Kyverno calls and token refusals.
+func serverCounts(*exec.Cmd) (answered, refused int) {
+	client := &http.Client{Timeout: 5 * time.Second}
+	response, err := client.Get("http://" + healthAddress + "/metrics")
+	if err != nil {
+		return -1, -1
+	}
+	defer response.Body.Close()
+	output, err := io.ReadAll(response.Body)
+	if err != nil {
+		return -1, -1
+	}
+	for _, line := range strings.Split(string(output), "\n") {
+		var value float64
+		if strings.HasPrefix(line, `meshlife_requests_total{route="kyverno",outcome="answered"}`) {
+			fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &value)
+			answered = int(value)
+		}
+		if strings.HasPrefix(line, `meshlife_refusals_total{reason="unauthenticated"}`) {
+			fmt.Sscanf(line[strings.LastIndex(line, " ")+1:], "%g", &value)
+			refused = int(value)
+		}
+	}
+	return answered, refused
+}
