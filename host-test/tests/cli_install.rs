@@ -6,6 +6,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
+mod serve_support;
+
 fn meshlife(args: &[&str], stdin: Option<&str>) -> (i32, String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_meshlife"))
         .args(args)
@@ -230,4 +232,346 @@ fn install_refuses_two_constraints_with_the_same_name() {
             && stderr.contains("`mesh-lifecycle-errors` is also the name of the constraint in constraints/gatekeeper/clusters/istio-1.26-classic.yaml"),
         "{stderr}"
     );
+}
+
+/// `meshlife serve` started with the arguments the printed Deployment gives it, its files
+/// (`/certs`, `/constraints`, ...) written from the printed Secrets and ConfigMaps into `dir`.
+fn serve_as_deployed(all: &[Value], dir: &std::path::Path) -> serve_support::Server {
+    let deployment = find(all, "Deployment");
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    let mut files: Vec<(String, String)> = Vec::new();
+    for document in all {
+        let data = match document["kind"].as_str() {
+            Some("Secret") => &document["stringData"],
+            Some("ConfigMap") => &document["data"],
+            _ => continue,
+        };
+        let name = document["metadata"]["name"].as_str().unwrap();
+        for (key, value) in data.as_object().unwrap() {
+            files.push((format!("{name}/{key}"), value.as_str().unwrap().to_string()));
+        }
+    }
+    let volumes = deployment["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .unwrap();
+    let mut mapped = Vec::new();
+    for mount in container["volumeMounts"].as_array().unwrap() {
+        let volume = volumes
+            .iter()
+            .find(|volume| volume["name"] == mount["name"])
+            .unwrap();
+        let source = volume["secret"]["secretName"]
+            .as_str()
+            .or(volume["configMap"]["name"].as_str());
+        if let Some(source) = source {
+            mapped.push((
+                mount["mountPath"].as_str().unwrap().to_string(),
+                dir.join(source),
+            ));
+        }
+    }
+    for (path, text) in &files {
+        let path = dir.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let mut command = Command::new(env!("CARGO_BIN_EXE_meshlife"));
+    command
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST");
+    for arg in container["args"].as_array().unwrap() {
+        let arg = arg.as_str().unwrap();
+        let arg = match arg.split_once('=') {
+            Some(("--listen" | "--health-listen", _)) => {
+                format!("{}=127.0.0.1:0", arg.split_once('=').unwrap().0)
+            }
+            _ => {
+                let mut arg = arg.to_string();
+                for (mount_path, local) in &mapped {
+                    arg = arg.replace(
+                        &format!("={mount_path}/"),
+                        &format!("={}/", local.display()),
+                    );
+                }
+                arg
+            }
+        };
+        command.arg(arg);
+    }
+    serve_support::Server::spawn(command)
+}
+
+/// A TLS connection to `server` trusting `ca_pem` for the Service name `name`, as the caller
+/// in the cluster makes it.
+async fn connect_as_caller(
+    server: &serve_support::Server,
+    ca_pem: &str,
+    name: &str,
+) -> meshlife::bench::client::Connection {
+    let config = meshlife::bench::client::client_config(ca_pem.as_bytes(), None).unwrap();
+    meshlife::bench::client::Connection::open(server.routes, name, &config)
+        .await
+        .unwrap()
+}
+
+fn injected_job(namespace: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "nightly", "namespace": namespace},
+        "spec": {"template": {
+            "metadata": {"labels": {"sidecar.istio.io/inject": "true"}},
+            "spec": {"restartPolicy": "Never", "activeDeadlineSeconds": 600,
+                     "containers": [{"name": "work", "image": "registry.example/work:1"}]}
+        }}
+    })
+}
+
+#[test]
+fn install_kyverno_prints_a_server_and_policies_that_reach_it_with_the_token() {
+    let (code, text, stderr) = meshlife(
+        &[
+            "install",
+            "kyverno",
+            "--constraint",
+            "constraints/gatekeeper/clusters/istio-1.26-classic.yaml",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let all = documents(&text);
+    let policies: Vec<&Value> = all
+        .iter()
+        .filter(|document| document["kind"] == "ClusterPolicy")
+        .collect();
+    assert_eq!(policies.len(), 2);
+    let token_secret = all
+        .iter()
+        .find(|document| document["metadata"]["name"] == "meshlife-kyverno-token")
+        .unwrap();
+    let token = token_secret["stringData"]["token"].as_str().unwrap();
+    let tls = all
+        .iter()
+        .find(|document| document["metadata"]["name"] == "meshlife-tls")
+        .unwrap();
+    let ca_pem = tls["stringData"]["ca.crt"].as_str().unwrap();
+    let facts = meshlife::constraint::load_constraints(
+        std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../constraints/gatekeeper/clusters/istio-1.26-classic.yaml"
+        )),
+        Default::default(),
+    )
+    .unwrap();
+    for (policy, constraint) in policies.iter().zip(&facts) {
+        let rule = &policy["spec"]["rules"][0];
+        assert_eq!(
+            policy["metadata"]["annotations"]["pod-policies.kyverno.io/autogen-controllers"],
+            "none"
+        );
+        assert_eq!(policy["spec"]["background"], false);
+        let call = &rule["context"][1]["apiCall"];
+        assert_eq!(
+            call["service"]["url"],
+            "https://meshlife.meshlife-system.svc:8443/kyverno"
+        );
+        assert_eq!(
+            call["service"]["caBundle"].as_str().unwrap().trim(),
+            ca_pem.trim()
+        );
+        assert!(
+            call["service"]["headers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|header| header["key"] == "Authorization"
+                    && header["value"] == format!("Bearer {token}")),
+            "{call}"
+        );
+        // The cluster file's facts, without the Gatekeeper-only providerFailure.
+        let mut expected = constraint.parameters.clone();
+        expected.as_object_mut().unwrap().remove("providerFailure");
+        assert_eq!(
+            call["data"][1]["value"], expected,
+            "{}",
+            policy["metadata"]["name"]
+        );
+        assert_eq!(
+            rule["context"][0]["apiCall"]["urlPath"],
+            "/api/v1/namespaces/{{ request.namespace }}"
+        );
+    }
+
+    // The server as the Deployment runs it takes the policies' token and judges.
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve_as_deployed(&all, dir.path());
+    let input = serde_json::json!({
+        "review": {"operation": "CREATE", "namespace": "batch", "object": injected_job("batch")},
+        "parameters": policies[0]["spec"]["rules"][0]["context"][1]["apiCall"]["data"][1]["value"],
+    });
+    let runtime = serve_support::runtime();
+    runtime.block_on(async {
+        let mut connection =
+            connect_as_caller(&server, ca_pem, "meshlife.meshlife-system.svc").await;
+        let body = bytes::Bytes::from(serde_json::to_vec(&input).unwrap());
+        let authorization = format!("Bearer {token}");
+        let reply = connection
+            .post_with_headers(
+                "/kyverno",
+                body.clone(),
+                &[("authorization", &authorization)],
+            )
+            .await
+            .unwrap();
+        let answer: Value = serde_json::from_slice(&reply.body).unwrap();
+        assert_eq!(answer["error"], "", "{answer}");
+        assert_eq!(answer["deny"], true, "{answer}");
+        let refused = connection.post("/kyverno", body).await.unwrap();
+        let refused: Value = serde_json::from_slice(&refused.body).unwrap();
+        assert!(
+            refused["error"].as_str().unwrap().contains("bearer token"),
+            "{refused}"
+        );
+    });
+
+    let (code, text, stderr) =
+        meshlife(&["install", "kyverno", "--cel", "--namespace", "ml"], None);
+    assert_eq!(code, 0, "{stderr}");
+    let all = documents(&text);
+    let cel: Vec<&Value> = all
+        .iter()
+        .filter(|document| document["kind"] == "ValidatingPolicy")
+        .collect();
+    assert_eq!(cel.len(), 2);
+    let call = cel[0]["spec"]["variables"][1]["expression"]
+        .as_str()
+        .unwrap();
+    assert!(
+        call.contains("https://meshlife.ml.svc:8443/kyverno"),
+        "{call}"
+    );
+    assert!(call.contains("\"Authorization\": \"Bearer "), "{call}");
+
+    // meshlife follows its own rules on what it installs.
+    let (code, report, stderr) = meshlife(&["check", "-"], Some(&text));
+    assert_eq!(code, 0, "{report}{stderr}");
+}
+
+#[test]
+fn install_webhook_prints_a_webhook_whose_server_judges_under_the_constraints() {
+    let (code, text, stderr) = meshlife(
+        &[
+            "install",
+            "webhook",
+            "--constraint",
+            "constraints/gatekeeper/clusters/istio-1.26-classic.yaml",
+            "--failure-policy",
+            "fail",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let all = documents(&text);
+    let configuration = find(&all, "ValidatingWebhookConfiguration");
+    let webhook = &configuration["webhooks"][0];
+    assert_eq!(webhook["failurePolicy"], "Fail");
+    assert_eq!(webhook["sideEffects"], "None");
+    assert_eq!(webhook["admissionReviewVersions"][0], "v1");
+    assert!(webhook["timeoutSeconds"].as_u64().unwrap() <= 10);
+    assert!(
+        webhook["namespaceSelector"]["matchExpressions"][0]["values"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("meshlife-system"))
+    );
+    assert!(webhook["matchConditions"].as_array().unwrap().len() >= 2);
+    let service = &webhook["clientConfig"]["service"];
+    assert_eq!(service["path"], "/admission");
+    let rules = find(&all, "ClusterRole")["rules"][0]["verbs"].clone();
+    assert_eq!(rules, serde_json::json!(["get", "list", "watch"]));
+    let ca_pem = String::from_utf8(decode_base64(
+        webhook["clientConfig"]["caBundle"].as_str().unwrap(),
+    ))
+    .unwrap();
+
+    // The server as the Deployment runs it, with the ConfigMap's constraints, answers the API
+    // server's request on the path and name the configuration gives.
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve_as_deployed(&all, dir.path());
+    let name = format!(
+        "{}.{}.svc",
+        service["name"].as_str().unwrap(),
+        service["namespace"].as_str().unwrap()
+    );
+    let review = serde_json::json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "e2e-1",
+            "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+            "operation": "CREATE",
+            "namespace": "batch",
+            "name": "nightly",
+            "object": injected_job("batch"),
+        }
+    });
+    let runtime = serve_support::runtime();
+    runtime.block_on(async {
+        let mut connection = connect_as_caller(&server, &ca_pem, &name).await;
+        let reply = connection
+            .post(
+                service["path"].as_str().unwrap(),
+                bytes::Bytes::from(serde_json::to_vec(&review).unwrap()),
+            )
+            .await
+            .unwrap();
+        let answer: Value = serde_json::from_slice(&reply.body).unwrap();
+        let response = &answer["response"];
+        assert_eq!(response["uid"], "e2e-1");
+        assert_eq!(response["allowed"], false, "{answer}");
+        let message = response["status"]["message"].as_str().unwrap();
+        assert!(message.contains("[ML301 "), "{message}");
+        // The warn constraint of the cluster file reports ML101 as a warning.
+        assert!(
+            response["warnings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|warning| warning.as_str().unwrap().starts_with("[ML101 ")),
+            "{answer}"
+        );
+    });
+    assert!(
+        server.log().contains("no Namespace watch"),
+        "{}",
+        server.log()
+    );
+
+    let (code, report, stderr) = meshlife(&["check", "-"], Some(&text));
+    assert_eq!(code, 0, "{report}{stderr}");
+}
+
+#[test]
+fn install_kyverno_refuses_a_constraint_file_that_is_not_a_cluster_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two-deny.yaml");
+    let constraint = |name: &str| {
+        format!(
+            "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: MeshLifecycle\nmetadata: {{name: {name}}}\nspec: {{enforcementAction: deny}}\n"
+        )
+    };
+    std::fs::write(
+        &path,
+        format!("{}---\n{}", constraint("a"), constraint("b")),
+    )
+    .unwrap();
+    let (code, _, stderr) = meshlife(
+        &["install", "kyverno", "--constraint", path.to_str().unwrap()],
+        None,
+    );
+    assert_eq!(code, 2);
+    assert!(stderr.contains("expected one deny constraint"), "{stderr}");
+    let (code, _, stderr) = meshlife(&["install", "webhook", "--timeout-seconds", "31"], None);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("between 1 and 30"), "{stderr}");
 }

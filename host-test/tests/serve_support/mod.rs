@@ -183,10 +183,16 @@ impl Server {
                 );
             }
         };
+        // `routes=ADDR` in text logs, `"routes":"ADDR"` in JSON ones.
         let address = |name: &str| -> SocketAddr {
-            let start = line.find(&format!("{name}=")).unwrap() + name.len() + 1;
+            let text = format!("{name}=");
+            let json = format!("\"{name}\":\"");
+            let (start, end) = match line.find(&text) {
+                Some(start) => (start + text.len(), ' '),
+                None => (line.find(&json).unwrap() + json.len(), '"'),
+            };
             line[start..]
-                .split_whitespace()
+                .split(|c: char| c == end || c.is_whitespace())
                 .next()
                 .unwrap()
                 .parse()
