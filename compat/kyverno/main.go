@@ -12,7 +12,6 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -35,10 +34,7 @@ import (
 )
 
 const (
-	shippedURL     = "https://meshlife.meshlife-system.svc:8443/kyverno"
-	caPlaceholder  = "REPLACE_WITH_PEM_OF_THE_MESHLIFE_CA"
-	clusterPolicy  = "constraints/kyverno/cluster-policies.yaml"
-	celPolicy      = "constraints/kyverno/validating-policies.yaml"
+	installedURL   = "https://meshlife.meshlife-system.svc:8443/kyverno"
 	namespaceFetch = `    - name: meshlifeNamespace
       apiCall:
         urlPath: "/api/v1/namespaces/{{ request.namespace }}"
@@ -46,10 +42,20 @@ const (
 `
 )
 
-// The rules meshlife-warnings leaves to meshlife-errors (its excludeRules).
+// The rules meshlife-warnings leaves to meshlife-errors (its excludeRules) when no cluster
+// file gives the facts.
 var errorRules = map[string]bool{"ML104": true, "ML301": true, "ML302": true, "ML401": true, "ML405": true}
 
-var ruleID = regexp.MustCompile(`\[(ML[0-9]{3}) `)
+// The cluster files run besides the policies' own defaults: one per mesh and sidecar mode.
+var clusterFiles = []string{
+	"constraints/gatekeeper/clusters/istio-1.26-classic.yaml",
+	"constraints/gatekeeper/clusters/linkerd-2.20-native.yaml",
+}
+
+var (
+	ruleID      = regexp.MustCompile(`\[(ML[0-9]{3}) `)
+	certificate = regexp.MustCompile(`(?m)^( *)-----BEGIN CERTIFICATE-----\n(?:.*\n)*? *-----END CERTIFICATE-----`)
+)
 
 func main() {
 	meshlife := flag.String("meshlife", "", "the meshlife binary")
@@ -83,79 +89,61 @@ func run(meshlife, kyverno, repo string) error {
 	if err != nil {
 		return err
 	}
-	token := make([]byte, 24)
-	if _, err := rand.Read(token); err != nil {
-		return err
-	}
-	tokenText := hex.EncodeToString(token)
-	if err := os.WriteFile(filepath.Join(dir, "token"), []byte(tokenText+"\n"), 0o600); err != nil {
-		return err
-	}
-	server, address, err := startServer(meshlife, dir)
-	if err != nil {
-		return err
-	}
-	defer stopServer(server)
-	url := "https://" + address + "/kyverno"
-	policies, err := renderPolicies(repo, dir, url, caPEM, tokenText)
-	if err != nil {
-		return err
-	}
-
-	var files []string
-	for _, mesh := range []string{"istio", "linkerd"} {
-		found, err := filepath.Glob(filepath.Join(repo, "examples", mesh, "*.yaml"))
+	// The CLI runs in the harness's process environment; SSL_CERT_FILE is set per call.
+	tokenFile := filepath.Join(dir, "token")
+	var disagreements []string
+	compared, failures := 0, 0
+	started := time.Now()
+	for _, cluster := range append([]string{""}, clusterFiles...) {
+		policies, token, err := installedPolicies(meshlife, repo, dir, cluster, caPEM)
 		if err != nil {
 			return err
 		}
-		files = append(files, found...)
-	}
-	sort.Strings(files)
-	var disagreements []string
-	compared, failedObjects := 0, 0
-	started := time.Now()
-	for _, file := range files {
-		kyvernoVerdicts, err := kyvernoApply(kyverno, dir, policies, file, caPEM)
+		// The token the install made, as its Secret gives it to the server.
+		if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+			return err
+		}
+		server, address, err := startServer(meshlife, dir)
 		if err != nil {
-			return fmt.Errorf("%s: %w", file, err)
+			return err
 		}
-		checkFindings, err := meshlifeCheck(meshlife, file)
+		for i, policy := range policies {
+			text, err := os.ReadFile(policy)
+			if err != nil {
+				return err
+			}
+			rendered := strings.ReplaceAll(string(text), installedURL, "https://"+address+"/kyverno")
+			if err := os.WriteFile(policy, []byte(rendered), 0o644); err != nil {
+				return err
+			}
+			policies[i] = policy
+		}
+		n, f, found, err := compareFiles(meshlife, kyverno, repo, dir, policies, cluster, caPEM)
+		calls, refused := serverCounts(healthAddress)
+		stopServer(server)
 		if err != nil {
-			return fmt.Errorf("%s: %w", file, err)
+			return err
 		}
-		for obj := range checkFindings {
-			if _, judged := kyvernoVerdicts[obj]; !judged {
-				disagreements = append(disagreements, fmt.Sprintf("%s: %s has check findings but Kyverno judged it under no policy", file, obj))
-			}
+		name := cluster
+		if name == "" {
+			name = "the policies' default facts"
 		}
-		for obj, byPolicy := range kyvernoVerdicts {
-			expected := expectedVerdicts(checkFindings[obj])
-			for policy, got := range byPolicy {
-				compared++
-				want := expected[strings.TrimSuffix(policy, "-cel")]
-				if got.failed {
-					failedObjects++
-				}
-				if got.failed != want.failed || strings.Join(got.rules, ",") != strings.Join(want.rules, ",") {
-					disagreements = append(disagreements, fmt.Sprintf(
-						"%s: %s under %s: kyverno apply says failed=%v rules=%v, meshlife check says failed=%v rules=%v",
-						file, obj, policy, got.failed, got.rules, want.failed, want.rules))
-				}
-			}
-			if len(byPolicy) != 4 {
-				disagreements = append(disagreements, fmt.Sprintf("%s: %s was judged by %d of the 4 policies", file, obj, len(byPolicy)))
-			}
+		fmt.Printf("kyverno-compat: %s: %d verdicts, %d failures; meshlife serve answered %d calls, refused %d\n",
+			name, n, f, calls, refused)
+		if refused > 0 {
+			return fmt.Errorf("%s: meshlife serve refused %d calls (the installed token did not reach it)", name, refused)
 		}
+		if calls < n {
+			return fmt.Errorf("%s: %d verdicts but only %d calls reached meshlife serve", name, n, calls)
+		}
+		compared += n
+		failures += f
+		disagreements = append(disagreements, found...)
 	}
-	fmt.Printf("kyverno-compat: %d example files, %d (object, policy) verdicts compared, %d failures, in %s\n",
-		len(files), compared, failedObjects, time.Since(started).Round(time.Millisecond))
-	calls, refused := serverCounts(server)
-	fmt.Printf("kyverno-compat: meshlife serve answered %d Kyverno calls, refused %d\n", calls, refused)
-	if compared < 100 {
+	fmt.Printf("kyverno-compat: %d (object, policy) verdicts compared, %d failures, in %s\n",
+		compared, failures, time.Since(started).Round(time.Millisecond))
+	if compared < 300 {
 		return fmt.Errorf("only %d verdicts compared: the examples were not all judged", compared)
-	}
-	if refused > 0 {
-		return fmt.Errorf("meshlife serve refused %d calls (token not passed?)", refused)
 	}
 	if len(disagreements) > 0 {
 		return fmt.Errorf("%d disagreements:\n  %s", len(disagreements), strings.Join(disagreements, "\n  "))
@@ -163,12 +151,75 @@ func run(meshlife, kyverno, repo string) error {
 	return nil
 }
 
-// expectedVerdicts is what each policy must say given check's findings for one object: the
-// errors policy fails on error findings (its minSeverity), the warnings policy on every
-// finding outside its excludeRules.
-func expectedVerdicts(findings []finding) map[string]verdict {
+// compareFiles runs kyverno apply and meshlife check (under the same cluster file, if any)
+// on every example file.
+func compareFiles(meshlife, kyverno, repo, dir string, policies []string, cluster, caPEM string) (compared, failures int, disagreements []string, err error) {
+	var files []string
+	for _, mesh := range []string{"istio", "linkerd"} {
+		found, err := filepath.Glob(filepath.Join(repo, "examples", mesh, "*.yaml"))
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		files = append(files, found...)
+	}
+	sort.Strings(files)
+	for _, file := range files {
+		kyvernoVerdicts, err := kyvernoApply(kyverno, dir, policies, file, caPEM)
+		if err != nil {
+			return 0, 0, nil, fmt.Errorf("%s: %w", file, err)
+		}
+		checkFindings, err := meshlifeCheck(meshlife, repo, cluster, file)
+		if err != nil {
+			return 0, 0, nil, fmt.Errorf("%s: %w", file, err)
+		}
+		where := filepath.Base(file)
+		if cluster != "" {
+			where += " under " + filepath.Base(cluster)
+		}
+		for obj := range checkFindings {
+			if _, judged := kyvernoVerdicts[obj]; !judged {
+				disagreements = append(disagreements, fmt.Sprintf("%s: %s has check findings but Kyverno judged it under no policy", where, obj))
+			}
+		}
+		for obj, byPolicy := range kyvernoVerdicts {
+			expected := expectedVerdicts(checkFindings[obj], cluster != "")
+			for policy, got := range byPolicy {
+				compared++
+				want := expected[strings.TrimSuffix(policy, "-cel")]
+				if got.failed {
+					failures++
+				}
+				if got.failed != want.failed || strings.Join(got.rules, ",") != strings.Join(want.rules, ",") {
+					disagreements = append(disagreements, fmt.Sprintf(
+						"%s: %s under %s: kyverno apply says failed=%v rules=%v, meshlife check says failed=%v rules=%v",
+						where, obj, policy, got.failed, got.rules, want.failed, want.rules))
+				}
+			}
+			if len(byPolicy) != 4 {
+				disagreements = append(disagreements, fmt.Sprintf("%s: %s was judged by %d of the 4 policies", where, obj, len(byPolicy)))
+			}
+		}
+	}
+	return compared, failures, disagreements, nil
+}
+
+// expectedVerdicts is what each policy must say given check's findings for one object. Under
+// a cluster file, the errors policy carries its deny constraint's facts and the warnings
+// policy its warn constraint's, so each must fail on exactly that constraint's findings.
+// Without one, the errors policy fails on error findings (its minSeverity) and the warnings
+// policy on every finding outside its excludeRules.
+func expectedVerdicts(findings []finding, underCluster bool) map[string]verdict {
 	errorsRules, warningRules := map[string]bool{}, map[string]bool{}
 	for _, f := range findings {
+		if underCluster {
+			switch f.EnforcementAction {
+			case "deny":
+				errorsRules[f.Rule] = true
+			case "warn":
+				warningRules[f.Rule] = true
+			}
+			continue
+		}
 		if f.Severity == "error" {
 			errorsRules[f.Rule] = true
 		}
@@ -191,66 +242,90 @@ func sortedKeys(set map[string]bool) []string {
 	return keys
 }
 
-// renderPolicies writes the shipped policies with the live server's URL, CA and token, and
-// with two changes the Kyverno CLI needs (README-kyverno.md):
+// installedPolicies takes the policies `meshlife install kyverno [--constraint FILE]` prints
+// (the ClusterPolicy pair, and with --cel the ValidatingPolicy pair), with the harness's CA in
+// place of the one the install made, and returns them with the install's token. Two changes
+// more, which the Kyverno CLI needs (README-kyverno.md):
 //   - v1.19's fake client cannot GET /api/v1/namespaces/NAME (it parses NAME as a namespace
 //     with no resource), so the ClusterPolicies' Namespace fetch is dropped and the values
 //     file supplies `meshlifeNamespace` instead;
 //   - its mock-aware CEL http context does not survive http.Client(caBundle) ("no such
 //     overload: Post(libs.mockAwareHTTPContext, ...)"), so the CEL policies call http.Post
 //     and the CLI trusts the CA through SSL_CERT_FILE.
-func renderPolicies(repo, dir, url, caPEM, token string) ([]string, error) {
-	var out []string
-	for _, name := range []string{clusterPolicy, celPolicy} {
-		text, err := os.ReadFile(filepath.Join(repo, name))
+func installedPolicies(meshlife, repo, dir, cluster, caPEM string) ([]string, string, error) {
+	var paths []string
+	token := ""
+	for _, cel := range []bool{false, true} {
+		args := []string{"install", "kyverno"}
+		if cluster != "" {
+			args = append(args, "--constraint", filepath.Join(repo, cluster))
+		}
+		kind := "ClusterPolicy"
+		if cel {
+			args = append(args, "--cel")
+			kind = "ValidatingPolicy"
+		}
+		cmd := exec.Command(meshlife, args...)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		output, err := cmd.Output()
 		if err != nil {
-			return nil, err
+			return nil, "", fmt.Errorf("meshlife %s: %w: %s", strings.Join(args, " "), err, stderr.String())
 		}
-		rendered := string(text)
-		if !strings.Contains(rendered, shippedURL) || !strings.Contains(rendered, caPlaceholder) {
-			return nil, fmt.Errorf("%s no longer holds the URL %s and the %s placeholder", name, shippedURL, caPlaceholder)
+		var policies []string
+		for _, document := range strings.Split(string(output), "\n---\n") {
+			if strings.Contains(document, "\nkind: "+kind+"\n") {
+				policies = append(policies, document)
+			}
+			if strings.Contains(document, "name: meshlife-kyverno-token\n") {
+				match := regexp.MustCompile(`(?m)^  token: (\S+)$`).FindStringSubmatch(document)
+				if match == nil {
+					return nil, "", errors.New("the install's token Secret has no token")
+				}
+				if cel && match[1] == token {
+					return nil, "", errors.New("two installs printed the same token")
+				}
+				if !cel {
+					token = match[1]
+				}
+			}
 		}
-		rendered = strings.ReplaceAll(rendered, shippedURL, url)
-		rendered = replaceCA(rendered, caPEM)
-		if name == clusterPolicy {
+		if len(policies) != 2 {
+			return nil, "", fmt.Errorf("meshlife %s printed %d %ss, not 2", strings.Join(args, " "), len(policies), kind)
+		}
+		rendered := strings.Join(policies, "\n---\n") + "\n"
+		// The CEL pair comes from a second install with a token of its own: the server takes
+		// the first's, so the CEL pair is given it too.
+		rendered = regexp.MustCompile(`Bearer [0-9a-f]{64}`).ReplaceAllString(rendered, "Bearer "+token)
+		if found := certificate.FindAllString(rendered, -1); len(found) != 2 {
+			return nil, "", fmt.Errorf("%d CA certificates in the installed %ss, not 2", len(found), kind)
+		}
+		rendered = certificate.ReplaceAllStringFunc(rendered, func(block string) string {
+			indent := certificate.FindStringSubmatch(block)[1]
+			var lines []string
+			for _, line := range strings.Split(strings.TrimSpace(caPEM), "\n") {
+				lines = append(lines, indent+line)
+			}
+			return strings.Join(lines, "\n")
+		})
+		if cel {
+			rendered = strings.ReplaceAll(rendered, "http.Client(variables.caBundle).Post(", "http.Post(")
+		} else {
 			if strings.Count(rendered, namespaceFetch) != 2 {
-				return nil, fmt.Errorf("%s: the Namespace fetch of both rules is not where the harness expects it", name)
+				return nil, "", errors.New("the Namespace fetch of both ClusterPolicy rules is not where the harness expects it")
 			}
 			rendered = strings.ReplaceAll(rendered, namespaceFetch, "")
-			rendered = strings.ReplaceAll(rendered,
-				"          - key: Content-Type\n            value: application/json\n",
-				"          - key: Content-Type\n            value: application/json\n          - key: Authorization\n            value: Bearer "+token+"\n")
-		} else {
-			rendered = strings.ReplaceAll(rendered, "http.Client(variables.caBundle).Post(", "http.Post(")
-			rendered = strings.ReplaceAll(rendered, `{"Content-Type": "application/json"})`,
-				`{"Content-Type": "application/json", "Authorization": "Bearer `+token+`"})`)
 		}
-		if strings.Count(rendered, "Bearer "+token) != 2 {
-			return nil, fmt.Errorf("%s: the token was not added to both policies' calls", name)
+		if strings.Count(rendered, "Bearer "+token) != 2 || strings.Count(rendered, installedURL) != 2 {
+			return nil, "", fmt.Errorf("the installed %ss do not both call %s with the token", kind, installedURL)
 		}
-		path := filepath.Join(dir, filepath.Base(name))
+		path := filepath.Join(dir, strings.ToLower(kind)+".yaml")
 		if err := os.WriteFile(path, []byte(rendered), 0o644); err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		out = append(out, path)
+		paths = append(paths, path)
 	}
-	return out, nil
-}
-
-// replaceCA puts the PEM where the placeholder line is, at its indentation.
-func replaceCA(text, caPEM string) string {
-	var lines []string
-	for _, line := range strings.Split(text, "\n") {
-		if strings.TrimSpace(line) != caPlaceholder {
-			lines = append(lines, line)
-			continue
-		}
-		indent := line[:len(line)-len(strings.TrimLeft(line, " "))]
-		for _, pemLine := range strings.Split(strings.TrimSpace(caPEM), "\n") {
-			lines = append(lines, indent+pemLine)
-		}
-	}
-	return strings.Join(lines, "\n")
+	return paths, token, nil
 }
 
 type manifest struct {
@@ -390,15 +465,20 @@ func kyvernoApply(kyverno, dir string, policies []string, file, caPEM string) (m
 }
 
 type finding struct {
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
-	Rule      string `json:"rule"`
-	Severity  string `json:"severity"`
+	Kind              string `json:"kind"`
+	Namespace         string `json:"namespace"`
+	Name              string `json:"name"`
+	Rule              string `json:"rule"`
+	Severity          string `json:"severity"`
+	EnforcementAction string `json:"enforcementAction"`
 }
 
-func meshlifeCheck(meshlife, file string) (map[object][]finding, error) {
-	cmd := exec.Command(meshlife, "check", "--output", "json", "--fail-on", "none", file)
+func meshlifeCheck(meshlife, repo, cluster, file string) (map[object][]finding, error) {
+	args := []string{"check", "--output", "json", "--fail-on", "none"}
+	if cluster != "" {
+		args = append(args, "--constraint", filepath.Join(repo, cluster))
+	}
+	cmd := exec.Command(meshlife, append(args, file)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	output, err := cmd.Output()
@@ -519,7 +599,7 @@ func stopServer(cmd *exec.Cmd) {
 }
 
 // serverCounts reads the server's own count of answered Kyverno calls and token refusals.
-func serverCounts(*exec.Cmd) (answered, refused int) {
+func serverCounts(healthAddress string) (answered, refused int) {
 	client := &http.Client{Timeout: 5 * time.Second}
 	response, err := client.Get("http://" + healthAddress + "/metrics")
 	if err != nil {

@@ -80,9 +80,11 @@ pub fn manifests(args: &KyvernoInstall) -> Result<String, String> {
     } else {
         with_header_token(&policies, &token)?
     };
+    // The second first: replacing a block may change where the later ones are found.
     for (index, parameters) in [errors_parameters, warnings_parameters]
         .into_iter()
         .enumerate()
+        .rev()
     {
         if let Some(parameters) = parameters {
             policies = if args.cel {
@@ -236,7 +238,7 @@ fn with_cel_parameters(text: &str, index: usize, parameters: &Value) -> Result<S
     const END: &str = "          })\n";
     let (start, end) = nth_block(text, index, START, END)?;
     Ok(format!(
-        "{}          \"parameters\": {}\n{}",
+        "{}          \"parameters\": dyn({})\n{}",
         &text[..start],
         cel_literal(parameters),
         &text[end + END.len()..]
@@ -311,5 +313,23 @@ mod tests {
         assert!(!second.contains("excludeRules"), "{second}");
         // The first rule keeps its own.
         assert!(text.contains("            kubernetesMinorVersion: 33\n"));
+    }
+
+    #[test]
+    fn cel_parameters_replace_each_policys_map() {
+        let facts = serde_json::json!({"kubernetesMinorVersion": 29});
+        let text = with_cel_parameters(VALIDATING_POLICIES, 1, &facts).unwrap();
+        let text =
+            with_cel_parameters(&text, 0, &serde_json::json!({"minSeverity": "error"})).unwrap();
+        let second = &text[text.find("name: meshlife-warnings-cel").unwrap()..];
+        assert!(
+            second.contains(r#""parameters": dyn({"kubernetesMinorVersion": dyn(29)})"#),
+            "{second}"
+        );
+        let first = &text[..text.find("name: meshlife-warnings-cel").unwrap()];
+        assert!(
+            first.contains(r#""parameters": dyn({"minSeverity": dyn("error")})"#),
+            "{first}"
+        );
     }
 }
