@@ -409,6 +409,12 @@ fn a_namespace_relabelled_mid_test_changes_the_next_verdict() {
     let (lists, watches) = api.requests();
     assert_eq!(lists, 1, "one list, then the watch");
     assert!(watches >= 1);
+    assert_eq!(
+        hook.server
+            .metric("meshlife_namespace_watch{state=\"synced\"}"),
+        1.0
+    );
+    assert_eq!(hook.server.metric("meshlife_namespaces_cached"), 2.0);
 }
 
 #[test]
@@ -440,6 +446,18 @@ fn without_a_watch_the_parameters_decide_injection() {
             hook.server.log().contains(logged),
             "{logged} in {}",
             hook.server.log()
+        );
+        let state = if api.is_some() && extra.is_empty() {
+            "failing"
+        } else {
+            "off"
+        };
+        assert_eq!(
+            hook.server
+                .metric(&format!("meshlife_namespace_watch{{state=\"{state}\"}}")),
+            1.0,
+            "{}",
+            hook.server.metrics()
         );
     }
 }

@@ -60,7 +60,9 @@ impl Health {
                 self.metrics
                     .queued_keys
                     .store(self.pool().busy_slots() as i64, Ordering::Relaxed);
-                let mut response = text_response(StatusCode::OK, self.metrics.render());
+                let mut text = self.metrics.render();
+                text.push_str(&self.routes.namespaces.metrics_text());
+                let mut response = text_response(StatusCode::OK, text);
                 response.headers_mut().insert(
                     hyper::header::CONTENT_TYPE,
                     hyper::header::HeaderValue::from_static(

@@ -63,8 +63,10 @@ impl NamespaceWatch {
         let api: kube::Api<Namespace> = kube::Api::all(client);
         let (store, writer) = reflector::store();
         let state = Arc::new(Mutex::new(WatchState::Listing));
+        // managedFields are most of a Namespace's metadata and never read: not kept.
         let events = watcher(api, watcher::Config::default())
             .default_backoff()
+            .modify(|namespace| namespace.metadata.managed_fields = None)
             .reflect(writer);
         tokio::spawn(follow(events, Arc::clone(&state)));
         tracing::info!("watching Namespaces for POST /admission");
@@ -96,12 +98,43 @@ impl NamespaceWatch {
             return None;
         }
         let namespace = self.store.as_ref()?.get(&ObjectRef::new(name))?;
-        // Only metadata is read (labels and annotations); the rest is not worth copying.
+        // The module reads the name, labels and annotations; the rest is not worth copying.
+        let metadata = &namespace.metadata;
         Some(serde_json::json!({
             "apiVersion": "v1",
             "kind": "Namespace",
-            "metadata": namespace.metadata,
+            "metadata": {
+                "name": metadata.name,
+                "labels": metadata.labels,
+                "annotations": metadata.annotations,
+            },
         }))
+    }
+
+    /// The watch's state and size, in Prometheus text, for `/metrics`.
+    pub fn metrics_text(&self) -> String {
+        let state = match self.state() {
+            WatchState::Off(_) => "off",
+            WatchState::Listing => "listing",
+            WatchState::Synced => "synced",
+            WatchState::Failing(_) => "failing",
+        };
+        let mut out = String::from(
+            "# HELP meshlife_namespace_watch The Namespace watch of POST /admission: 1 for its \
+             state.\n# TYPE meshlife_namespace_watch gauge\n",
+        );
+        for candidate in ["off", "listing", "synced", "failing"] {
+            let value = u8::from(candidate == state);
+            out.push_str(&format!(
+                "meshlife_namespace_watch{{state=\"{candidate}\"}} {value}\n"
+            ));
+        }
+        let cached = self.store.as_ref().map_or(0, |store| store.state().len());
+        out.push_str(&format!(
+            "# HELP meshlife_namespaces_cached Namespaces the watch holds.\n\
+             # TYPE meshlife_namespaces_cached gauge\nmeshlife_namespaces_cached {cached}\n"
+        ));
+        out
     }
 }
 
