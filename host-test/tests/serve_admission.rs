@@ -320,6 +320,17 @@ fn every_rule_case_and_example_is_judged_as_the_cli_engine_judges_it() {
                 }
                 warned += usize::from(!others.is_empty());
                 assert_warnings_fit(response, &others, &case.label);
+                // The audit log gets every finding whole.
+                let audit = response["auditAnnotations"]["findings"]
+                    .as_str()
+                    .unwrap_or("");
+                for violation in &violations {
+                    let line = format!("{} Fix: {}", violation.msg, violation.details.fix);
+                    assert!(audit.contains(&line), "{}: {line} in {audit:?}", case.label);
+                }
+                if violations.is_empty() {
+                    assert!(response.get("auditAnnotations").is_none(), "{}", case.label);
+                }
             }
         });
         assert!(api.requests().0 >= 1, "the server listed the Namespaces");

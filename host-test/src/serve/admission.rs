@@ -9,7 +9,8 @@
 //! fix. Every other finding (a `warn` constraint's, or below error) comes back as an
 //! admission warning, in a short form that fits what the API server passes on (each at most
 //! 256 characters, 4,096 in all: kubectl prints them, the API server truncates longer ones).
-//! `dryrun` constraints' findings are only logged.
+//! `dryrun` constraints' findings are only logged. Every finding's full text goes into the
+//! audit log too (`auditAnnotations`), as the warnings are short and an admission has no message.
 //!
 //! A body that is not an AdmissionReview v1 gets HTTP 400, an evaluation that could not be
 //! done (overloaded, deadline, failure) HTTP 500: the API server then applies the webhook's
@@ -54,6 +55,14 @@ struct AdmissionResponse<'a> {
     status: Option<Status>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     warnings: Vec<String>,
+    /// The full text of every finding, for the audit log (the API server records it as
+    /// `admission.meshlife.dev/findings`, prefixed with the webhook's name), since warnings
+    /// are cut short and an admitted object has no message.
+    #[serde(
+        rename = "auditAnnotations",
+        skip_serializing_if = "std::collections::BTreeMap::is_empty"
+    )]
+    audit_annotations: std::collections::BTreeMap<&'static str, String>,
 }
 
 #[derive(Serialize)]
@@ -92,7 +101,7 @@ pub async fn review(routes: &Routes, body: Result<Bytes, BodyError>) -> Answer {
     // The module never has findings for these (docs/rules.md §1); no worker is spent on them.
     if matches!(operation, "DELETE" | "CONNECT") {
         routes.metrics.key_done("clean");
-        return respond(&uid, true, None, Vec::new());
+        return respond(&uid, true, None, Vec::new(), String::new());
     }
     let object = match crate::manifests::object_of_admission_review(review) {
         Ok(object) => object,
@@ -128,7 +137,7 @@ pub async fn review(routes: &Routes, body: Result<Bytes, BodyError>) -> Answer {
     }
     if applied.is_empty() {
         routes.metrics.key_done("unmatched");
-        return respond(&uid, true, None, Vec::new());
+        return respond(&uid, true, None, Vec::new(), String::new());
     }
     let mut admission = match routes.pool.admit(applied.len()) {
         Ok(admission) => admission,
@@ -177,8 +186,14 @@ pub async fn review(routes: &Routes, body: Result<Bytes, BodyError>) -> Answer {
     let (denying, others): (Vec<&Finding>, Vec<&Finding>) =
         findings.iter().partition(|finding| finding.fails_run);
     let warnings = short_warnings(&others);
+    let full_text: Vec<String> = denying
+        .iter()
+        .chain(&others)
+        .map(|finding| format!("{} Fix: {}", finding.msg, finding.fix))
+        .collect();
+    let findings_text = full_text.join("\n");
     if denying.is_empty() {
-        return respond(&uid, true, None, warnings);
+        return respond(&uid, true, None, warnings, findings_text);
     }
     let mut message = format!(
         "meshlife: {} has {} mesh lifecycle finding{} that block{} it:",
@@ -187,15 +202,16 @@ pub async fn review(routes: &Routes, body: Result<Bytes, BodyError>) -> Answer {
         if denying.len() == 1 { "" } else { "s" },
         if denying.len() == 1 { "s" } else { "" },
     );
-    for finding in denying.iter().chain(&others) {
-        message.push_str(&format!("\n{} Fix: {}", finding.msg, finding.fix));
+    for line in &full_text {
+        message.push('\n');
+        message.push_str(line);
     }
     let status = Status {
         code: 403,
         reason: "Forbidden",
         message,
     };
-    respond(&uid, false, Some(status), warnings)
+    respond(&uid, false, Some(status), warnings, findings_text)
 }
 
 /// The uid and the review's JSON, or why the body is not an AdmissionReview v1.
@@ -269,7 +285,17 @@ fn cut(text: &str, limit: usize) -> String {
     format!("{}{MARK}", &text[..end])
 }
 
-fn respond(uid: &str, allowed: bool, status: Option<Status>, warnings: Vec<String>) -> Answer {
+fn respond(
+    uid: &str,
+    allowed: bool,
+    status: Option<Status>,
+    warnings: Vec<String>,
+    findings: String,
+) -> Answer {
+    let mut audit_annotations = std::collections::BTreeMap::new();
+    if !findings.is_empty() {
+        audit_annotations.insert("findings", findings);
+    }
     let review = AdmissionReview {
         api_version: API_VERSION,
         kind: "AdmissionReview",
@@ -278,6 +304,7 @@ fn respond(uid: &str, allowed: bool, status: Option<Status>, warnings: Vec<Strin
             allowed,
             status,
             warnings,
+            audit_annotations,
         },
     };
     Answer {
