@@ -472,6 +472,22 @@ fn install_webhook_prints_a_webhook_whose_server_judges_under_the_constraints() 
     );
     assert_eq!(code, 0, "{stderr}");
     let all = documents(&text);
+    // Every field is one the API server knows: the typed objects give back what was printed.
+    fn round_trips<T: serde::de::DeserializeOwned + serde::Serialize>(document: &Value) {
+        let typed: T = serde_json::from_value(document.clone()).unwrap();
+        assert_eq!(&serde_json::to_value(typed).unwrap(), document);
+    }
+    use k8s_openapi::api::{admissionregistration, apps, core, policy, rbac};
+    round_trips::<admissionregistration::v1::ValidatingWebhookConfiguration>(find(
+        &all,
+        "ValidatingWebhookConfiguration",
+    ));
+    round_trips::<apps::v1::Deployment>(find(&all, "Deployment"));
+    round_trips::<core::v1::Service>(find(&all, "Service"));
+    round_trips::<core::v1::ConfigMap>(find(&all, "ConfigMap"));
+    round_trips::<policy::v1::PodDisruptionBudget>(find(&all, "PodDisruptionBudget"));
+    round_trips::<rbac::v1::ClusterRole>(find(&all, "ClusterRole"));
+    round_trips::<rbac::v1::ClusterRoleBinding>(find(&all, "ClusterRoleBinding"));
     let configuration = find(&all, "ValidatingWebhookConfiguration");
     let webhook = &configuration["webhooks"][0];
     assert_eq!(webhook["failurePolicy"], "Fail");
