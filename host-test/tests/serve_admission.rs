@@ -429,6 +429,34 @@ fn a_namespace_relabelled_mid_test_changes_the_next_verdict() {
 }
 
 #[test]
+fn a_namespace_the_watch_has_not_delivered_yet_is_fetched() {
+    // Created in the same `kubectl apply` as its Job, a moment before it: the watch lags.
+    let api = KubeApi::start(&[namespace("batch", "enabled")]);
+    let hook = webhook(&[], Some(&api), &[]);
+    let client = Client::new(hook.server.routes, &hook.ca, None);
+    api.apply_unwatched(namespace("fresh", "enabled"));
+    runtime().block_on(async {
+        let reply = post(&client, &admission_review(&job("fresh"))).await;
+        assert_eq!(
+            reply.json["response"]["allowed"],
+            false,
+            "{}\n{}",
+            reply.text,
+            hook.server.log()
+        );
+        assert!(has_rule(&reply.json["response"], "ML301"), "{}", reply.text);
+        // A namespace that does not exist: the parameters decide (nothing injects it).
+        let missing = post(&client, &admission_review(&job("nowhere"))).await;
+        assert_eq!(
+            missing.json["response"]["allowed"], true,
+            "{}",
+            missing.text
+        );
+    });
+    assert_eq!(api.gets(), 2, "one GET per Namespace the watch lacked");
+}
+
+#[test]
 fn without_a_watch_the_parameters_decide_injection() {
     let injected = json!({"istio": {"injectedNamespaces": ["batch"]}});
     let constraint = constraint("facts", "deny", &injected, &json!({}));

@@ -115,7 +115,7 @@ pub async fn review(routes: &Routes, body: Result<Bytes, BodyError>) -> Answer {
             return failure(StatusCode::BAD_REQUEST, message);
         }
     };
-    let namespace_object = routes.namespaces.get(&object.namespace);
+    let namespace_object = routes.namespaces.get(&object.namespace).await;
     let mut applied = Vec::new();
     for constraint in &routes.constraints {
         match constraint.matches(&object, namespace_object.as_ref()) {

@@ -5,7 +5,8 @@
 //! a plain webhook must keep one. This is kube-rs's reflector over a Namespace watch: one list,
 //! then a watch, relisting when the API server says the watch is too old.
 //!
-//! Without a Kubernetes configuration (in-cluster service account or KUBECONFIG), or with
+//! A Namespace the watch has not delivered yet (created a moment before its workload) is
+//! fetched from the API server. Without a Kubernetes configuration, or with
 //! `--no-namespace-watch`, no Namespace is added and the parameters decide
 //! (`injectedNamespaces` and the rest), as they do for `meshlife check` without the Namespace
 //! in its input. A watch the RBAC forbids is retried with backoff, and until it works the
@@ -34,8 +35,15 @@ pub enum WatchState {
 
 pub struct NamespaceWatch {
     store: Option<Store<Namespace>>,
+    /// For a Namespace the watch has not delivered yet (created in the same `kubectl apply`
+    /// as the workload, a moment before it).
+    api: Option<kube::Api<Namespace>>,
     state: Arc<Mutex<WatchState>>,
 }
+
+/// How long a Namespace the watch lacks is waited for from the API server: well inside the
+/// webhook's timeout, and the parameters decide when it passes.
+const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl NamespaceWatch {
     pub fn off(reason: &str) -> NamespaceWatch {
@@ -45,6 +53,7 @@ impl NamespaceWatch {
         );
         NamespaceWatch {
             store: None,
+            api: None,
             state: Arc::new(Mutex::new(WatchState::Off(reason.to_string()))),
         }
     }
@@ -61,6 +70,7 @@ impl NamespaceWatch {
             }
         };
         let api: kube::Api<Namespace> = kube::Api::all(client);
+        let fetcher = api.clone();
         let (store, writer) = reflector::store();
         let state = Arc::new(Mutex::new(WatchState::Listing));
         // managedFields are most of a Namespace's metadata and never read: not kept.
@@ -72,6 +82,7 @@ impl NamespaceWatch {
         tracing::info!("watching Namespaces for POST /admission");
         NamespaceWatch {
             store: Some(store),
+            api: Some(fetcher),
             state,
         }
     }
@@ -92,23 +103,37 @@ impl NamespaceWatch {
         }
     }
 
-    /// The Namespace `name` as the module reads `namespaceObject`, when the watch has it.
-    pub fn get(&self, name: &str) -> Option<Value> {
+    /// The Namespace `name` as the module reads `namespaceObject`: from the watch, or, when
+    /// the watch is synced but has not delivered it yet, from the API server.
+    pub async fn get(&self, name: &str) -> Option<Value> {
         if name.is_empty() {
             return None;
         }
-        let namespace = self.store.as_ref()?.get(&ObjectRef::new(name))?;
-        // The module reads the name, labels and annotations; the rest is not worth copying.
-        let metadata = &namespace.metadata;
-        Some(serde_json::json!({
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {
-                "name": metadata.name,
-                "labels": metadata.labels,
-                "annotations": metadata.annotations,
-            },
-        }))
+        let store = self.store.as_ref()?;
+        if let Some(namespace) = store.get(&ObjectRef::new(name)) {
+            return Some(namespace_object(&namespace));
+        }
+        // Only when synced: a watch that fails (say, forbidden) would fail this too, on every
+        // admission.
+        if self.state() != WatchState::Synced {
+            return None;
+        }
+        let api = self.api.as_ref()?;
+        match tokio::time::timeout(FETCH_TIMEOUT, api.get_opt(name)).await {
+            Ok(Ok(Some(namespace))) => {
+                tracing::debug!(namespace = name, "Namespace fetched ahead of the watch");
+                Some(namespace_object(&namespace))
+            }
+            Ok(Ok(None)) => None,
+            Ok(Err(error)) => {
+                tracing::warn!(namespace = name, %error, "Namespace fetch failed; the parameters decide");
+                None
+            }
+            Err(_) => {
+                tracing::warn!(namespace = name, timeout = ?FETCH_TIMEOUT, "Namespace fetch timed out; the parameters decide");
+                None
+            }
+        }
     }
 
     /// The watch's state and size, in Prometheus text, for `/metrics`.
@@ -136,6 +161,21 @@ impl NamespaceWatch {
         ));
         out
     }
+}
+
+/// A Namespace as the module reads `namespaceObject`: the name, labels and annotations; the
+/// rest is not worth copying.
+fn namespace_object(namespace: &Namespace) -> Value {
+    let metadata = &namespace.metadata;
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": metadata.name,
+            "labels": metadata.labels,
+            "annotations": metadata.annotations,
+        },
+    })
 }
 
 async fn follow<S>(events: S, state: Arc<Mutex<WatchState>>)

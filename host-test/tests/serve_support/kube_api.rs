@@ -24,6 +24,7 @@ struct State {
     watchers: Vec<mpsc::UnboundedSender<Bytes>>,
     lists: usize,
     watches: usize,
+    gets: usize,
     /// Answer every request with 403, as an API server does without the RBAC.
     forbidden: bool,
 }
@@ -81,7 +82,16 @@ impl KubeApi {
     }
 
     /// Adds or replaces a Namespace, telling every open watch.
-    pub fn apply(&self, mut namespace: Value) {
+    pub fn apply(&self, namespace: Value) {
+        self.store(namespace, true);
+    }
+
+    /// Adds a Namespace that only a GET finds: the watch lags behind it.
+    pub fn apply_unwatched(&self, namespace: Value) {
+        self.store(namespace, false);
+    }
+
+    fn store(&self, mut namespace: Value, tell_watches: bool) {
         let mut state = self.state.lock().unwrap();
         state.resource_version += 1;
         let version = state.resource_version.to_string();
@@ -95,9 +105,11 @@ impl KubeApi {
             "ADDED"
         };
         let event = format!("{}\n", json!({"type": kind, "object": namespace}));
-        state
-            .watchers
-            .retain(|watcher| watcher.send(Bytes::from(event.clone())).is_ok());
+        if tell_watches {
+            state
+                .watchers
+                .retain(|watcher| watcher.send(Bytes::from(event.clone())).is_ok());
+        }
         state.namespaces.insert(name, namespace);
     }
 
@@ -105,6 +117,11 @@ impl KubeApi {
     pub fn requests(&self) -> (usize, usize) {
         let state = self.state.lock().unwrap();
         (state.lists, state.watches)
+    }
+
+    /// GETs of one Namespace so far.
+    pub fn gets(&self) -> usize {
+        self.state.lock().unwrap().gets
     }
 
     /// A kubeconfig naming this server, written into `dir`.
@@ -138,6 +155,19 @@ fn answer(state: &Arc<Mutex<State>>, request: Request<hyper::body::Incoming>) ->
             "message": "namespaces is forbidden: User \"system:serviceaccount:meshlife-system:meshlife\" cannot list resource \"namespaces\"",
             "reason": "Forbidden", "code": 403});
         return json_answer(StatusCode::FORBIDDEN, status.to_string());
+    }
+    if let Some(name) = request.uri().path().strip_prefix("/api/v1/namespaces/") {
+        state.gets += 1;
+        return match state.namespaces.get(name) {
+            Some(namespace) => json_answer(StatusCode::OK, namespace.to_string()),
+            None => json_answer(
+                StatusCode::NOT_FOUND,
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                    "reason": "NotFound", "code": 404,
+                    "message": format!("namespaces \"{name}\" not found")})
+                .to_string(),
+            ),
+        };
     }
     if request.uri().path() != "/api/v1/namespaces" {
         return json_answer(
