@@ -183,13 +183,17 @@ where
     S: futures_util::Stream<Item = Result<watcher::Event<Namespace>, watcher::Error>>,
 {
     let mut events = std::pin::pin!(events);
+    let mut listed_once = false;
     while let Some(event) = events.next().await {
         let next = match event {
-            Ok(watcher::Event::InitDone) => Some(WatchState::Synced),
-            Ok(_) => None,
-            Err(error) => Some(WatchState::Failing(error.to_string())),
+            Ok(watcher::Event::InitDone) => WatchState::Synced,
+            // A watch resumed after an error (no relist) says so only by delivering again.
+            Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) if listed_once => {
+                WatchState::Synced
+            }
+            Ok(_) => continue,
+            Err(error) => WatchState::Failing(error.to_string()),
         };
-        let Some(next) = next else { continue };
         let Ok(mut current) = state.lock() else {
             return;
         };
@@ -197,7 +201,13 @@ where
             continue;
         }
         match &next {
+            WatchState::Synced if listed_once => tracing::info!("the Namespace watch works again"),
             WatchState::Synced => tracing::info!("Namespace list received; watching for changes"),
+            WatchState::Failing(reason) if listed_once => tracing::warn!(
+                %reason,
+                "the Namespace watch failed (retried with backoff); the Namespaces already \
+                 listed are kept meanwhile"
+            ),
             WatchState::Failing(reason) => tracing::warn!(
                 %reason,
                 "the Namespace watch failed (retried with backoff); POST /admission judges with \
@@ -205,6 +215,7 @@ where
             ),
             _ => {}
         }
+        listed_once |= next == WatchState::Synced;
         *current = next;
     }
 }
