@@ -554,6 +554,21 @@ fn constraints_match_and_enforce_as_a_cluster_file_says() {
             deleted.text
         );
         assert_eq!(deleted.json["response"]["uid"], "3b8f-job");
+
+        // A finalizer coming off an object being deleted is never refused.
+        let mut letting_go = job("batch");
+        letting_go["operation"] = json!("UPDATE");
+        letting_go["object"]["metadata"]["deletionTimestamp"] = json!("2026-12-01T00:00:00Z");
+        letting_go["oldObject"] = letting_go["object"].clone();
+        let let_go = post(&client, &admission_review(&letting_go)).await;
+        assert_eq!(let_go.json["response"]["allowed"], true, "{}", let_go.text);
+        // The same update of a live object is judged.
+        letting_go["object"]["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("deletionTimestamp");
+        let judged = post(&client, &admission_review(&letting_go)).await;
+        assert_eq!(judged.json["response"]["allowed"], false, "{}", judged.text);
     });
     assert!(
         hook.server

@@ -47,15 +47,22 @@ pub struct WebhookInstall {
     pub server: ServerOptions,
 }
 
-/// The kinds the webhook is sent: every kind meshlife reviews, by API group and resource.
-const RULES: &[(&str, &[&str])] = &[
-    ("\"\"", &["pods", "replicationcontrollers"]),
+/// The kinds the webhook is sent: every kind meshlife reviews, by API group, resource and
+/// scope (Argo's ClusterAnalysisTemplate is the one cluster-scoped kind).
+const RULES: &[(&str, &[&str], &str)] = &[
+    ("\"\"", &["pods", "replicationcontrollers"], "Namespaced"),
     (
         "apps",
         &["deployments", "statefulsets", "daemonsets", "replicasets"],
+        "Namespaced",
     ),
-    ("batch", &["jobs", "cronjobs"]),
-    ("argoproj.io", &["rollouts", "analysistemplates"]),
+    ("batch", &["jobs", "cronjobs"], "Namespaced"),
+    (
+        "argoproj.io",
+        &["rollouts", "analysistemplates"],
+        "Namespaced",
+    ),
+    ("argoproj.io", &["clusteranalysistemplates"], "Cluster"),
     (
         "kubeflow.org",
         &[
@@ -67,9 +74,10 @@ const RULES: &[(&str, &[&str])] = &[
             "paddlejobs",
             "jaxjobs",
         ],
+        "Namespaced",
     ),
-    ("jobset.x-k8s.io", &["jobsets"]),
-    ("batch.volcano.sh", &["jobs"]),
+    ("jobset.x-k8s.io", &["jobsets"], "Namespaced"),
+    ("batch.volcano.sh", &["jobs"], "Namespaced"),
 ];
 
 pub fn manifests(args: &WebhookInstall) -> Result<String, String> {
@@ -172,10 +180,10 @@ fn webhook_configuration(args: &WebhookInstall, ca_pem: &str) -> String {
     let namespace = &args.namespace;
     let rules: String = RULES
         .iter()
-        .map(|(group, resources)| {
+        .map(|(group, resources, scope)| {
             format!(
                 "  - apiGroups: [{group}]\n    apiVersions: [\"*\"]\n    resources: [{}]\n    \
-                 operations: [CREATE, UPDATE]\n    scope: Namespaced\n",
+                 operations: [CREATE, UPDATE]\n    scope: {scope}\n",
                 resources.join(", ")
             )
         })
@@ -230,8 +238,12 @@ webhooks:
   - name: reviewed-kinds
     expression: >-
       request.kind.kind in ['Pod', 'ReplicationController', 'Deployment', 'StatefulSet',
-      'DaemonSet', 'ReplicaSet', 'Job', 'CronJob', 'Rollout', 'AnalysisTemplate', 'Experiment',
-      'PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob', 'PaddleJob', 'JAXJob', 'JobSet']
+      'DaemonSet', 'ReplicaSet', 'Job', 'CronJob', 'Rollout', 'AnalysisTemplate',
+      'ClusterAnalysisTemplate', 'Experiment', 'PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob',
+      'PaddleJob', 'JAXJob', 'JobSet']
+  # An object being deleted is only updated to let it go (a finalizer removed): never refused.
+  - name: not-being-deleted
+    expression: \"!has(object.metadata.deletionTimestamp)\"
 "
     )
 }

@@ -103,6 +103,15 @@ pub async fn review(routes: &Routes, body: Result<Bytes, BodyError>) -> Answer {
         routes.metrics.key_done("clean");
         return respond(&uid, true, None, Vec::new(), String::new());
     }
+    // An object being deleted is only ever updated to let it go (a finalizer removed): a
+    // refusal would leave it Terminating for good.
+    if review
+        .pointer("/request/object/metadata/deletionTimestamp")
+        .is_some_and(|timestamp| !timestamp.is_null())
+    {
+        routes.metrics.key_done("being_deleted");
+        return respond(&uid, true, None, Vec::new(), String::new());
+    }
     let object = match crate::manifests::object_of_admission_review(review) {
         Ok(object) => object,
         Err(error) => {

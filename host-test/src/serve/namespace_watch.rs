@@ -12,6 +12,7 @@
 //! in its input. A watch the RBAC forbids is retried with backoff, and until it works the
 //! parameters decide too; both are logged, and `/readyz` waits only for the first answer.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
@@ -39,6 +40,9 @@ pub struct NamespaceWatch {
     /// as the workload, a moment before it).
     api: Option<kube::Api<Namespace>>,
     state: Arc<Mutex<WatchState>>,
+    /// Whether a list ever came back: the API server answers, so a Namespace the watch lacks
+    /// is worth fetching even while a resumed watch has delivered nothing since an error.
+    listed_once: Arc<AtomicBool>,
 }
 
 /// How long a Namespace the watch lacks is waited for from the API server: well inside the
@@ -55,6 +59,7 @@ impl NamespaceWatch {
             store: None,
             api: None,
             state: Arc::new(Mutex::new(WatchState::Off(reason.to_string()))),
+            listed_once: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -78,12 +83,14 @@ impl NamespaceWatch {
             .default_backoff()
             .modify(|namespace| namespace.metadata.managed_fields = None)
             .reflect(writer);
-        tokio::spawn(follow(events, Arc::clone(&state)));
+        let listed_once = Arc::new(AtomicBool::new(false));
+        tokio::spawn(follow(events, Arc::clone(&state), Arc::clone(&listed_once)));
         tracing::info!("watching Namespaces for POST /admission");
         NamespaceWatch {
             store: Some(store),
             api: Some(fetcher),
             state,
+            listed_once,
         }
     }
 
@@ -104,7 +111,7 @@ impl NamespaceWatch {
     }
 
     /// The Namespace `name` as the module reads `namespaceObject`: from the watch, or, when
-    /// the watch is synced but has not delivered it yet, from the API server.
+    /// the watch has listed once but not delivered this one, from the API server.
     pub async fn get(&self, name: &str) -> Option<Value> {
         if name.is_empty() {
             return None;
@@ -113,9 +120,9 @@ impl NamespaceWatch {
         if let Some(namespace) = store.get(&ObjectRef::new(name)) {
             return Some(namespace_object(&namespace));
         }
-        // Only when synced: a watch that fails (say, forbidden) would fail this too, on every
-        // admission.
-        if self.state() != WatchState::Synced {
+        // Only once a list came back: a watch that never worked (say, forbidden) would fail
+        // this too, on every admission.
+        if !self.listed_once.load(Ordering::Relaxed) {
             return None;
         }
         let api = self.api.as_ref()?;
@@ -178,7 +185,7 @@ fn namespace_object(namespace: &Namespace) -> Value {
     })
 }
 
-async fn follow<S>(events: S, state: Arc<Mutex<WatchState>>)
+async fn follow<S>(events: S, state: Arc<Mutex<WatchState>>, listed: Arc<AtomicBool>)
 where
     S: futures_util::Stream<Item = Result<watcher::Event<Namespace>, watcher::Error>>,
 {
@@ -216,6 +223,7 @@ where
             _ => {}
         }
         listed_once |= next == WatchState::Synced;
+        listed.store(listed_once, Ordering::Relaxed);
         *current = next;
     }
 }
