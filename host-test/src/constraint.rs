@@ -218,17 +218,49 @@ pub fn load_constraint_files(
     limit: crate::files::ReadLimit,
     engine: &Engine,
 ) -> Result<Vec<Constraint>, String> {
-    let mut constraints = Vec::new();
+    Ok(read_constraint_files(paths, limit, engine)?
+        .into_iter()
+        .flat_map(|file| file.constraints)
+        .collect())
+}
+
+/// A constraint file as read, its text kept for those that pass it on (`meshlife install`
+/// mounts it into the server unchanged).
+pub struct ConstraintFile {
+    pub path: std::path::PathBuf,
+    pub text: String,
+    pub constraints: Vec<Constraint>,
+}
+
+/// [`load_constraint_files`], keeping each file's text.
+pub fn read_constraint_files(
+    paths: &[std::path::PathBuf],
+    limit: crate::files::ReadLimit,
+    engine: &Engine,
+) -> Result<Vec<ConstraintFile>, String> {
+    let mut files = Vec::new();
+    let mut loaded = Vec::new();
     for path in paths {
-        for constraint in load_constraints(path, limit).map_err(|error| error.to_string())? {
+        let name = path.display().to_string();
+        let text = crate::files::read_text(path, limit)
+            .map_err(|error| format!("constraint {name}: {error}"))?;
+        let constraints =
+            parse_constraints_text(&name, &text).map_err(|error| error.to_string())?;
+        for constraint in &constraints {
             constraint
                 .validate_parameters(engine)
                 .map_err(|error| error.to_string())?;
-            constraints.push(constraint);
         }
+        loaded.extend(constraints.iter().cloned());
+        // Two of one name: the second `kubectl apply`d would silently replace the first.
+        refuse_duplicate_names(&loaded).map_err(|error| error.to_string())?;
+        files.push(ConstraintFile {
+            path: path.clone(),
+            text,
+            constraints,
+        });
     }
-    refuse_duplicate_names(&constraints).map_err(|error| error.to_string())?;
-    Ok(constraints)
+    Ok(files)
 }
 
 /// [`load_constraints`] for a text already in memory, `file` naming it in errors.

@@ -186,6 +186,31 @@ fn install_refuses_what_is_not_a_constraint() {
     assert!(stderr.contains("/nonexistent.yaml"), "{stderr}");
 }
 
+#[test]
+fn every_install_refuses_a_constraint_whose_parameters_the_server_would_refuse() {
+    // The server validates its constraints' parameters at start; an install that printed them
+    // unchecked would ship a Deployment that never becomes ready.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("typo.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: MeshLifecycle\n\
+         metadata: {name: mesh-lifecycle-errors}\n\
+         spec: {enforcementAction: deny, parameters: {injectedNamespace: [apps]}}\n",
+    )
+    .unwrap();
+    let path = path.to_str().unwrap();
+    for engine in ["gatekeeper", "kyverno", "webhook"] {
+        let (code, stdout, stderr) = meshlife(&["install", engine, "--constraint", path], None);
+        assert_eq!(code, 2, "install {engine}: {stderr}");
+        assert!(stdout.is_empty(), "install {engine}: {stdout}");
+        assert!(
+            stderr.contains("typo.yaml") && stderr.contains("injectedNamespace"),
+            "install {engine}: {stderr}"
+        );
+    }
+}
+
 fn decode_base64(text: &str) -> Vec<u8> {
     let value = |byte: u8| -> u32 {
         match byte {

@@ -41,12 +41,12 @@ pub struct GatekeeperInstall {
 pub fn manifests(args: &GatekeeperInstall) -> Result<String, String> {
     let namespace = &args.namespace;
     let mut constraints = String::new();
-    for (path, text, _) in super::read_constraints(&args.constraints)? {
+    for file in super::read_constraints(&args.constraints)? {
         let _ = writeln!(
             constraints,
             "---\n# From {}\n{}",
-            path.display(),
-            text.trim_end()
+            file.path.display(),
+            file.text.trim_end()
         );
     }
     let server = Server {

@@ -128,7 +128,7 @@ stringData:
 /// The parameters of the deny and the warn constraint of a cluster file.
 fn cluster_facts(path: &std::path::Path) -> Result<(Option<Value>, Option<Value>), String> {
     let files = super::read_constraints(&[path.to_path_buf()])?;
-    let constraints: Vec<&Constraint> = files.iter().flat_map(|file| &file.2).collect();
+    let constraints: Vec<&Constraint> = files.iter().flat_map(|file| &file.constraints).collect();
     let of = |action: EnforcementAction| -> Vec<&Constraint> {
         constraints
             .iter()

@@ -158,26 +158,12 @@ fn indent(text: &str, spaces: usize) -> String {
     text.lines().map(|line| format!("{pad}{line}\n")).collect()
 }
 
-/// Reads constraint files as `meshlife check --constraint` does (a file that is not a
-/// MeshLifecycle constraint is refused here, not by the API server later), each once: the
-/// text printed is the text checked.
-fn read_constraints(
-    paths: &[PathBuf],
-) -> Result<Vec<(PathBuf, String, Vec<crate::constraint::Constraint>)>, String> {
-    let mut files = Vec::new();
-    let mut loaded = Vec::new();
-    for path in paths {
-        let text = crate::files::read_text(path, Default::default())
-            .map_err(|error| format!("constraint {}: {error}", path.display()))?;
-        let constraints =
-            crate::constraint::parse_constraints_text(&path.display().to_string(), &text)
-                .map_err(|error| error.to_string())?;
-        loaded.extend(constraints.iter().cloned());
-        // Two of one name: the second `kubectl apply`d would silently replace the first.
-        crate::constraint::refuse_duplicate_names(&loaded).map_err(|error| error.to_string())?;
-        files.push((path.clone(), text, constraints));
-    }
-    Ok(files)
+/// Reads constraint files as `meshlife serve --constraint` does at start (a file that is not a
+/// MeshLifecycle constraint, or a bad parameter, stops `install`, not the rollout), each once:
+/// the text printed is the text checked.
+fn read_constraints(paths: &[PathBuf]) -> Result<Vec<crate::constraint::ConstraintFile>, String> {
+    let engine = crate::engine::Engine::embedded().map_err(|error| format!("{error:#}"))?;
+    crate::constraint::read_constraint_files(paths, Default::default(), &engine)
 }
 
 /// A volume the server mounts read-only, beside its certificates.
@@ -493,16 +479,11 @@ metadata:
 /// A random token (hex) for a caller to present, from the operating system's generator.
 fn random_token() -> Result<String, String> {
     let mut bytes = [0u8; 32];
-    ring_fill(&mut bytes)?;
-    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
-}
-
-fn ring_fill(bytes: &mut [u8]) -> Result<(), String> {
-    use rustls::crypto::ring::default_provider;
-    default_provider()
+    rustls::crypto::ring::default_provider()
         .secure_random
-        .fill(bytes)
-        .map_err(|_| "the system's random generator failed".to_string())
+        .fill(&mut bytes)
+        .map_err(|_| "the system's random generator failed".to_string())?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
 #[cfg(test)]

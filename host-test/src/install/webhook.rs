@@ -91,14 +91,14 @@ pub fn manifests(args: &WebhookInstall) -> Result<String, String> {
     let files = super::read_constraints(&args.constraints)?;
     let mut server_args = Vec::new();
     let mut config_map_data = String::new();
-    for (index, (path, text, _)) in files.iter().enumerate() {
+    for (index, file) in files.iter().enumerate() {
         let key = format!("constraint-{index}.yaml");
         server_args.push(format!("--constraint=/constraints/{key}"));
         let _ = write!(
             config_map_data,
             "  # From {}\n  {key}: |\n{}",
-            path.display(),
-            super::indent(text.trim_end(), 4)
+            file.path.display(),
+            super::indent(file.text.trim_end(), 4)
         );
     }
     let mut mounts = Vec::new();

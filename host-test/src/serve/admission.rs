@@ -25,7 +25,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::metrics::RequestOutcome;
-use super::routes::{Answer, BodyError, Routes, json_response, text_response, violations_of};
+use super::routes::{
+    Answer, BodyError, Routes, finding_lines, json_response, text_response, violations_of,
+};
 use crate::constraint::EnforcementAction;
 use crate::report::Finding;
 
@@ -195,11 +197,14 @@ pub async fn review(routes: &Routes, body: Result<Bytes, BodyError>) -> Answer {
     let (denying, others): (Vec<&Finding>, Vec<&Finding>) =
         findings.iter().partition(|finding| finding.fails_run);
     let warnings = short_warnings(&others);
-    let full_text: Vec<String> = denying
-        .iter()
-        .chain(&others)
-        .map(|finding| format!("{} Fix: {}", finding.msg, finding.fix))
-        .collect();
+    let full_text = finding_lines(
+        denying
+            .iter()
+            .map(|finding| (finding.msg.as_str(), finding.fix.as_str())),
+        others
+            .iter()
+            .map(|finding| (finding.msg.as_str(), finding.fix.as_str())),
+    );
     let findings_text = full_text.join("\n");
     if denying.is_empty() {
         return respond(&uid, true, None, warnings, findings_text);

@@ -20,7 +20,9 @@ use meshlife_policy::{Severity, Violation};
 use serde::Serialize;
 
 use super::metrics::RequestOutcome;
-use super::routes::{Answer, BodyError, Routes, input_shape_problem, json_response, violations_of};
+use super::routes::{
+    Answer, BodyError, Routes, finding_lines, input_shape_problem, json_response, violations_of,
+};
 
 pub const PATH: &str = "/kyverno";
 
@@ -92,12 +94,15 @@ fn answer(violations: &[Violation]) -> Answer {
     let (denying, others): (Vec<&Violation>, Vec<&Violation>) = violations
         .iter()
         .partition(|violation| violation.details.severity == Severity::Error);
-    let message = denying
-        .iter()
-        .chain(&others)
-        .map(|violation| format!("{} Fix: {}", violation.msg, violation.details.fix))
-        .collect::<Vec<_>>()
-        .join("\n");
+    let message = finding_lines(
+        denying
+            .iter()
+            .map(|violation| (violation.msg.as_str(), violation.details.fix.as_str())),
+        others
+            .iter()
+            .map(|violation| (violation.msg.as_str(), violation.details.fix.as_str())),
+    )
+    .join("\n");
     let response = Response {
         deny: !denying.is_empty(),
         message,

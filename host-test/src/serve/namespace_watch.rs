@@ -190,8 +190,9 @@ where
     S: futures_util::Stream<Item = Result<watcher::Event<Namespace>, watcher::Error>>,
 {
     let mut events = std::pin::pin!(events);
-    let mut listed_once = false;
     while let Some(event) = events.next().await {
+        // Only this task writes the flag, so it doubles as the loop's own memory.
+        let listed_once = listed.load(Ordering::Relaxed);
         let next = match event {
             Ok(watcher::Event::InitDone) => WatchState::Synced,
             // A watch resumed after an error (no relist) says so only by delivering again.
@@ -222,8 +223,9 @@ where
             ),
             _ => {}
         }
-        listed_once |= next == WatchState::Synced;
-        listed.store(listed_once, Ordering::Relaxed);
+        if next == WatchState::Synced {
+            listed.store(true, Ordering::Relaxed);
+        }
         *current = next;
     }
 }

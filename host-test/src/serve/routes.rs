@@ -211,6 +211,19 @@ struct ResultBinding {
     result: Vec<Violation>,
 }
 
+/// Each finding as one "msg Fix: fix" line, the denying ones first, so that a denial shown by
+/// kubectl leads with why. Kyverno's `message` and the webhook's `status.message` both read so.
+pub fn finding_lines<'a>(
+    denying: impl IntoIterator<Item = (&'a str, &'a str)>,
+    others: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Vec<String> {
+    denying
+        .into_iter()
+        .chain(others)
+        .map(|(msg, fix)| format!("{msg} Fix: {fix}"))
+        .collect()
+}
+
 /// One evaluation's violations, or why there are none (counted in the metrics).
 pub fn violations_of(outcome: KeyOutcome, routes: &Routes) -> Result<Vec<Violation>, String> {
     let text = match outcome {
