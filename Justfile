@@ -42,7 +42,7 @@ bench:
 # Drive `meshlife serve` over HTTPS beside OPA's own server (built by compat/opa/install.sh) and
 # append the figures to BENCHMARKS.md. Run after `just bench`, which rewrites the file.
 bench-serve:
-    bash compat/opa/install.sh
+    bash compat/opa/install.sh v1.22.3
     cargo run --release -- bench serve --markdown BENCHMARKS.md
 
 # Coverage-guided fuzzing (cargo fuzz, libFuzzer) of one target for SECONDS, or `all` of them:

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The compatibility matrix (`just compat`): installs every host from its registry (npm, PyPI,
-# crates.io), builds dist/, and runs meshlife-compat, which prints the matrix and exits non-zero
+# crates.io; the real OPA, two versions, from the Go module proxy; the Java SDK from Maven
+# Central), builds dist/, and runs meshlife-compat, which prints the matrix and exits non-zero
 # on any difference; then runs Gatekeeper's own code against a live `meshlife serve`
-# (compat/gatekeeper) and Kyverno's CLI (compat/kyverno), Go modules from the Go module proxy. Needs the Rust toolchain, Node.js +
-# npm, Python 3.11 (+ a 3.10, see below) and Go 1.26; everything else lands in
-# compat/node/node_modules, target/compat/ and Go's module cache.
+# (compat/gatekeeper) and Kyverno's CLI (compat/kyverno), Go modules from the Go module proxy.
+# Needs the Rust toolchain, Node.js + npm, Python 3.11 (+ a 3.10, see below), Go 1.26 with a C
+# compiler (OPA 1.18 links wasmtime-go through cgo) and JDK 17 with Maven; everything else lands
+# in compat/node/node_modules, compat/opa/bin, target/compat/, Go's module cache and ~/.m2.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=target/compat
@@ -55,6 +57,18 @@ fi
 echo "== PyPI: opa-wasm (wasmer) on $("$python_3_10" --version)"
 make_venv "$python_3_10" "$work/venv-3.10" compat/python/requirements-3.10.txt
 
+echo "== Go module proxy: the real OPA, v1.22.3 (wazero) and v1.18.2 (wasmtime-go), -tags opa_wasm"
+bash compat/opa/install.sh
+
+echo "== Maven Central: the Java SDK (compat/java/pom.xml)"
+if ! command -v mvn >/dev/null || ! command -v java >/dev/null; then
+    echo "compat: the Java SDK runner needs java (17+) and mvn on PATH" >&2
+    exit 2
+fi
+java_out="$work/java"
+mvn -B -q -f compat/java/pom.xml compile dependency:copy-dependencies \
+    -DoutputDirectory="$PWD/$java_out/lib" -DincludeScope=runtime
+
 echo "== dist/: the module, the Kubewarden module and the OPA bundle"
 cargo run --release --quiet -- build
 
@@ -62,6 +76,8 @@ echo "== the matrix"
 cargo run --release --quiet -p meshlife-compat -- \
     --python-3-11 "$work/venv-3.11/bin/python" \
     --python-3-10 "$work/venv-3.10/bin/python" \
+    --opa compat/opa/bin/v1.22.3 --opa compat/opa/bin/v1.18.2 \
+    --java-classpath "$java_out/classes:$java_out/lib/*" \
     "$@"
 
 echo "== Gatekeeper: its constraint client and gator verify against a live meshlife serve"

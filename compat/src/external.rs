@@ -1,4 +1,5 @@
-//! Hosts in other languages (npm on Node.js, the PyPI packages), run as child processes that
+//! Hosts in other languages (npm on Node.js, the PyPI packages, the real OPA in Go, the Java
+//! SDK), run as child processes that
 //! read the fixture index and print what each host returned, as JSON on stdout:
 //!
 //! ```json
@@ -19,8 +20,10 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::fixtures::{Fixture, native_msgs};
-use crate::matrix::{Check, Column, Outcome, Verdict, judge, judge_against, refusals_check};
+use crate::fixtures::{Fixture, native_msgs_of_value_text};
+use crate::matrix::{
+    Check, Column, Outcome, Verdict, judge, judge_against, mask_positions, refusals_check,
+};
 
 #[derive(Deserialize)]
 struct RunnerOutput {
@@ -85,13 +88,15 @@ pub fn run(
                 Some(result) => match result.get("sent").and_then(Value::as_str) {
                     // The host sent other bytes than the fixture's: judge against those.
                     Some(sent) => {
-                        resent.push(fixture.id.as_str());
-                        judge_against(
-                            &native_msgs(sent.as_bytes()),
-                            sent.len(),
-                            outcome(result),
-                            column.memory_capped,
-                        )
+                        let expected = native_msgs_of_value_text(sent.as_bytes());
+                        let masked = |msgs: &[String]| -> Vec<String> {
+                            msgs.iter().map(|msg| mask_positions(msg)).collect()
+                        };
+                        let changed = (masked(&expected) != masked(&fixture.expected)).then(|| {
+                            format!("{}: {:?} -> {expected:?}", fixture.id, fixture.expected)
+                        });
+                        resent.push(changed);
+                        judge_against(&expected, sent.len(), outcome(result), column.memory_capped)
                     }
                     None => judge(fixture, outcome(result), column.memory_capped),
                 },
@@ -113,14 +118,23 @@ pub fn run(
             ));
         }
         if !resent.is_empty() {
+            // Hosts that print the input their own way (OPA sends Rego text) change the bytes of
+            // almost every fixture; only those whose verdict changes with them are named.
+            let judged_otherwise: Vec<&str> = resent.iter().flatten().map(String::as_str).collect();
             checks.push(Check::new(
                 &column.host,
                 &format!("input as the host re-serialised it ({})", column.how),
                 Ok(format!(
-                    "{} fixtures reach the module changed by the host ({}): judged against the \
-                     native build on the bytes the host sent",
+                    "{} fixtures reach the module as other bytes than the fixture's, judged \
+                     against the native build on the bytes the host sent; {} of them judged \
+                     otherwise than the fixture's own bytes (positions aside){}",
                     resent.len(),
-                    resent.join(", ")
+                    judged_otherwise.len(),
+                    if judged_otherwise.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", judged_otherwise.join("; "))
+                    }
                 )),
             ));
         }

@@ -47,8 +47,18 @@ struct Arguments {
     /// Python 3.10 with opa-wasm (wasmer) installed.
     #[arg(long)]
     python_3_10: Option<PathBuf>,
-    /// Run only these host families (static, rust, kubewarden, opa-go, npm, python-3.11,
-    /// python-3.10); the matrix then says which ones it left out.
+    /// A real OPA: a directory holding its `opa` CLI and `opa-host` (compat/opa/host, linking
+    /// the same OPA), as compat/opa/install.sh builds them. Repeat for each version.
+    #[arg(long = "opa")]
+    opa: Vec<PathBuf>,
+    /// Java, for the Java SDK runner (compat/java).
+    #[arg(long, default_value = "java")]
+    java: PathBuf,
+    /// The Java runner's classpath (its classes and the SDK's jars), as compat/run.sh builds it.
+    #[arg(long)]
+    java_classpath: Option<String>,
+    /// Run only these host families (static, rust, kubewarden, opa-go-replay, opa, java, npm,
+    /// python-3.11, python-3.10); the matrix then says which ones it left out.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
 }
@@ -57,7 +67,9 @@ const FAMILIES: &[&str] = &[
     "static",
     "rust",
     "kubewarden",
-    "opa-go",
+    "opa-go-replay",
+    "opa",
+    "java",
     "npm",
     "python-3.11",
     "python-3.10",
@@ -167,9 +179,58 @@ fn run() -> Result<ExitCode> {
         let (result, seconds) = timed(&mut || kubewarden::run(&module, &fixtures));
         record("kubewarden", result, seconds);
     }
-    if selected("opa-go") {
+    if selected("opa-go-replay") {
         let (result, seconds) = timed(&mut || opa_go::run(&module, &fixtures));
-        record("opa-go", result, seconds);
+        record("opa-go-replay", result, seconds);
+    }
+    if selected("opa") {
+        if arguments.opa.is_empty() {
+            record(
+                "opa",
+                Err(anyhow::anyhow!(
+                    "no --opa DIR given (compat/opa/install.sh builds them into compat/opa/bin/)"
+                )),
+                0.0,
+            );
+        }
+        for directory in &arguments.opa {
+            let family = format!("opa {}", directory.display());
+            let args = vec![
+                "-opa".to_string(),
+                directory.join("opa").display().to_string(),
+                "-bundle".to_string(),
+                arguments.bundle.display().to_string(),
+                "-module".to_string(),
+                arguments.module.display().to_string(),
+                "-fixtures".to_string(),
+                index.display().to_string(),
+            ];
+            let (result, seconds) = timed(&mut || {
+                external::run(&family, &directory.join("opa-host"), &args, &fixtures)
+            });
+            record(&family, result, seconds);
+        }
+    }
+    if selected("java") {
+        let (result, seconds) = timed(&mut || {
+            let classpath = arguments.java_classpath.as_ref().with_context(
+                || "no --java-classpath given (compat/run.sh builds compat/java with Maven)",
+            )?;
+            let args = vec![
+                // Java 17 encodes String.getBytes() in the locale's charset; a service sets UTF-8
+                // (Java 18 and later default to it).
+                "-Dfile.encoding=UTF-8".to_string(),
+                "-cp".to_string(),
+                classpath.clone(),
+                "dev.meshlife.compat.JavaHost".to_string(),
+                "--module".to_string(),
+                arguments.module.display().to_string(),
+                "--fixtures".to_string(),
+                index.display().to_string(),
+            ];
+            external::run("java", &arguments.java, &args, &fixtures)
+        });
+        record("java", result, seconds);
     }
     let runner_args = |hosts: &str| -> Vec<String> {
         let mut args = vec![

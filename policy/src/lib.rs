@@ -51,6 +51,23 @@ pub fn evaluate_if_json(input: &[u8]) -> Option<Vec<Violation>> {
     evaluate::evaluate_if_json(input)
 }
 
+/// [`evaluate`] for the bytes a host hands the module (`opa_eval`, `opa_value_parse`): OPA value
+/// text, JSON or Rego term syntax (sets, Go string escapes, a trailing NUL), none at all for an
+/// absent input. JSON is read as it is; only other text pays for the conversion.
+pub fn evaluate_value_text(text: &[u8]) -> Vec<Violation> {
+    let text = value_text::trim_trailing_nul(text);
+    if text.is_empty() {
+        return evaluate(b"");
+    }
+    // Valid JSON means the same value in Rego, so reading it first cannot change an answer.
+    evaluate_if_json(text).unwrap_or_else(|| match value_text::to_json(text) {
+        Ok(json) => evaluate(&json),
+        // Not a value the converter accepts (say, nested too deeply): the policy itself
+        // explains what is wrong with it.
+        Err(_) => evaluate(text),
+    })
+}
+
 /// [`evaluate`] without its one-pass reader: every input is read the exact way (a sparse tree,
 /// then the typed view with a path for every field). The answers must be the same; this exists
 /// so tests can hold the two readers to that.

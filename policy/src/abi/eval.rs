@@ -1,7 +1,6 @@
 //! Evaluation: the eval-context path (ABI 1.0) and the one-call `opa_eval` (ABI 1.2).
 
-use crate::value_text;
-use crate::{evaluate, evaluate_if_json, result_set_json, result_set_rego};
+use crate::{evaluate, evaluate_value_text, result_set_json, result_set_rego};
 
 use super::abort;
 use super::alloc::set_heap_pointer;
@@ -122,20 +121,8 @@ pub unsafe extern "C" fn opa_eval(
     check_entrypoint(entrypoint);
     // SAFETY: forwarded to the caller.
     let text = unsafe { host_bytes(input, len) }.unwrap_or(ABSENT_INPUT);
-    let text = value_text::trim_trailing_nul(text);
-    let violations = if text.is_empty() {
-        evaluate(ABSENT_INPUT)
-    } else {
-        // Most hosts send JSON, read as it is. Only text that is not JSON syntax (OPA's Go host
-        // sends Rego terms: sets, Go string escapes) pays for the conversion pass; valid JSON
-        // means the same value in Rego, so the order cannot change an answer.
-        evaluate_if_json(text).unwrap_or_else(|| match value_text::to_json(text) {
-            Ok(json) => evaluate(&json),
-            // Not a value the converter accepts (say, nested too deeply): the policy itself
-            // explains what is wrong with it.
-            Err(_) => evaluate(text),
-        })
-    };
+    // Most hosts send JSON; OPA's Go host sends Rego terms (sets, Go string escapes).
+    let violations = evaluate_value_text(text);
     let result_set = match format {
         1 => result_set_rego(&violations),
         _ => result_set_json(&violations),
