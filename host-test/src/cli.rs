@@ -71,6 +71,9 @@ pub enum Command {
     /// List the rules (id, name, severity, summary), or show one rule's full entry: what goes
     /// wrong, when it fires, the fix.
     Rules(crate::rule_reference::RulesArgs),
+    /// Draw each workload's startup and shutdown timeline (containers, proxy readiness,
+    /// SIGTERM, drain, SIGKILL) and what happens to each kind of request.
+    Explain(Box<crate::explain::ExplainArgs>),
 }
 
 #[derive(Args, Debug)]
@@ -175,12 +178,13 @@ pub fn run(cli: Cli) -> u8 {
         Command::Serve(args) => crate::serve::run_serve(&args),
         Command::Install(args) => crate::install::run_install(&args),
         Command::Rules(args) => crate::rule_reference::run_rules(&args),
+        Command::Explain(args) => crate::explain::run_explain(&args),
     }
 }
 
 /// Messages quote manifests (names, paths, values), so they are made printable: a name cannot
 /// write its own line into a CI log or send escape codes to a terminal.
-fn print_error(message: impl std::fmt::Display) {
+pub(crate) fn print_error(message: impl std::fmt::Display) {
     eprintln!("meshlife: error: {}", printable(&message.to_string()));
 }
 
@@ -498,19 +502,33 @@ pub fn run_check(args: &CheckArgs) -> u8 {
     }
 }
 
-/// The constraints to check under: the `--constraint` files, or the one the cluster-fact flags
-/// make, or the built-in default (parameter defaults, everything matched).
 fn load_constraints(args: &CheckArgs, engine: &Engine) -> Result<Vec<Constraint>, String> {
-    if args.facts.any_given() {
-        if !args.constraints.is_empty() {
+    constraints_of(
+        &args.constraints,
+        &args.facts,
+        crate::files::ReadLimit::flag(args.max_file_size),
+        engine,
+    )
+}
+
+/// The constraints to judge under: the `--constraint` files, or the one the cluster-fact flags
+/// make, or the built-in default (parameter defaults, everything matched). `check` and
+/// `explain` take the same.
+pub fn constraints_of(
+    constraint_files: &[PathBuf],
+    facts: &crate::constraint_gen::ClusterFactArgs,
+    limit: crate::files::ReadLimit,
+    engine: &Engine,
+) -> Result<Vec<Constraint>, String> {
+    if facts.any_given() {
+        if !constraint_files.is_empty() {
             return Err(
                 "--constraint and the cluster-fact flags (--kubernetes, --istio, \
                         --linkerd, ...) both state the cluster's facts; give one or the other"
                     .into(),
             );
         }
-        let (constraint, warnings) =
-            crate::constraint_gen::constraint_for_check(args.facts.clone())?;
+        let (constraint, warnings) = crate::constraint_gen::constraint_for_check(facts.clone())?;
         for warning in warnings {
             eprintln!("meshlife: warning: {warning}");
         }
@@ -519,11 +537,10 @@ fn load_constraints(args: &CheckArgs, engine: &Engine) -> Result<Vec<Constraint>
             .map_err(|error| error.to_string())?;
         return Ok(vec![constraint]);
     }
-    if args.constraints.is_empty() {
+    if constraint_files.is_empty() {
         return Ok(vec![Constraint::default_constraint()]);
     }
-    let limit = crate::files::ReadLimit::flag(args.max_file_size);
-    constraint::load_constraint_files(&args.constraints, limit, engine)
+    constraint::load_constraint_files(constraint_files, limit, engine)
 }
 
 /// The error of a run whose inputs held no object: what was read, and what to do.
@@ -565,7 +582,7 @@ fn no_object_error(paths: &[String], loaded: &manifests::LoadedInputs) -> InputE
 }
 
 /// `file: document N: Kind ns/name`, for notes that list objects.
-fn object_note(object: &manifests::ManifestObject) -> String {
+pub(crate) fn object_note(object: &manifests::ManifestObject) -> String {
     format!(
         "{}: {}: {}",
         object.file,
@@ -582,7 +599,7 @@ fn constraint_title(constraint: &Constraint) -> String {
     }
 }
 
-fn object_error(
+pub(crate) fn object_error(
     object: &manifests::ManifestObject,
     field: Option<&str>,
     message: String,
@@ -599,7 +616,7 @@ fn object_error(
 }
 
 /// <https://no-color.org>: a non-empty `NO_COLOR` turns colour off.
-fn no_colour_requested() -> bool {
+pub(crate) fn no_colour_requested() -> bool {
     std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty())
 }
 

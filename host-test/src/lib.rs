@@ -8,6 +8,7 @@ pub mod constraint;
 pub mod constraint_gen;
 pub mod coverage;
 pub mod engine;
+pub mod explain;
 pub mod files;
 pub mod fixtures;
 pub mod install;

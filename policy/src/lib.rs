@@ -14,6 +14,8 @@ mod one_pass;
 pub mod params;
 pub mod proxy_config;
 mod rules;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod timeline;
 pub mod value_text;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod verdicts;

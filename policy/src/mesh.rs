@@ -127,9 +127,26 @@ pub struct MeshDecision {
     pub annotation_problems: Vec<AnnotationProblem>,
     /// Istio: the `proxy.istio.io/config` annotation as read (defaults when absent).
     pub proxy_config: ProxyConfig,
+    /// Predicted native: whether the injector gives the proxy a startupProbe, which holds the
+    /// later containers until it is ready (Istio: on by default; Linkerd: with proxy-await).
+    pub predicted_startup_probe: bool,
 }
 
 impl MeshDecision {
+    /// Whether the app containers wait for the proxy to be ready: a classic proxy with the hold
+    /// hook, or a native one that a startupProbe (or postStart hook) keeps "not started" until
+    /// it is ready. A native proxy without either counts as started as soon as it runs.
+    pub fn proxy_gates_app_start(&self, workload: &Workload) -> bool {
+        match self.placement {
+            Placement::Classic { hold } => hold,
+            Placement::Native if self.injected => self
+                .proxy(workload)
+                .is_some_and(|proxy| proxy.has_startup_probe || proxy.post_start().is_some()),
+            Placement::Native => self.predicted_startup_probe,
+            Placement::BrokenInit => false,
+        }
+    }
+
     pub fn is_classic(&self) -> bool {
         matches!(self.placement, Placement::Classic { .. })
     }
@@ -392,6 +409,12 @@ fn predicted(workload: &Workload, settings: &Settings, mesh: Mesh) -> MeshDecisi
         }
     };
     let minor = settings.raw.kubernetes_minor_version;
+    decision.predicted_startup_probe = match mesh {
+        // values.global.proxy.startupProbe.enabled, on by default.
+        Mesh::Istio => true,
+        // Native with await: startupProbe GET :4191/ready; without await, no probe at all.
+        Mesh::Linkerd => hold,
+    };
     decision.placement = if native_requested && minor >= NATIVE_SIDECAR_MIN_MINOR {
         Placement::Native
     } else {
@@ -432,6 +455,7 @@ fn base_decision(
         drain_from_annotation: false,
         annotation_problems: Vec::new(),
         proxy_config: ProxyConfig::default(),
+        predicted_startup_probe: false,
     };
     let mut config_problems = Vec::new();
     if mesh == Mesh::Istio

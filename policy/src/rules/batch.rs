@@ -71,6 +71,16 @@ fn exit_mechanism(context: &Context) -> Option<ExitMechanism> {
     None
 }
 
+/// How the app of a batch pod makes its classic proxy exit, in words; `None` when nothing in
+/// the pod does (ML301's condition). For the timeline.
+pub(crate) fn proxy_exit_call(context: &Context) -> Option<&'static str> {
+    exit_mechanism(context).map(|mechanism| match mechanism {
+        ExitMechanism::IstioQuit => "the app calls POST localhost:15020/quitquitquit",
+        ExitMechanism::LinkerdShutdown { .. } => "the app calls the proxy's /shutdown",
+        ExitMechanism::Marker => "a container carries one of the exitMarkers",
+    })
+}
+
 fn calls_linkerd_shutdown(container: &Container) -> bool {
     let strings: Vec<&str> = container.script_strings().collect();
     let posts_shutdown = strings.iter().any(|s| s.contains("4191/shutdown"));

@@ -2,7 +2,7 @@
 //! the mesh decision and the settings, returning findings.
 
 mod annotations;
-mod batch;
+pub(crate) mod batch;
 mod init;
 mod rollout;
 mod shutdown;

@@ -1,0 +1,246 @@
+//! `meshlife explain`: each workload's startup and shutdown timeline, as the policy computes it
+//! (`meshlife_policy::timeline`), drawn for a terminal (`terminal.rs`) or given as JSON.
+//! Inputs, constraints and cluster facts are read as `check` reads them, so the timeline is of
+//! the same object `check` judges.
+
+mod terminal;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use meshlife_policy::timeline::{Assumptions, PodSpecTimeline, timelines};
+use serde::Serialize;
+
+use crate::cli::{EXIT_INPUT_ERROR, EXIT_OK, no_colour_requested, object_error, print_error};
+use crate::engine::Engine;
+use crate::manifests;
+use crate::namespaces::NamespaceDefinitions;
+use crate::services::ServiceIndex;
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// Files, folders (searched recursively for .yaml, .yml and .json) or `-` for stdin.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<String>,
+
+    /// A Gatekeeper MeshLifecycle constraint whose parameters (the cluster's facts) apply; the
+    /// first one that matches an object is used.
+    #[arg(long = "constraint", value_name = "FILE")]
+    pub constraints: Vec<PathBuf>,
+
+    /// Output format: a drawing (text) or the timeline as data (json).
+    #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+    pub format: ExplainFormat,
+
+    /// The namespace of objects that name none, as `check -n`.
+    #[arg(short = 'n', long, value_name = "NS", default_value = crate::namespaces::DEFAULT_NAMESPACE)]
+    pub namespace: String,
+
+    /// Leave out files and folders matching this glob, as `check --exclude`.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
+
+    /// The most one file or stdin may hold, as `check --max-file-size`.
+    #[arg(long, value_name = "SIZE", default_value_t = crate::files::DEFAULT_MAX_FILE_SIZE)]
+    pub max_file_size: crate::files::FileSize,
+
+    /// Width of the drawing in columns (default: the terminal's, else 100).
+    #[arg(long, value_name = "COLUMNS")]
+    pub width: Option<usize>,
+
+    #[command(flatten)]
+    pub assumptions: AssumptionArgs,
+
+    /// The cluster's facts, as `meshlife constraint` takes them; instead of `--constraint`.
+    #[command(flatten)]
+    pub facts: crate::constraint_gen::ClusterFactArgs,
+}
+
+/// The figures no manifest holds; each is drawn with its source, so a reader sees what was
+/// assumed. Go durations (`2s`, `500ms`).
+#[derive(Args, Debug)]
+pub struct AssumptionArgs {
+    /// From the proxy's start to its readiness (measure: the proxy's "ready" log line).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = duration_ms)]
+    pub proxy_ready: u64,
+    /// How long each user init container runs.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = duration_ms)]
+    pub init_container: u64,
+    /// From an app container's start to its readiness.
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = duration_ms)]
+    pub app_ready: u64,
+    /// From the pod's deletion until no load balancer sends it new requests.
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = duration_ms)]
+    pub endpoint_removal: u64,
+    /// From SIGTERM to an app container's exit.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = duration_ms)]
+    pub app_exit: u64,
+    /// How long a short request takes.
+    #[arg(long, value_name = "DURATION", default_value = "500ms", value_parser = duration_ms)]
+    pub short_request: u64,
+}
+
+impl AssumptionArgs {
+    fn assumptions(&self) -> Assumptions {
+        Assumptions {
+            proxy_ready_ms: self.proxy_ready,
+            init_container_ms: self.init_container,
+            app_ready_ms: self.app_ready,
+            endpoint_removal_ms: self.endpoint_removal,
+            app_exit_ms: self.app_exit,
+            short_request_ms: self.short_request,
+        }
+    }
+}
+
+fn duration_ms(text: &str) -> Result<u64, String> {
+    meshlife_policy::duration::parse_go_duration(text)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExplainFormat {
+    Text,
+    Json,
+}
+
+/// One pod spec's timeline, with the object it belongs to.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Explained {
+    pub file: String,
+    /// `document 2`, `document 1, item 3`.
+    pub location: String,
+    /// `Deployment shop/web`.
+    pub object: String,
+    pub pod_spec: String,
+    pub timeline: meshlife_policy::timeline::Timeline,
+}
+
+pub fn run_explain(args: &ExplainArgs) -> u8 {
+    match explained(args) {
+        Err(error) => {
+            print_error(error);
+            EXIT_INPUT_ERROR
+        }
+        Ok((explained, errors)) => {
+            for error in &errors {
+                print_error(error);
+            }
+            let rendered = match args.format {
+                ExplainFormat::Json => match serde_json::to_string_pretty(&explained) {
+                    Ok(json) => json + "\n",
+                    Err(error) => {
+                        print_error(error);
+                        return EXIT_INPUT_ERROR;
+                    }
+                },
+                ExplainFormat::Text => {
+                    let terminal = std::io::stdout().is_terminal();
+                    let style = terminal::Style {
+                        colour: terminal && !no_colour_requested(),
+                        unicode: terminal,
+                        width: args.width.unwrap_or_else(terminal_width).max(60),
+                    };
+                    explained
+                        .iter()
+                        .map(|one| terminal::draw(one, &style))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                }
+            };
+            if let Err(error) = crate::output::write_stdout(&rendered) {
+                print_error(error);
+                return EXIT_INPUT_ERROR;
+            }
+            if errors.is_empty() {
+                EXIT_OK
+            } else {
+                EXIT_INPUT_ERROR
+            }
+        }
+    }
+}
+
+/// `COLUMNS` when the shell exports it, else 100.
+fn terminal_width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|columns| columns.parse().ok())
+        .unwrap_or(100)
+}
+
+/// Every pod spec's timeline in the inputs, and the input errors (which do not stop the rest).
+fn explained(args: &ExplainArgs) -> Result<(Vec<Explained>, Vec<manifests::InputError>), String> {
+    let limit = crate::files::ReadLimit::flag(args.max_file_size);
+    let engine = Engine::embedded().map_err(|error| format!("{error:#}"))?;
+    let constraints = crate::cli::constraints_of(&args.constraints, &args.facts, limit, &engine)?;
+    let options = manifests::LoadOptions {
+        exclude: args.exclude.clone(),
+        limit,
+    };
+    let mut loaded = manifests::load_with_progress(&args.paths, &options, &|_| {}, &|| {});
+    for note in &loaded.notes {
+        eprintln!("meshlife: note: {note}");
+    }
+    for skipped in &loaded.skipped {
+        eprintln!("meshlife: note: {}", skipped.clone().into_error());
+    }
+    crate::namespaces::apply_default_namespace(&mut loaded.objects, &args.namespace);
+    let namespaces = NamespaceDefinitions::from_objects(&loaded.objects);
+    let services = ServiceIndex::from_objects(&loaded.objects);
+    let assumptions = args.assumptions.assumptions();
+    let mut errors = loaded.errors.clone();
+    let mut explained = Vec::new();
+    if loaded.objects.is_empty() && errors.is_empty() {
+        return Err(format!(
+            "{}: no Kubernetes object to explain",
+            args.paths.join(", ")
+        ));
+    }
+    for object in &loaded.objects {
+        if !object.is_reviewed_kind() {
+            continue;
+        }
+        let namespace_object = namespaces.for_object(object);
+        let mut constraint = None;
+        for candidate in &constraints {
+            match candidate.matches(object, namespace_object) {
+                Ok(true) => {
+                    constraint = Some(candidate);
+                    break;
+                }
+                Ok(false) => {}
+                Err(message) => {
+                    errors.push(object_error(object, Some("metadata.namespace"), message));
+                    break;
+                }
+            }
+        }
+        let Some(constraint) = constraint else {
+            eprintln!(
+                "meshlife: note: {}: not matched by any constraint, not explained",
+                crate::cli::object_note(object)
+            );
+            continue;
+        };
+        let input = constraint.input_for(object, namespace_object, &services.selecting(object));
+        match timelines(&input, &assumptions) {
+            Ok(pod_specs) => explained.extend(pod_specs.into_iter().map(
+                |PodSpecTimeline { path, timeline }| Explained {
+                    file: object.file.clone(),
+                    location: object.location(),
+                    object: object.display_name(),
+                    pod_spec: path,
+                    timeline,
+                },
+            )),
+            Err(problem) => errors.push(object_error(
+                object,
+                None,
+                format!("cannot draw its timeline: {problem}"),
+            )),
+        }
+    }
+    Ok((explained, errors))
+}

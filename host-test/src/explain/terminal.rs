@@ -1,0 +1,458 @@
+//! The terminal drawing of a timeline: a Gantt of the containers at startup and at shutdown,
+//! the events with their times and sources, and each request's fate. ASCII and no colour when
+//! stdout is not a terminal, so a CI log or a pull-request comment shows it as drawn.
+
+use std::fmt::Write as _;
+
+use meshlife_policy::timeline::{
+    Event, EventKind, Fate, Lane, Outcome, Phase, Request, Role, Source, Timeline, format_seconds,
+};
+
+use super::Explained;
+use crate::output::printable;
+
+pub struct Style {
+    pub colour: bool,
+    pub unicode: bool,
+    pub width: usize,
+}
+
+/// What a column of a bar shows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cell {
+    Idle,
+    /// Started, not ready yet.
+    Starting,
+    Running,
+    /// In its preStop hook.
+    PreStop,
+    /// Draining (a proxy), or shutting down after SIGTERM (an app).
+    Stopping,
+}
+
+impl Style {
+    fn glyph(&self, cell: Cell) -> char {
+        match (cell, self.unicode) {
+            (Cell::Idle, _) => ' ',
+            (Cell::Starting, true) => '░',
+            (Cell::Running, true) => '█',
+            (Cell::PreStop, true) => '▓',
+            (Cell::Stopping, true) => '▒',
+            (Cell::Starting, false) => '.',
+            (Cell::Running, false) => '#',
+            (Cell::PreStop, false) => '=',
+            (Cell::Stopping, false) => '~',
+        }
+    }
+
+    fn paint(&self, text: &str, code: &str) -> String {
+        if self.colour {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    fn legend(&self) -> String {
+        format!(
+            "{} starting  {} running  {} preStop  {} draining or stopping",
+            self.glyph(Cell::Starting),
+            self.glyph(Cell::Running),
+            self.glyph(Cell::PreStop),
+            self.glyph(Cell::Stopping)
+        )
+    }
+}
+
+pub fn draw(explained: &Explained, style: &Style) -> String {
+    let timeline = &explained.timeline;
+    let mut out = String::new();
+    let title = wrap(
+        "",
+        &printable(&format!(
+            "{} ({}, {}) at {}",
+            explained.object, explained.file, explained.location, explained.pod_spec
+        )),
+        2,
+        style.width,
+    );
+    out.push_str(&style.paint(title.trim_end(), "1"));
+    out.push('\n');
+    let mesh = match timeline.mesh {
+        Some(mesh) if timeline.injected => format!("{mesh}, {} (injected)", timeline.mode),
+        Some(mesh) => format!(
+            "{mesh}, {} (predicted: the injector adds the proxy)",
+            timeline.mode
+        ),
+        None => timeline.mode.clone(),
+    };
+    let _ = writeln!(out, "{}", printable(&mesh));
+    let label_width = timeline
+        .lanes
+        .iter()
+        .map(|lane| label(lane).chars().count())
+        .max()
+        .unwrap_or(8)
+        .clamp(8, 30);
+    let bar_width = style.width.saturating_sub(label_width + 4).max(20);
+
+    // A margin after the last readiness, so that every bar shows its running part.
+    let startup_end = (timeline.startup_end_ms() * 9 / 8).max(1);
+    let _ = writeln!(out, "\nStartup");
+    out.push_str(&axis(label_width, bar_width, startup_end));
+    for lane in timeline.lanes.iter().filter(|lane| lane.startup.is_some()) {
+        let cells = startup_cells(timeline, lane, bar_width, startup_end);
+        out.push_str(&bar_line(lane, &cells, label_width, style, None));
+    }
+    out.push_str(&events(timeline, Phase::Startup, style.width));
+    for fate in timeline
+        .fates
+        .iter()
+        .filter(|fate| fate.phase == Phase::Startup)
+    {
+        out.push_str(&fate_line(fate, style));
+    }
+
+    let shutdown_end = timeline.shutdown_end_ms().max(timeline.grace_ms).max(1);
+    let kill_column = column(timeline.grace_ms, bar_width, shutdown_end).min(bar_width - 1);
+    let _ = writeln!(out, "\nShutdown (t = 0: the pod is deleted)");
+    out.push_str(&axis(label_width, bar_width, shutdown_end));
+    for lane in timeline
+        .lanes
+        .iter()
+        .filter(|lane| lane.shutdown_exit_ms.is_some())
+    {
+        let cells = shutdown_cells(timeline, lane, bar_width, shutdown_end);
+        out.push_str(&bar_line(
+            lane,
+            &cells,
+            label_width,
+            style,
+            Some(kill_column),
+        ));
+    }
+    let kill = format!("SIGKILL at {}", format_seconds(timeline.grace_ms));
+    let marker = if kill_column + 2 + kill.len() <= bar_width {
+        format!("{}^ {kill}", " ".repeat(kill_column))
+    } else {
+        // No room after the caret: the words go before it.
+        format!(
+            "{}{kill} ^",
+            " ".repeat(kill_column.saturating_sub(kill.len() + 1))
+        )
+    };
+    let _ = writeln!(out, "  {:label_width$}  {marker}", "");
+    out.push_str(&events(timeline, Phase::Shutdown, style.width));
+    for fate in timeline
+        .fates
+        .iter()
+        .filter(|fate| fate.phase == Phase::Shutdown)
+    {
+        out.push_str(&fate_line(fate, style));
+    }
+    if let Some(completion) = &timeline.completion {
+        let verdict = if completion.completes {
+            style.paint("completes", "32")
+        } else {
+            style.paint("never completes", "31")
+        };
+        let words = if completion.completes {
+            "completes"
+        } else {
+            "never completes"
+        };
+        let plain = wrap(
+            "\n  When the work is done: ",
+            &printable(&format!("{words}: {}", completion.why)),
+            4,
+            style.width,
+        );
+        out.push_str(&plain.replacen(words, &verdict, 1));
+    }
+    let _ = writeln!(out, "\n  {}", style.legend());
+    let assumed = &timeline.assumptions;
+    out.push_str(&wrap(
+        "  ",
+        &format!(
+            "Assumed (flags of `meshlife explain`): --proxy-ready {}, --init-container {}, \
+             --app-ready {}, --endpoint-removal {}, --app-exit {}, --short-request {}.",
+            format_seconds(assumed.proxy_ready_ms),
+            format_seconds(assumed.init_container_ms),
+            format_seconds(assumed.app_ready_ms),
+            format_seconds(assumed.endpoint_removal_ms),
+            format_seconds(assumed.app_exit_ms),
+            format_seconds(assumed.short_request_ms),
+        ),
+        4,
+        style.width,
+    ));
+    out
+}
+
+fn label(lane: &Lane) -> String {
+    let notes: Vec<&str> = [
+        matches!(lane.role, Role::Init | Role::MeshInit).then_some("init"),
+        lane.predicted.then_some("predicted"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let name = if notes.is_empty() {
+        lane.container.clone()
+    } else {
+        format!("{} ({})", lane.container, notes.join(", "))
+    };
+    printable(&name).into_owned()
+}
+
+/// `text` broken at spaces into lines of at most `width` columns, the first starting with
+/// `first`, the others indented by `indent` spaces.
+fn wrap(first: &str, text: &str, indent: usize, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = first.to_string();
+    let mut line_length = first.chars().count();
+    let mut fresh = true;
+    // A word wider than a line (a long field path) is broken where it must be.
+    let room = width.saturating_sub(indent).max(10);
+    let words = text.split(' ').flat_map(|word| {
+        let characters: Vec<char> = word.chars().collect();
+        characters
+            .chunks(room)
+            .map(|chunk| chunk.iter().collect::<String>())
+            .collect::<Vec<_>>()
+    });
+    for word in words {
+        let word = word.as_str();
+        let length = word.chars().count();
+        if !fresh && line_length + 1 + length > width {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = " ".repeat(indent);
+            line_length = indent;
+            fresh = true;
+        }
+        if !fresh {
+            line.push(' ');
+            line_length += 1;
+        }
+        line.push_str(word);
+        line_length += length;
+        fresh = false;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    out
+}
+
+fn column(ms: u64, width: usize, end: u64) -> usize {
+    ((ms as u128 * width as u128) / end.max(1) as u128) as usize
+}
+
+/// `0s` under the first column, the end under the last, and two marks between.
+fn axis(label_width: usize, width: usize, end: u64) -> String {
+    let mut line: Vec<char> = vec![' '; width + 8];
+    for (ms, position) in [
+        (0, 0),
+        (end / 4, width / 4),
+        (end / 2, width / 2),
+        (end * 3 / 4, width * 3 / 4),
+    ] {
+        for (offset, character) in format_seconds(ms).chars().enumerate() {
+            line[position + offset] = character;
+        }
+    }
+    let last = format_seconds(end);
+    let start = width.saturating_sub(last.len());
+    for (offset, character) in last.chars().enumerate() {
+        line[start + offset] = character;
+    }
+    format!(
+        "  {:label_width$}  {}\n",
+        "",
+        line.iter().collect::<String>().trim_end()
+    )
+}
+
+fn fill(cells: &mut [Cell], from: u64, to: u64, end: u64, cell: Cell) {
+    let width = cells.len();
+    let first = column(from, width, end).min(width);
+    let last = column(to, width, end).min(width).max(first + 1).min(width);
+    for slot in &mut cells[first..last] {
+        *slot = cell;
+    }
+}
+
+fn event_of(timeline: &Timeline, phase: Phase, kind: EventKind, container: &str) -> Option<u64> {
+    timeline
+        .events
+        .iter()
+        .find(|event| {
+            event.phase == phase
+                && event.kind == kind
+                && event.container.as_deref() == Some(container)
+        })
+        .map(|event| event.at_ms)
+}
+
+fn startup_cells(timeline: &Timeline, lane: &Lane, width: usize, end: u64) -> Vec<Cell> {
+    let mut cells = vec![Cell::Idle; width];
+    let Some((start, stop)) = lane.startup else {
+        return cells;
+    };
+    match stop {
+        Some(stop) => fill(&mut cells, start, stop, end, Cell::Running),
+        None => {
+            let ready_kind = match lane.role {
+                Role::Proxy => EventKind::ProxyReady,
+                _ => EventKind::AppReady,
+            };
+            let ready =
+                event_of(timeline, Phase::Startup, ready_kind, &lane.container).unwrap_or(start);
+            if ready > start {
+                fill(&mut cells, start, ready, end, Cell::Starting);
+            }
+            fill(&mut cells, ready, end, end, Cell::Running);
+        }
+    }
+    cells
+}
+
+fn shutdown_cells(timeline: &Timeline, lane: &Lane, width: usize, end: u64) -> Vec<Cell> {
+    let mut cells = vec![Cell::Idle; width];
+    let Some(exit) = lane.shutdown_exit_ms else {
+        return cells;
+    };
+    fill(&mut cells, 0, exit, end, Cell::Running);
+    let span_of = |kind: EventKind| {
+        timeline
+            .events
+            .iter()
+            .find(|event| {
+                event.phase == Phase::Shutdown
+                    && event.kind == kind
+                    && event.container.as_deref() == Some(lane.container.as_str())
+            })
+            .map(|event| (event.at_ms, event.until_ms.unwrap_or(exit)))
+    };
+    match lane.role {
+        Role::App => {
+            let pre_stop_end = span_of(EventKind::PreStop).map_or(0, |(_, until)| until);
+            if pre_stop_end > 0 {
+                fill(&mut cells, 0, pre_stop_end, end, Cell::PreStop);
+            }
+            if exit > pre_stop_end {
+                fill(&mut cells, pre_stop_end, exit, end, Cell::Stopping);
+            }
+        }
+        Role::Proxy => {
+            if let Some((_, until)) = span_of(EventKind::PreStop) {
+                fill(&mut cells, 0, until, end, Cell::PreStop);
+            }
+            if let Some((from, until)) = span_of(EventKind::DrainStart) {
+                let until = until.max(from).min(exit);
+                if until > from {
+                    fill(&mut cells, from, until, end, Cell::Stopping);
+                } else if exit > from {
+                    fill(&mut cells, from, exit, end, Cell::Stopping);
+                }
+            }
+        }
+        Role::Init | Role::MeshInit => {}
+    }
+    cells
+}
+
+fn bar_line(
+    lane: &Lane,
+    cells: &[Cell],
+    label_width: usize,
+    style: &Style,
+    kill_column: Option<usize>,
+) -> String {
+    let mut bar: String = cells.iter().map(|cell| style.glyph(*cell)).collect();
+    if let Some(kill) = kill_column {
+        let mut characters: Vec<char> = bar.chars().collect();
+        if characters[kill] == ' ' {
+            characters[kill] = '|';
+        }
+        bar = characters.into_iter().collect();
+    }
+    let bar = bar.trim_end().to_string();
+    let bar = if lane.role == Role::Proxy {
+        style.paint(&bar, "36")
+    } else {
+        bar
+    };
+    let mut name = label(lane);
+    if name.chars().count() > label_width {
+        let ellipsis = if style.unicode { "…" } else { "." };
+        name = name.chars().take(label_width - 1).collect::<String>() + ellipsis;
+    }
+    format!("  {name:label_width$}  {bar}\n")
+}
+
+fn source_phrase(source: &Source) -> String {
+    match source {
+        Source::Manifest(path) => format!("manifest: {path}"),
+        Source::Parameter(name) => format!("parameter {name}"),
+        Source::Default(what) => format!("default: {what}"),
+        Source::Assumption(name) => format!("assumed: {name}"),
+        Source::Derived(how) => how.clone(),
+    }
+}
+
+fn events(timeline: &Timeline, phase: Phase, width: usize) -> String {
+    let mut out = String::new();
+    let mut listed: Vec<&Event> = timeline.events_of(phase).collect();
+    listed.sort_by_key(|event| (event.at_ms, event.until_ms));
+    for event in listed {
+        let when = match event.until_ms {
+            Some(until) if until != event.at_ms => {
+                format!("{}-{}", format_seconds(event.at_ms), format_seconds(until))
+            }
+            _ => format_seconds(event.at_ms),
+        };
+        out.push_str(&wrap(
+            &format!("  {when:>11}  "),
+            &printable(&format!(
+                "{} [{}]",
+                event.what,
+                source_phrase(&event.source)
+            )),
+            15,
+            width,
+        ));
+    }
+    out
+}
+
+fn fate_line(fate: &Fate, style: &Style) -> String {
+    let request = match fate.request {
+        Request::StartupOutbound => "the app's outbound calls at startup",
+        Request::InFlightAtSigterm => "a short request in flight at SIGTERM",
+        Request::NewDuringDrain => "a new request during endpoint removal",
+        Request::LongLivedStream => "a long-lived stream (gRPC, WebSocket)",
+    };
+    let (word, code) = match fate.outcome {
+        Outcome::Served => ("served", "32"),
+        Outcome::Refused => ("refused", "33"),
+        Outcome::Cut => ("cut", "31"),
+    };
+    let when = match fate.window {
+        Some((from, to)) if from == to => format!(" at {}", format_seconds(from)),
+        Some((from, to)) => format!(" {}-{}", format_seconds(from), format_seconds(to)),
+        None => String::new(),
+    };
+    // Wrapped before painting: escape codes have no width.
+    let plain = wrap(
+        "  -> ",
+        &printable(&format!("{request}: {word}{when}: {}", fate.why)),
+        5,
+        style.width,
+    );
+    plain.replacen(
+        &format!(": {word}"),
+        &format!(": {}", style.paint(word, code)),
+        1,
+    )
+}

@@ -1,0 +1,367 @@
+//! Timelines against the mesh facts (`mesh-lifecycle-background.md`): when the app starts
+//! against the proxy's readiness, what each proxy does on SIGTERM, and what becomes of each
+//! kind of request.
+
+use meshlife_policy::timeline::{
+    Assumptions, EventKind, Outcome, Phase, Request, Timeline, timelines,
+};
+use serde_json::{Value, json};
+
+const READY: u64 = 2_000;
+
+fn assumptions() -> Assumptions {
+    Assumptions {
+        proxy_ready_ms: READY,
+        init_container_ms: 1_000,
+        app_ready_ms: 3_000,
+        endpoint_removal_ms: 3_000,
+        app_exit_ms: 1_000,
+        short_request_ms: 500,
+    }
+}
+
+/// A Deployment (or `kind`) whose pod template carries `template_meta` and `spec` fields.
+fn workload(kind: &str, template_meta: Value, spec: Value) -> Value {
+    let mut pod_spec = json!({"containers": [{"name": "web", "image": "web:1"}]});
+    pod_spec
+        .as_object_mut()
+        .unwrap()
+        .extend(spec.as_object().unwrap().clone());
+    let api = if kind == "Job" { "batch/v1" } else { "apps/v1" };
+    json!({"apiVersion": api, "kind": kind, "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"template": {"metadata": template_meta, "spec": pod_spec}}})
+}
+
+fn timeline_with(object: Value, parameters: Value) -> Timeline {
+    let input =
+        json!({"review": {"object": object, "operation": "CREATE"}, "parameters": parameters});
+    let mut all = timelines(&serde_json::to_vec(&input).unwrap(), &assumptions()).unwrap();
+    assert_eq!(all.len(), 1);
+    all.remove(0).timeline
+}
+
+fn timeline_of(object: Value) -> Timeline {
+    timeline_with(object, json!({}))
+}
+
+fn istio(annotations: Value) -> Value {
+    json!({"labels": {"sidecar.istio.io/inject": "true"}, "annotations": annotations})
+}
+
+fn linkerd(annotations: Value) -> Value {
+    let mut annotations = annotations;
+    annotations["linkerd.io/inject"] = json!("enabled");
+    json!({"annotations": annotations})
+}
+
+fn fate(timeline: &Timeline, request: Request) -> (Outcome, Option<(u64, u64)>) {
+    let fate = timeline
+        .fates
+        .iter()
+        .find(|fate| fate.request == request)
+        .unwrap_or_else(|| panic!("no {request:?} fate in {timeline:#?}"));
+    (fate.outcome, fate.window)
+}
+
+fn at(timeline: &Timeline, phase: Phase, kind: EventKind) -> u64 {
+    timeline
+        .events
+        .iter()
+        .find(|event| event.phase == phase && event.kind == kind)
+        .unwrap_or_else(|| panic!("no {kind:?} in {timeline:#?}"))
+        .at_ms
+}
+
+fn classic() -> Value {
+    json!({"istio": {"nativeSidecars": false}, "linkerd": {"nativeSidecars": false}})
+}
+
+fn native() -> Value {
+    json!({"istio": {"nativeSidecars": true}, "linkerd": {"nativeSidecars": true},
+        "kubernetesMinorVersion": 33})
+}
+
+#[test]
+fn istio_classic_without_hold_lets_the_app_call_out_before_the_proxy_is_ready() {
+    let timeline = timeline_with(
+        workload("Deployment", istio(json!({})), json!({})),
+        classic(),
+    );
+    assert_eq!(timeline.mode, "classic sidecar");
+    assert_eq!(
+        fate(&timeline, Request::StartupOutbound),
+        (Outcome::Refused, Some((1_000, 1_000 + READY)))
+    );
+    // istio-init (predicted) runs first, then proxy and app start together.
+    assert_eq!(
+        at(&timeline, Phase::Startup, EventKind::CaptureInstalled),
+        0
+    );
+    assert_eq!(
+        at(&timeline, Phase::Startup, EventKind::ProxyStarted),
+        1_000
+    );
+    assert_eq!(at(&timeline, Phase::Startup, EventKind::AppStarted), 1_000);
+}
+
+#[test]
+fn istio_classic_with_hold_starts_the_app_once_the_proxy_is_ready() {
+    let template = istio(json!({"proxy.istio.io/config": "holdApplicationUntilProxyStarts: true"}));
+    let timeline = timeline_with(workload("Deployment", template, json!({})), classic());
+    assert_eq!(timeline.mode, "classic sidecar, app held until ready");
+    assert_eq!(fate(&timeline, Request::StartupOutbound).0, Outcome::Served);
+    assert_eq!(
+        at(&timeline, Phase::Startup, EventKind::AppStarted),
+        at(&timeline, Phase::Startup, EventKind::ProxyReady)
+    );
+}
+
+#[test]
+fn istio_native_is_gated_by_its_startup_probe() {
+    let timeline = timeline_with(
+        workload("Deployment", istio(json!({})), json!({})),
+        native(),
+    );
+    assert_eq!(timeline.mode, "native sidecar");
+    assert_eq!(fate(&timeline, Request::StartupOutbound).0, Outcome::Served);
+    assert_eq!(
+        at(&timeline, Phase::Startup, EventKind::AppStarted),
+        1_000 + READY
+    );
+}
+
+#[test]
+fn linkerd_classic_waits_with_await_and_races_without() {
+    let held = timeline_with(
+        workload("Deployment", linkerd(json!({})), json!({})),
+        classic(),
+    );
+    assert_eq!(held.mode, "classic sidecar, app held until ready");
+    assert_eq!(fate(&held, Request::StartupOutbound).0, Outcome::Served);
+    let racing = timeline_with(
+        workload(
+            "Deployment",
+            linkerd(json!({"config.linkerd.io/proxy-await": "disabled"})),
+            json!({}),
+        ),
+        classic(),
+    );
+    assert_eq!(racing.mode, "classic sidecar");
+    assert_eq!(fate(&racing, Request::StartupOutbound).0, Outcome::Refused);
+}
+
+#[test]
+fn linkerd_native_without_await_has_no_startup_probe_to_wait_for() {
+    let gated = timeline_with(
+        workload("Deployment", linkerd(json!({})), json!({})),
+        native(),
+    );
+    assert_eq!(gated.mode, "native sidecar");
+    assert_eq!(fate(&gated, Request::StartupOutbound).0, Outcome::Served);
+    let ungated = timeline_with(
+        workload(
+            "Deployment",
+            linkerd(json!({"config.linkerd.io/proxy-await": "disabled"})),
+            json!({}),
+        ),
+        native(),
+    );
+    assert_eq!(fate(&ungated, Request::StartupOutbound).0, Outcome::Refused);
+}
+
+#[test]
+fn a_job_completes_only_when_its_classic_proxy_is_told_to_exit() {
+    let job = |template: Value, command: Value, parameters: Value| {
+        timeline_with(
+            workload(
+                "Job",
+                template,
+                json!({"restartPolicy": "Never",
+                    "containers": [{"name": "work", "image": "work:1", "command": command}]}),
+            ),
+            parameters,
+        )
+    };
+    for (template, parameters) in [
+        (istio(json!({})), classic()),
+        (linkerd(json!({})), classic()),
+    ] {
+        let never = job(template.clone(), json!(["run"]), parameters.clone());
+        let completion = never.completion.expect("a Job has a completion");
+        assert!(!completion.completes, "{}", completion.why);
+        let native_job = job(template, json!(["run"]), native());
+        assert!(native_job.completion.unwrap().completes);
+    }
+    let quits = job(
+        istio(json!({})),
+        json!([
+            "sh",
+            "-c",
+            "run && curl -X POST localhost:15020/quitquitquit"
+        ]),
+        classic(),
+    );
+    assert!(quits.completion.unwrap().completes);
+    let deployment = timeline_of(workload("Deployment", istio(json!({})), json!({})));
+    assert!(deployment.completion.is_none());
+}
+
+fn drain(seconds: u64, grace: u64) -> Timeline {
+    let template =
+        istio(json!({"proxy.istio.io/config": format!("terminationDrainDuration: {seconds}s")}));
+    timeline_with(
+        workload(
+            "Deployment",
+            template,
+            json!({"terminationGracePeriodSeconds": grace}),
+        ),
+        classic(),
+    )
+}
+
+#[test]
+fn the_istio_drain_ends_before_at_or_after_the_grace_period() {
+    let shorter = drain(5, 30);
+    assert_eq!(at(&shorter, Phase::Shutdown, EventKind::ProxyExit), 5_000);
+    assert_eq!(at(&shorter, Phase::Shutdown, EventKind::Sigkill), 30_000);
+    let equal = drain(30, 30);
+    assert_eq!(at(&equal, Phase::Shutdown, EventKind::ProxyExit), 30_000);
+    let longer = drain(45, 30);
+    // Killed at the grace period, before the drain ends.
+    assert_eq!(at(&longer, Phase::Shutdown, EventKind::ProxyExit), 30_000);
+    let end = longer
+        .events
+        .iter()
+        .find(|event| event.kind == EventKind::DrainEnd)
+        .unwrap();
+    assert!(
+        end.what.contains("killed at the grace period"),
+        "{}",
+        end.what
+    );
+}
+
+#[test]
+fn a_prestop_longer_than_the_drain_outlives_the_proxy() {
+    let template = istio(json!({"proxy.istio.io/config": "terminationDrainDuration: 5s"}));
+    let timeline = timeline_with(
+        workload(
+            "Deployment",
+            template,
+            json!({"containers": [{"name": "web", "image": "web:1",
+                "lifecycle": {"preStop": {"sleep": {"seconds": 10}}}}]}),
+        ),
+        classic(),
+    );
+    // The app gets SIGTERM at 10 s, after the proxy left at 5 s: new requests routed to the pod
+    // meanwhile find no proxy, and a stream is cut when the proxy goes.
+    assert_eq!(at(&timeline, Phase::Shutdown, EventKind::ProxyExit), 5_000);
+    assert_eq!(at(&timeline, Phase::Shutdown, EventKind::AppExit), 11_000);
+    assert_eq!(
+        fate(&timeline, Request::LongLivedStream),
+        (Outcome::Cut, Some((5_000, 5_000)))
+    );
+    // The endpoint is gone at 3 s, before anything refuses: new requests are served.
+    assert_eq!(fate(&timeline, Request::NewDuringDrain).0, Outcome::Served);
+}
+
+#[test]
+fn without_a_prestop_new_requests_during_endpoint_removal_are_refused() {
+    let timeline = timeline_with(
+        workload("Deployment", istio(json!({})), json!({})),
+        classic(),
+    );
+    assert_eq!(
+        fate(&timeline, Request::NewDuringDrain),
+        (Outcome::Refused, Some((0, 3_000)))
+    );
+    assert_eq!(
+        fate(&timeline, Request::InFlightAtSigterm).0,
+        Outcome::Served
+    );
+}
+
+#[test]
+fn exit_on_zero_active_connections_keeps_the_proxy_until_the_app_is_done() {
+    let template = istio(json!({"proxy.istio.io/config":
+        "proxyMetadata:\n  EXIT_ON_ZERO_ACTIVE_CONNECTIONS: \"true\"\n"}));
+    let timeline = timeline_with(
+        workload(
+            "Deployment",
+            template,
+            json!({"containers": [{"name": "web", "image": "web:1",
+                "lifecycle": {"preStop": {"sleep": {"seconds": 10}}}}]}),
+        ),
+        classic(),
+    );
+    // MINIMUM_DRAIN_DURATION 5 s, then the proxy leaves when the app has (11 s).
+    assert_eq!(at(&timeline, Phase::Shutdown, EventKind::ProxyExit), 11_000);
+    assert_eq!(
+        fate(&timeline, Request::LongLivedStream),
+        (Outcome::Cut, Some((11_000, 11_000)))
+    );
+}
+
+#[test]
+fn linkerd_classic_refuses_new_requests_from_sigterm_unless_it_waits() {
+    let bare = timeline_with(
+        workload("Deployment", linkerd(json!({})), json!({})),
+        classic(),
+    );
+    assert_eq!(
+        fate(&bare, Request::NewDuringDrain),
+        (Outcome::Refused, Some((0, 3_000)))
+    );
+    let waits = timeline_with(
+        workload(
+            "Deployment",
+            linkerd(json!({"config.alpha.linkerd.io/proxy-wait-before-exit-seconds": "5"})),
+            json!({"containers": [{"name": "web", "image": "web:1",
+                "lifecycle": {"preStop": {"sleep": {"seconds": 5}}}}]}),
+        ),
+        classic(),
+    );
+    assert_eq!(at(&waits, Phase::Shutdown, EventKind::DrainStart), 5_000);
+    assert_eq!(fate(&waits, Request::NewDuringDrain).0, Outcome::Served);
+}
+
+#[test]
+fn native_sidecars_leave_after_the_app() {
+    let timeline = timeline_with(
+        workload(
+            "Deployment",
+            istio(json!({})),
+            json!({"containers": [{"name": "web", "image": "web:1",
+                "lifecycle": {"preStop": {"sleep": {"seconds": 10}}}}]}),
+        ),
+        native(),
+    );
+    assert_eq!(at(&timeline, Phase::Shutdown, EventKind::AppExit), 11_000);
+    assert_eq!(at(&timeline, Phase::Shutdown, EventKind::ProxyExit), 11_000);
+}
+
+#[test]
+fn a_pod_without_a_mesh_still_has_its_timeline_and_says_why() {
+    let timeline = timeline_of(workload("Deployment", json!({}), json!({})));
+    assert!(timeline.mode.starts_with("not meshed"), "{}", timeline.mode);
+    assert!(timeline.mesh.is_none());
+    assert_eq!(at(&timeline, Phase::Startup, EventKind::AppStarted), 0);
+}
+
+#[test]
+fn every_figure_says_where_it_comes_from() {
+    let timeline = drain(5, 30);
+    let json = serde_json::to_value(&timeline).unwrap();
+    for event in json["events"].as_array().unwrap() {
+        assert!(event["source"]["kind"].is_string(), "{event}");
+    }
+    let grace = timeline
+        .events
+        .iter()
+        .find(|event| event.kind == EventKind::Sigkill)
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&grace.source).unwrap(),
+        json!({"kind": "manifest", "detail": "spec.template.spec.terminationGracePeriodSeconds"})
+    );
+}
