@@ -66,7 +66,7 @@ if ! command -v mvn >/dev/null || ! command -v java >/dev/null; then
     exit 2
 fi
 java_out="$work/java"
-mvn -B -q -f compat/java/pom.xml compile dependency:copy-dependencies \
+mvn -B -q -Dstyle.color=never -f compat/java/pom.xml compile dependency:copy-dependencies \
     -DoutputDirectory="$PWD/$java_out/lib" -DincludeScope=runtime
 
 echo "== dist/: the module, the Kubewarden module and the OPA bundle"

@@ -92,9 +92,8 @@ pub fn run(
                         let masked = |msgs: &[String]| -> Vec<String> {
                             msgs.iter().map(|msg| mask_positions(msg)).collect()
                         };
-                        let changed = (masked(&expected) != masked(&fixture.expected)).then(|| {
-                            format!("{}: {:?} -> {expected:?}", fixture.id, fixture.expected)
-                        });
+                        let changed = (masked(&expected) != masked(&fixture.expected))
+                            .then(|| fixture.id.clone());
                         resent.push(changed);
                         judge_against(&expected, sent.len(), outcome(result), column.memory_capped)
                     }
@@ -133,7 +132,7 @@ pub fn run(
                     if judged_otherwise.is_empty() {
                         String::new()
                     } else {
-                        format!(": {}", judged_otherwise.join("; "))
+                        format!(": {}", judged_otherwise.join(", "))
                     }
                 )),
             ));

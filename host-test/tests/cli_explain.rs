@@ -136,3 +136,88 @@ fn an_unreadable_input_is_an_error_naming_it_and_the_rest_is_still_drawn() {
     assert_eq!(code, 2);
     assert!(stderr.contains("--proxy-ready"), "{stderr}");
 }
+
+/// The picture as pixels: resvg renders the SVG (text aside: no fonts are loaded).
+fn render(svg: &str) -> resvg::tiny_skia::Pixmap {
+    let tree = resvg::usvg::Tree::from_str(svg, &resvg::usvg::Options::default())
+        .unwrap_or_else(|error| panic!("the SVG does not parse: {error}\n{svg}"));
+    let size = tree.size().to_int_size();
+    let mut pixmap = resvg::tiny_skia::Pixmap::new(size.width(), size.height()).unwrap();
+    resvg::render(
+        &tree,
+        resvg::tiny_skia::Transform::default(),
+        &mut pixmap.as_mut(),
+    );
+    pixmap
+}
+
+/// How many pixels have exactly this colour (`0xRRGGBB`), in columns `x_range`.
+fn pixels_of(pixmap: &resvg::tiny_skia::Pixmap, rgb: u32, x_range: std::ops::Range<u32>) -> usize {
+    let [_, r, g, b] = rgb.to_be_bytes();
+    let width = pixmap.width();
+    pixmap
+        .pixels()
+        .iter()
+        .enumerate()
+        .filter(|(index, pixel)| {
+            let x = *index as u32 % width;
+            x_range.contains(&x) && (pixel.red(), pixel.green(), pixel.blue()) == (r, g, b)
+        })
+        .count()
+}
+
+const RUNNING: u32 = 0x2e86de;
+const PRESTOP: u32 = 0xf6b93b;
+const STARTING: u32 = 0xc8d6e5;
+const SIGKILL: u32 = 0xb33939;
+
+#[test]
+fn the_svg_parses_and_renders_the_bars_it_describes() {
+    let svg_of = |file: &str| {
+        let (code, svg, stderr) = meshlife(&["explain", file, "-o", "svg"], None);
+        assert_eq!(code, 0, "{file}: {stderr}");
+        svg
+    };
+    let no_hold = render(&svg_of("examples/istio/deployment-no-hold.yaml"));
+    assert_eq!(no_hold.width(), 960);
+    // Bars: the proxy and the app start (not ready yet) and run; no preStop anywhere.
+    assert!(pixels_of(&no_hold, RUNNING, 240..940) > 1_000);
+    assert!(pixels_of(&no_hold, STARTING, 240..940) > 500);
+    assert_eq!(pixels_of(&no_hold, PRESTOP, 240..940), 0);
+    // The SIGKILL line at the grace period, the right end of the shutdown axis (30 s).
+    assert!(pixels_of(&no_hold, SIGKILL, 935..945) > 20);
+    let outlasts = render(&svg_of(
+        "examples/istio/deployment-prestop-sleep-outlasts-drain.yaml",
+    ));
+    // nginx's 10 s preStop, a third of the 30 s axis: about 233 pixels wide, 14 high.
+    let prestop = pixels_of(&outlasts, PRESTOP, 240..940);
+    assert!((200 * 14..260 * 14).contains(&prestop), "{prestop}");
+
+    // Every example's pictures parse and render.
+    let out_dir = tempfile::tempdir().unwrap();
+    let (code, listed, stderr) = meshlife(
+        &[
+            "explain",
+            "examples/",
+            "-o",
+            "svg",
+            "--out-dir",
+            out_dir.path().to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let files: Vec<&str> = listed.lines().collect();
+    assert!(files.len() > 40, "{listed}");
+    for file in files {
+        let pixmap = render(&std::fs::read_to_string(file).unwrap());
+        assert!(
+            pixels_of(&pixmap, RUNNING, 240..940) > 0,
+            "{file}: no running bar"
+        );
+    }
+    // Several pod specs and no folder: an error that says what to pass.
+    let (code, _, stderr) = meshlife(&["explain", "examples/", "-o", "svg"], None);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("--out-dir"), "{stderr}");
+}

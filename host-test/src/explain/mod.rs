@@ -3,6 +3,8 @@
 //! Inputs, constraints and cluster facts are read as `check` reads them, so the timeline is of
 //! the same object `check` judges.
 
+mod bars;
+mod svg;
 mod terminal;
 
 use std::io::IsTerminal;
@@ -29,9 +31,15 @@ pub struct ExplainArgs {
     #[arg(long = "constraint", value_name = "FILE")]
     pub constraints: Vec<PathBuf>,
 
-    /// Output format: a drawing (text) or the timeline as data (json).
+    /// Output format: a drawing for the terminal (text), one SVG picture per pod spec (svg),
+    /// or the timeline as data (json).
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub format: ExplainFormat,
+
+    /// With `-o svg`: write one picture per pod spec into this folder (NAME.svg, from the
+    /// object); without it the input must hold exactly one pod spec, drawn to stdout.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
 
     /// The namespace of objects that name none, as `check -n`.
     #[arg(short = 'n', long, value_name = "NS", default_value = crate::namespaces::DEFAULT_NAMESPACE)]
@@ -101,6 +109,7 @@ fn duration_ms(text: &str) -> Result<u64, String> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ExplainFormat {
     Text,
+    Svg,
     Json,
 }
 
@@ -135,6 +144,13 @@ pub fn run_explain(args: &ExplainArgs) -> u8 {
                         return EXIT_INPUT_ERROR;
                     }
                 },
+                ExplainFormat::Svg => match svg_output(&explained, args.out_dir.as_deref()) {
+                    Ok(rendered) => rendered,
+                    Err(error) => {
+                        print_error(error);
+                        return EXIT_INPUT_ERROR;
+                    }
+                },
                 ExplainFormat::Text => {
                     let terminal = std::io::stdout().is_terminal();
                     let style = terminal::Style {
@@ -160,6 +176,69 @@ pub fn run_explain(args: &ExplainArgs) -> u8 {
             }
         }
     }
+}
+
+/// The SVG of the one pod spec for stdout, or every picture written into `out_dir` (what was
+/// written is listed on stdout).
+fn svg_output(
+    explained: &[Explained],
+    out_dir: Option<&std::path::Path>,
+) -> Result<String, String> {
+    let Some(out_dir) = out_dir else {
+        return match explained {
+            [one] => Ok(svg::draw(one)),
+            [] => Err("no pod spec to draw".into()),
+            many => Err(format!(
+                "{} pod specs to draw, one SVG each: pass --out-dir DIR to write them",
+                many.len()
+            )),
+        };
+    };
+    std::fs::create_dir_all(out_dir)
+        .map_err(|error| format!("--out-dir {}: {error}", out_dir.display()))?;
+    let mut written = String::new();
+    let mut used = std::collections::BTreeSet::new();
+    for one in explained {
+        let mut name = file_name_of(one);
+        let base = name.clone();
+        let mut counter = 2;
+        while !used.insert(name.clone()) {
+            name = format!("{base}-{counter}");
+            counter += 1;
+        }
+        let path = out_dir.join(format!("{name}.svg"));
+        std::fs::write(&path, svg::draw(one))
+            .map_err(|error| format!("writing {}: {error}", path.display()))?;
+        written.push_str(&format!("{}\n", path.display()));
+    }
+    Ok(written)
+}
+
+/// `deployment-shop-web`, or with the pod spec's place for objects that hold several.
+fn file_name_of(explained: &Explained) -> String {
+    let mut name: String = explained
+        .object
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if explained.pod_spec != "spec.template.spec" && explained.pod_spec != "spec" {
+        name.push('-');
+        name.extend(explained.pod_spec.chars().map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        }));
+    }
+    let collapsed: Vec<&str> = name.split('-').filter(|part| !part.is_empty()).collect();
+    collapsed.join("-")
 }
 
 /// `COLUMNS` when the shell exports it, else 100.

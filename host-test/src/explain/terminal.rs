@@ -5,29 +5,17 @@
 use std::fmt::Write as _;
 
 use meshlife_policy::timeline::{
-    Event, EventKind, Fate, Lane, Outcome, Phase, Request, Role, Source, Timeline, format_seconds,
+    Event, Fate, Lane, Outcome, Phase, Request, Role, Source, Timeline, format_seconds,
 };
 
 use super::Explained;
+use super::bars::{Cell, Run, shutdown_runs, startup_runs};
 use crate::output::printable;
 
 pub struct Style {
     pub colour: bool,
     pub unicode: bool,
     pub width: usize,
-}
-
-/// What a column of a bar shows.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Cell {
-    Idle,
-    /// Started, not ready yet.
-    Starting,
-    Running,
-    /// In its preStop hook.
-    PreStop,
-    /// Draining (a proxy), or shutting down after SIGTERM (an app).
-    Stopping,
 }
 
 impl Style {
@@ -101,7 +89,11 @@ pub fn draw(explained: &Explained, style: &Style) -> String {
     let _ = writeln!(out, "\nStartup");
     out.push_str(&axis(label_width, bar_width, startup_end));
     for lane in timeline.lanes.iter().filter(|lane| lane.startup.is_some()) {
-        let cells = startup_cells(timeline, lane, bar_width, startup_end);
+        let cells = cells(
+            &startup_runs(timeline, lane, startup_end),
+            bar_width,
+            startup_end,
+        );
         out.push_str(&bar_line(lane, &cells, label_width, style, None));
     }
     out.push_str(&events(timeline, Phase::Startup, style.width));
@@ -122,7 +114,7 @@ pub fn draw(explained: &Explained, style: &Style) -> String {
         .iter()
         .filter(|lane| lane.shutdown_exit_ms.is_some())
     {
-        let cells = shutdown_cells(timeline, lane, bar_width, shutdown_end);
+        let cells = cells(&shutdown_runs(timeline, lane), bar_width, shutdown_end);
         out.push_str(&bar_line(
             lane,
             &cells,
@@ -282,82 +274,10 @@ fn fill(cells: &mut [Cell], from: u64, to: u64, end: u64, cell: Cell) {
     }
 }
 
-fn event_of(timeline: &Timeline, phase: Phase, kind: EventKind, container: &str) -> Option<u64> {
-    timeline
-        .events
-        .iter()
-        .find(|event| {
-            event.phase == phase
-                && event.kind == kind
-                && event.container.as_deref() == Some(container)
-        })
-        .map(|event| event.at_ms)
-}
-
-fn startup_cells(timeline: &Timeline, lane: &Lane, width: usize, end: u64) -> Vec<Cell> {
+fn cells(runs: &[Run], width: usize, end: u64) -> Vec<Cell> {
     let mut cells = vec![Cell::Idle; width];
-    let Some((start, stop)) = lane.startup else {
-        return cells;
-    };
-    match stop {
-        Some(stop) => fill(&mut cells, start, stop, end, Cell::Running),
-        None => {
-            let ready_kind = match lane.role {
-                Role::Proxy => EventKind::ProxyReady,
-                _ => EventKind::AppReady,
-            };
-            let ready =
-                event_of(timeline, Phase::Startup, ready_kind, &lane.container).unwrap_or(start);
-            if ready > start {
-                fill(&mut cells, start, ready, end, Cell::Starting);
-            }
-            fill(&mut cells, ready, end, end, Cell::Running);
-        }
-    }
-    cells
-}
-
-fn shutdown_cells(timeline: &Timeline, lane: &Lane, width: usize, end: u64) -> Vec<Cell> {
-    let mut cells = vec![Cell::Idle; width];
-    let Some(exit) = lane.shutdown_exit_ms else {
-        return cells;
-    };
-    fill(&mut cells, 0, exit, end, Cell::Running);
-    let span_of = |kind: EventKind| {
-        timeline
-            .events
-            .iter()
-            .find(|event| {
-                event.phase == Phase::Shutdown
-                    && event.kind == kind
-                    && event.container.as_deref() == Some(lane.container.as_str())
-            })
-            .map(|event| (event.at_ms, event.until_ms.unwrap_or(exit)))
-    };
-    match lane.role {
-        Role::App => {
-            let pre_stop_end = span_of(EventKind::PreStop).map_or(0, |(_, until)| until);
-            if pre_stop_end > 0 {
-                fill(&mut cells, 0, pre_stop_end, end, Cell::PreStop);
-            }
-            if exit > pre_stop_end {
-                fill(&mut cells, pre_stop_end, exit, end, Cell::Stopping);
-            }
-        }
-        Role::Proxy => {
-            if let Some((_, until)) = span_of(EventKind::PreStop) {
-                fill(&mut cells, 0, until, end, Cell::PreStop);
-            }
-            if let Some((from, until)) = span_of(EventKind::DrainStart) {
-                let until = until.max(from).min(exit);
-                if until > from {
-                    fill(&mut cells, from, until, end, Cell::Stopping);
-                } else if exit > from {
-                    fill(&mut cells, from, exit, end, Cell::Stopping);
-                }
-            }
-        }
-        Role::Init | Role::MeshInit => {}
+    for run in runs {
+        fill(&mut cells, run.from_ms, run.to_ms, end, run.cell);
     }
     cells
 }

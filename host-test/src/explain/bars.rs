@@ -1,0 +1,110 @@
+//! The bars of a timeline's drawing, in milliseconds, for every renderer: which part of each
+//! container's life is starting, running, in preStop or stopping. Later runs paint over
+//! earlier ones.
+
+use meshlife_policy::timeline::{EventKind, Lane, Phase, Role, Timeline};
+
+/// What a stretch of a bar shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cell {
+    Idle,
+    /// Started, not ready yet.
+    Starting,
+    Running,
+    /// In its preStop hook.
+    PreStop,
+    /// Draining (a proxy), or shutting down after SIGTERM (an app).
+    Stopping,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Run {
+    pub from_ms: u64,
+    pub to_ms: u64,
+    pub cell: Cell,
+}
+
+fn run(from_ms: u64, to_ms: u64, cell: Cell) -> Run {
+    Run {
+        from_ms,
+        to_ms,
+        cell,
+    }
+}
+
+fn event_of(timeline: &Timeline, phase: Phase, kind: EventKind, container: &str) -> Option<u64> {
+    timeline
+        .events
+        .iter()
+        .find(|event| {
+            event.phase == phase
+                && event.kind == kind
+                && event.container.as_deref() == Some(container)
+        })
+        .map(|event| event.at_ms)
+}
+
+/// A lane at startup, drawn up to `end` (containers that keep running reach it).
+pub fn startup_runs(timeline: &Timeline, lane: &Lane, end: u64) -> Vec<Run> {
+    let Some((start, stop)) = lane.startup else {
+        return Vec::new();
+    };
+    if let Some(stop) = stop {
+        return vec![run(start, stop, Cell::Running)];
+    }
+    let ready_kind = match lane.role {
+        Role::Proxy => EventKind::ProxyReady,
+        _ => EventKind::AppReady,
+    };
+    let ready = event_of(timeline, Phase::Startup, ready_kind, &lane.container).unwrap_or(start);
+    let mut runs = Vec::new();
+    if ready > start {
+        runs.push(run(start, ready, Cell::Starting));
+    }
+    runs.push(run(ready, end, Cell::Running));
+    runs
+}
+
+/// A lane at shutdown, from the deletion (0) to its exit.
+pub fn shutdown_runs(timeline: &Timeline, lane: &Lane) -> Vec<Run> {
+    let Some(exit) = lane.shutdown_exit_ms else {
+        return Vec::new();
+    };
+    let mut runs = vec![run(0, exit, Cell::Running)];
+    let span_of = |kind: EventKind| {
+        timeline
+            .events
+            .iter()
+            .find(|event| {
+                event.phase == Phase::Shutdown
+                    && event.kind == kind
+                    && event.container.as_deref() == Some(lane.container.as_str())
+            })
+            .map(|event| (event.at_ms, event.until_ms.unwrap_or(exit)))
+    };
+    match lane.role {
+        Role::App => {
+            let pre_stop_end = span_of(EventKind::PreStop).map_or(0, |(_, until)| until);
+            if pre_stop_end > 0 {
+                runs.push(run(0, pre_stop_end, Cell::PreStop));
+            }
+            if exit > pre_stop_end {
+                runs.push(run(pre_stop_end, exit, Cell::Stopping));
+            }
+        }
+        Role::Proxy => {
+            if let Some((_, until)) = span_of(EventKind::PreStop) {
+                runs.push(run(0, until, Cell::PreStop));
+            }
+            if let Some((from, until)) = span_of(EventKind::DrainStart) {
+                let until = until.max(from).min(exit);
+                let until = if until > from { until } else { exit };
+                if until > from {
+                    runs.push(run(from, until, Cell::Stopping));
+                }
+            }
+        }
+        Role::Init | Role::MeshInit => {}
+    }
+    runs
+}

@@ -1,0 +1,253 @@
+//! One SVG picture of a timeline, for docs and pull-request comments: the startup and shutdown
+//! Gantts (the same bars as the terminal's), the SIGKILL line, and each request's fate.
+//! Self-contained: no script, no external font or stylesheet.
+
+use std::fmt::Write as _;
+
+use meshlife_policy::timeline::{
+    Fate, Lane, Outcome, Phase, Request, Role, Timeline, format_seconds,
+};
+
+use super::Explained;
+use super::bars::{Cell, Run, shutdown_runs, startup_runs};
+
+const WIDTH: u32 = 960;
+const LABEL: u32 = 230;
+const BAR_LEFT: u32 = LABEL + 10;
+const BAR_RIGHT: u32 = WIDTH - 20;
+const ROW: u32 = 22;
+const LINE: u32 = 18;
+
+/// XML text: `&`, `<`, `>` and quotes escaped, control characters dropped.
+fn escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for character in text.chars() {
+        match character {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn colour(cell: Cell) -> &'static str {
+    match cell {
+        Cell::Idle => "none",
+        Cell::Starting => "#c8d6e5",
+        Cell::Running => "#2e86de",
+        Cell::PreStop => "#f6b93b",
+        Cell::Stopping => "#a4b0be",
+    }
+}
+
+fn x_of(ms: u64, end: u64) -> f64 {
+    let span = f64::from(BAR_RIGHT - BAR_LEFT);
+    f64::from(BAR_LEFT) + span * (ms as f64) / (end.max(1) as f64)
+}
+
+fn lane_label(lane: &Lane) -> String {
+    let mut notes = Vec::new();
+    if matches!(lane.role, Role::Init | Role::MeshInit) {
+        notes.push("init");
+    }
+    if lane.predicted {
+        notes.push("predicted");
+    }
+    if notes.is_empty() {
+        lane.container.clone()
+    } else {
+        format!("{} ({})", lane.container, notes.join(", "))
+    }
+}
+
+fn fate_text(fate: &Fate) -> (String, &'static str) {
+    let request = match fate.request {
+        Request::StartupOutbound => "outbound calls at startup",
+        Request::InFlightAtSigterm => "short request in flight at SIGTERM",
+        Request::NewDuringDrain => "new request during endpoint removal",
+        Request::LongLivedStream => "long-lived stream",
+    };
+    let (word, fill) = match fate.outcome {
+        Outcome::Served => ("served", "#218c74"),
+        Outcome::Refused => ("refused", "#cc8e35"),
+        Outcome::Cut => ("cut", "#b33939"),
+    };
+    let when = match fate.window {
+        Some((from, to)) if from == to => format!(" at {}", format_seconds(from)),
+        Some((from, to)) => format!(" {}-{}", format_seconds(from), format_seconds(to)),
+        None => String::new(),
+    };
+    (format!("{request}: {word}{when}"), fill)
+}
+
+struct Picture {
+    body: String,
+    y: u32,
+}
+
+impl Picture {
+    fn text(&mut self, x: u32, text: &str, attributes: &str) {
+        let _ = writeln!(
+            self.body,
+            r#"<text x="{x}" y="{}" {attributes}>{}</text>"#,
+            self.y,
+            escaped(text)
+        );
+    }
+
+    fn axis(&mut self, end: u64) {
+        for step in 0..=4u64 {
+            let ms = end * step / 4;
+            let x = x_of(ms, end);
+            let anchor = match step {
+                0 => "start",
+                4 => "end",
+                _ => "middle",
+            };
+            let _ = writeln!(
+                self.body,
+                r##"<line x1="{x:.1}" y1="{}" x2="{x:.1}" y2="{}" stroke="#dfe4ea"/><text x="{x:.1}" y="{}" text-anchor="{anchor}" class="axis">{}</text>"##,
+                self.y + 4,
+                self.y + 6,
+                self.y,
+                format_seconds(ms)
+            );
+        }
+        self.y += ROW - 6;
+    }
+
+    fn lane(&mut self, lane: &Lane, runs: &[Run], end: u64) {
+        self.text(10, &lane_label(lane), "class=\"lane\"");
+        for run in runs.iter().filter(|run| run.cell != Cell::Idle) {
+            let from = x_of(run.from_ms, end);
+            let to = x_of(run.to_ms, end).max(from + 2.0);
+            let _ = writeln!(
+                self.body,
+                r#"<rect x="{from:.1}" y="{}" width="{:.1}" height="14" fill="{}"><title>{} {}-{}</title></rect>"#,
+                self.y - 11,
+                to - from,
+                colour(run.cell),
+                escaped(&lane.container),
+                format_seconds(run.from_ms),
+                format_seconds(run.to_ms)
+            );
+        }
+        self.y += ROW;
+    }
+
+    fn fates(&mut self, timeline: &Timeline, phase: Phase) {
+        for fate in timeline.fates.iter().filter(|fate| fate.phase == phase) {
+            let (text, fill) = fate_text(fate);
+            self.text(20, &text, &format!("class=\"fate\" style=\"fill:{fill}\""));
+            self.y += LINE;
+        }
+    }
+}
+
+pub fn draw(explained: &Explained) -> String {
+    let timeline = &explained.timeline;
+    let mut picture = Picture {
+        body: String::new(),
+        y: 24,
+    };
+    picture.text(
+        10,
+        &format!("{} at {}", explained.object, explained.pod_spec),
+        "class=\"title\"",
+    );
+    picture.y += LINE;
+    let mode = match timeline.mesh {
+        Some(mesh) if timeline.injected => format!("{mesh}, {} (injected)", timeline.mode),
+        Some(mesh) => format!("{mesh}, {} (predicted)", timeline.mode),
+        None => timeline.mode.clone(),
+    };
+    picture.text(10, &mode, "class=\"note\"");
+    picture.y += LINE + 8;
+
+    let startup_end = (timeline.startup_end_ms() * 9 / 8).max(1);
+    picture.text(10, "Startup", "class=\"phase\"");
+    picture.axis(startup_end);
+    for lane in timeline.lanes.iter().filter(|lane| lane.startup.is_some()) {
+        picture.lane(
+            lane,
+            &startup_runs(timeline, lane, startup_end),
+            startup_end,
+        );
+    }
+    picture.fates(timeline, Phase::Startup);
+    picture.y += 12;
+
+    let shutdown_end = timeline.shutdown_end_ms().max(timeline.grace_ms).max(1);
+    picture.text(
+        10,
+        "Shutdown (t = 0: the pod is deleted)",
+        "class=\"phase\"",
+    );
+    picture.axis(shutdown_end);
+    let lanes_top = picture.y - 12;
+    for lane in timeline
+        .lanes
+        .iter()
+        .filter(|lane| lane.shutdown_exit_ms.is_some())
+    {
+        picture.lane(lane, &shutdown_runs(timeline, lane), shutdown_end);
+    }
+    // Whole pixels and 2 wide, so that the line is drawn crisp rather than blurred over two.
+    let kill = x_of(timeline.grace_ms, shutdown_end).round();
+    let _ = writeln!(
+        picture.body,
+        r##"<line x1="{kill:.1}" y1="{lanes_top}" x2="{kill:.1}" y2="{}" stroke="#b33939" stroke-width="2" stroke-dasharray="4 3"/><text x="{kill:.1}" y="{}" text-anchor="end" class="kill">SIGKILL at {}</text>"##,
+        picture.y - 8,
+        picture.y + 4,
+        format_seconds(timeline.grace_ms)
+    );
+    picture.y += LINE;
+    picture.fates(timeline, Phase::Shutdown);
+    if let Some(completion) = &timeline.completion {
+        let (word, fill) = if completion.completes {
+            ("completes", "#218c74")
+        } else {
+            ("never completes", "#b33939")
+        };
+        picture.text(
+            20,
+            &format!("when the work is done: {word}"),
+            &format!("class=\"fate\" style=\"fill:{fill}\""),
+        );
+        picture.y += LINE;
+    }
+    picture.y += 6;
+    let mut legend_x = 10;
+    for (cell, name) in [
+        (Cell::Starting, "starting"),
+        (Cell::Running, "running"),
+        (Cell::PreStop, "preStop"),
+        (Cell::Stopping, "draining or stopping"),
+    ] {
+        let _ = writeln!(
+            picture.body,
+            r#"<rect x="{legend_x}" y="{}" width="14" height="10" fill="{}"/><text x="{}" y="{}" class="note">{name}</text>"#,
+            picture.y - 9,
+            colour(cell),
+            legend_x + 18,
+            picture.y
+        );
+        legend_x += 30 + 8 * name.len() as u32;
+    }
+    let height = picture.y + 14;
+    format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" role="img">
+<title>{}</title>
+<style>text {{ font-family: sans-serif; font-size: 12px; fill: #2f3542; }} .title {{ font-size: 14px; font-weight: bold; }} .phase {{ font-weight: bold; }} .axis {{ font-size: 10px; fill: #747d8c; }} .note {{ fill: #57606f; }} .kill {{ fill: #b33939; font-size: 11px; }}</style>
+<rect width="100%" height="100%" fill="#ffffff"/>
+{}</svg>
+"##,
+        escaped(&format!("meshlife timeline: {}", explained.object)),
+        picture.body
+    )
+}
