@@ -500,7 +500,7 @@ fn render_json(report: &Report) -> String {
 }
 
 /// Escapes text for XML attributes and content; characters XML 1.0 forbids are replaced.
-fn xml_escape(text: &str) -> String {
+pub(crate) fn xml_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for character in text.chars() {
         match character {

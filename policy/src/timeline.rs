@@ -406,7 +406,9 @@ impl Builder<'_, '_> {
         self.decision.map(|decision| decision.mesh.proxy_name())
     }
 
-    /// The pod's app containers: every regular container but the proxy.
+    /// The pod's app containers: every regular container but the proxy. Unlike the rules'
+    /// `Context::app_containers`, exempt images are drawn too: exempt from findings, they still
+    /// start and stop.
     fn app_containers(&self) -> Vec<(usize, &Container<'_>)> {
         let proxy = self.proxy_name();
         self.workload
@@ -517,7 +519,6 @@ impl Builder<'_, '_> {
                     now = end;
                 }
                 _ => {
-                    let end = now + assumptions.init_container_ms;
                     let container = inits.iter().find(|c| c.name() == name);
                     let bypasses = container
                         .and_then(|c| c.run_as_user())
@@ -538,22 +539,7 @@ impl Builder<'_, '_> {
                     } else {
                         "network direct: capture is not on yet"
                     };
-                    self.lanes.push(Lane {
-                        container: name.clone(),
-                        role,
-                        predicted,
-                        startup: Some((now, Some(end))),
-                        shutdown_exit_ms: None,
-                    });
-                    self.event(
-                        Phase::Startup,
-                        EventKind::InitContainer,
-                        (now, Some(end)),
-                        Some(&name),
-                        format!("init container {name} ({network})"),
-                        assumption("initContainerMs"),
-                    );
-                    now = end;
+                    now = self.init_step(&name, role, predicted, now, format!(" ({network})"));
                 }
             }
         }
@@ -604,6 +590,34 @@ impl Builder<'_, '_> {
                 why: format!("the apps start after {proxy}: {gate}"),
             });
         }
+    }
+
+    /// A user init container run from `start`; returns when it ends. `note` follows its name.
+    fn init_step(
+        &mut self,
+        name: &str,
+        role: Role,
+        predicted: bool,
+        start: u64,
+        note: String,
+    ) -> u64 {
+        let end = start + self.assumptions.init_container_ms;
+        self.lanes.push(Lane {
+            container: name.to_string(),
+            role,
+            predicted,
+            startup: Some((start, Some(end))),
+            shutdown_exit_ms: None,
+        });
+        self.event(
+            Phase::Startup,
+            EventKind::InitContainer,
+            (start, Some(end)),
+            Some(name),
+            format!("init container {name}{note}"),
+            assumption("initContainerMs"),
+        );
+        end
     }
 
     fn proxy_lane(&mut self, name: &str, predicted: bool, start: u64) {
@@ -683,23 +697,7 @@ impl Builder<'_, '_> {
             .map(|container| container.name().to_string())
             .collect();
         for name in inits {
-            let end = now + assumptions.init_container_ms;
-            self.lanes.push(Lane {
-                container: name.clone(),
-                role: Role::Init,
-                predicted: false,
-                startup: Some((now, Some(end))),
-                shutdown_exit_ms: None,
-            });
-            self.event(
-                Phase::Startup,
-                EventKind::InitContainer,
-                (now, Some(end)),
-                Some(&name),
-                format!("init container {name}"),
-                assumption("initContainerMs"),
-            );
-            now = end;
+            now = self.init_step(&name, Role::Init, false, now, String::new());
         }
         self.app_startup(now, assumptions);
     }

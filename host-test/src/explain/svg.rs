@@ -10,6 +10,7 @@ use meshlife_policy::timeline::{
 
 use super::Explained;
 use super::bars::{Cell, Run, shutdown_runs, startup_runs};
+use crate::report::xml_escape;
 
 const WIDTH: u32 = 960;
 const LABEL: u32 = 230;
@@ -17,23 +18,6 @@ const BAR_LEFT: u32 = LABEL + 10;
 const BAR_RIGHT: u32 = WIDTH - 20;
 const ROW: u32 = 22;
 const LINE: u32 = 18;
-
-/// XML text: `&`, `<`, `>` and quotes escaped, control characters dropped.
-fn escaped(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for character in text.chars() {
-        match character {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 fn colour(cell: Cell) -> &'static str {
     match cell {
@@ -96,7 +80,7 @@ impl Picture {
             self.body,
             r#"<text x="{x}" y="{}" {attributes}>{}</text>"#,
             self.y,
-            escaped(text)
+            xml_escape(text)
         );
     }
 
@@ -132,7 +116,7 @@ impl Picture {
                 self.y - 11,
                 to - from,
                 colour(run.cell),
-                escaped(&lane.container),
+                xml_escape(&lane.container),
                 format_seconds(run.from_ms),
                 format_seconds(run.to_ms)
             );
@@ -247,7 +231,7 @@ pub fn draw(explained: &Explained) -> String {
 <rect width="100%" height="100%" fill="#ffffff"/>
 {}</svg>
 "##,
-        escaped(&format!("meshlife timeline: {}", explained.object)),
+        xml_escape(&format!("meshlife timeline: {}", explained.object)),
         picture.body
     )
 }

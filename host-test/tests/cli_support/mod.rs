@@ -43,12 +43,14 @@ impl std::fmt::Debug for Outcome {
     }
 }
 
-/// Runs `meshlife ARGS` in `folder` with `stdin` (empty when `None`), colour off.
+/// Runs `meshlife ARGS` in `folder` with `stdin` (empty when `None`), colour off, no
+/// `COLUMNS` from the shell running the tests.
 pub fn run_in(folder: &Path, args: &[&str], stdin: Option<&str>) -> Outcome {
     let mut child = Command::new(env!("CARGO_BIN_EXE_meshlife"))
         .args(args)
         .current_dir(folder)
         .env("NO_COLOR", "1")
+        .env_remove("COLUMNS")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
