@@ -71,6 +71,14 @@ fn json_gives_every_event_its_source_and_every_request_its_fate() {
         let timeline = &one["timeline"];
         for event in timeline["events"].as_array().unwrap() {
             assert!(event["source"]["kind"].is_string(), "{event}");
+            // Runs of spaces inside a sentence: a broken line continuation in the source.
+            assert!(!event["what"].as_str().unwrap().contains("  "), "{event}");
+        }
+        for fate in timeline["fates"].as_array().unwrap() {
+            assert!(!fate["why"].as_str().unwrap().contains("  "), "{fate}");
+        }
+        if let Some(why) = timeline["completion"]["why"].as_str() {
+            assert!(!why.contains("  "), "{why}");
         }
         let fates: Vec<&str> = timeline["fates"]
             .as_array()

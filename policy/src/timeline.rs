@@ -334,7 +334,17 @@ fn completion(
                 None => Completion {
                     completes: false,
                     why: format!(
-                        "the classic {proxy} keeps running after the apps exit: the pod never                          completes (EXIT_ON_ZERO_ACTIVE_CONNECTIONS does not help: it acts only                          after SIGTERM)"
+                        "the classic {proxy} keeps running after the apps exit: the pod never \
+                         completes ({})",
+                        match decision.mesh {
+                            Mesh::Istio => {
+                                "EXIT_ON_ZERO_ACTIVE_CONNECTIONS does not help: it acts only \
+                                 after SIGTERM"
+                            }
+                            Mesh::Linkerd => {
+                                "the proxy leaves only on SIGTERM or a call to its /shutdown"
+                            }
+                        }
                     ),
                 },
             }
@@ -957,7 +967,11 @@ impl Builder<'_, '_> {
                         source.clone(),
                     );
                 }
-                let exit = sigterm.max(last_app_exit.min(sigterm)).min(grace_ms);
+                // It waits for the connections it carries: in-flight requests end, and the
+                // app's own connections close when the app exits.
+                let exit = (sigterm + self.assumptions.short_request_ms)
+                    .max(last_app_exit)
+                    .min(grace_ms);
                 self.event(
                     Phase::Shutdown,
                     EventKind::DrainStart,
@@ -971,7 +985,7 @@ impl Builder<'_, '_> {
                     EventKind::ProxyExit,
                     (exit, None),
                     Some(proxy),
-                    format!("{proxy} exits once its in-flight requests end"),
+                    format!("{proxy} exits once the connections it carries have closed"),
                     Source::Derived("SIGTERM to the proxy".into()),
                 );
                 ProxyExit {

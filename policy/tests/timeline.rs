@@ -312,6 +312,9 @@ fn linkerd_classic_refuses_new_requests_from_sigterm_unless_it_waits() {
         fate(&bare, Request::NewDuringDrain),
         (Outcome::Refused, Some((0, 3_000)))
     );
+    // It still carries what is in flight, and leaves when the app's connections close.
+    assert_eq!(fate(&bare, Request::InFlightAtSigterm).0, Outcome::Served);
+    assert_eq!(at(&bare, Phase::Shutdown, EventKind::ProxyExit), 1_000);
     let waits = timeline_with(
         workload(
             "Deployment",
