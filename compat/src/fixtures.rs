@@ -39,17 +39,16 @@ impl Fixture {
 /// The `msg` strings of the native policy for the bytes a host sent the module, which may be
 /// OPA value text (Rego terms, as OPA's Go host prints its input), sorted.
 pub fn native_msgs_of_value_text(text: &[u8]) -> Vec<String> {
-    let mut msgs: Vec<String> = meshlife_policy::evaluate_value_text(text)
-        .into_iter()
-        .map(|violation| violation.msg)
-        .collect();
-    msgs.sort();
-    msgs
+    sorted_msgs(meshlife_policy::evaluate_value_text(text))
 }
 
 /// The `msg` strings of the native policy for `input` (absent input: empty bytes), sorted.
 pub fn native_msgs(input: &[u8]) -> Vec<String> {
-    let mut msgs: Vec<String> = meshlife_policy::evaluate(input)
+    sorted_msgs(meshlife_policy::evaluate(input))
+}
+
+fn sorted_msgs(violations: Vec<meshlife_policy::Violation>) -> Vec<String> {
+    let mut msgs: Vec<String> = violations
         .into_iter()
         .map(|violation| violation.msg)
         .collect();

@@ -1,8 +1,10 @@
-//! The bars of a timeline's drawing, in milliseconds, for every renderer: which part of each
-//! container's life is starting, running, in preStop or stopping. Later runs paint over
-//! earlier ones.
+//! What every renderer of a timeline draws alike: the bars, in milliseconds (which part of each
+//! container's life is starting, running, in preStop or stopping; later runs paint over
+//! earlier ones), and the words of lanes and fates.
 
-use meshlife_policy::timeline::{EventKind, Lane, Phase, Role, Timeline};
+use meshlife_policy::timeline::{
+    EventKind, Fate, Lane, Outcome, Phase, Role, Timeline, format_seconds,
+};
 
 /// What a stretch of a bar shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,4 +109,37 @@ pub fn shutdown_runs(timeline: &Timeline, lane: &Lane) -> Vec<Run> {
         Role::Init | Role::MeshInit => {}
     }
     runs
+}
+
+/// `istio-init (init, predicted)`: the container and what it is, when that is not plain.
+pub fn lane_label(lane: &Lane) -> String {
+    let notes: Vec<&str> = [
+        matches!(lane.role, Role::Init | Role::MeshInit).then_some("init"),
+        lane.predicted.then_some("predicted"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if notes.is_empty() {
+        lane.container.clone()
+    } else {
+        format!("{} ({})", lane.container, notes.join(", "))
+    }
+}
+
+pub fn outcome_word(outcome: Outcome) -> &'static str {
+    match outcome {
+        Outcome::Served => "served",
+        Outcome::Refused => "refused",
+        Outcome::Cut => "cut",
+    }
+}
+
+/// ` at 5s`, ` 0s-3s`, or nothing for a fate without a window.
+pub fn window_phrase(fate: &Fate) -> String {
+    match fate.window {
+        Some((from, to)) if from == to => format!(" at {}", format_seconds(from)),
+        Some((from, to)) => format!(" {}-{}", format_seconds(from), format_seconds(to)),
+        None => String::new(),
+    }
 }

@@ -4,12 +4,12 @@
 
 use std::fmt::Write as _;
 
-use meshlife_policy::timeline::{
-    Fate, Lane, Outcome, Phase, Request, Role, Timeline, format_seconds,
-};
+use meshlife_policy::timeline::{Fate, Lane, Outcome, Phase, Request, Timeline, format_seconds};
 
 use super::Explained;
-use super::bars::{Cell, Run, shutdown_runs, startup_runs};
+use super::bars::{
+    Cell, Run, lane_label, outcome_word, shutdown_runs, startup_runs, window_phrase,
+};
 use crate::report::xml_escape;
 
 const WIDTH: u32 = 960;
@@ -34,21 +34,6 @@ fn x_of(ms: u64, end: u64) -> f64 {
     f64::from(BAR_LEFT) + span * (ms as f64) / (end.max(1) as f64)
 }
 
-fn lane_label(lane: &Lane) -> String {
-    let mut notes = Vec::new();
-    if matches!(lane.role, Role::Init | Role::MeshInit) {
-        notes.push("init");
-    }
-    if lane.predicted {
-        notes.push("predicted");
-    }
-    if notes.is_empty() {
-        lane.container.clone()
-    } else {
-        format!("{} ({})", lane.container, notes.join(", "))
-    }
-}
-
 fn fate_text(fate: &Fate) -> (String, &'static str) {
     let request = match fate.request {
         Request::StartupOutbound => "outbound calls at startup",
@@ -56,16 +41,13 @@ fn fate_text(fate: &Fate) -> (String, &'static str) {
         Request::NewDuringDrain => "new request during endpoint removal",
         Request::LongLivedStream => "long-lived stream",
     };
-    let (word, fill) = match fate.outcome {
-        Outcome::Served => ("served", "#218c74"),
-        Outcome::Refused => ("refused", "#cc8e35"),
-        Outcome::Cut => ("cut", "#b33939"),
+    let fill = match fate.outcome {
+        Outcome::Served => "#218c74",
+        Outcome::Refused => "#cc8e35",
+        Outcome::Cut => "#b33939",
     };
-    let when = match fate.window {
-        Some((from, to)) if from == to => format!(" at {}", format_seconds(from)),
-        Some((from, to)) => format!(" {}-{}", format_seconds(from), format_seconds(to)),
-        None => String::new(),
-    };
+    let word = outcome_word(fate.outcome);
+    let when = window_phrase(fate);
     (format!("{request}: {word}{when}"), fill)
 }
 

@@ -9,7 +9,9 @@ use meshlife_policy::timeline::{
 };
 
 use super::Explained;
-use super::bars::{Cell, Run, shutdown_runs, startup_runs};
+use super::bars::{
+    Cell, Run, lane_label, outcome_word, shutdown_runs, startup_runs, window_phrase,
+};
 use crate::output::printable;
 
 pub struct Style {
@@ -182,19 +184,7 @@ pub fn draw(explained: &Explained, style: &Style) -> String {
 }
 
 fn label(lane: &Lane) -> String {
-    let notes: Vec<&str> = [
-        matches!(lane.role, Role::Init | Role::MeshInit).then_some("init"),
-        lane.predicted.then_some("predicted"),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    let name = if notes.is_empty() {
-        lane.container.clone()
-    } else {
-        format!("{} ({})", lane.container, notes.join(", "))
-    };
-    printable(&name).into_owned()
+    printable(&lane_label(lane)).into_owned()
 }
 
 /// `text` broken at spaces into lines of at most `width` columns, the first starting with
@@ -353,16 +343,13 @@ fn fate_line(fate: &Fate, style: &Style) -> String {
         Request::NewDuringDrain => "a new request during endpoint removal",
         Request::LongLivedStream => "a long-lived stream (gRPC, WebSocket)",
     };
-    let (word, code) = match fate.outcome {
-        Outcome::Served => ("served", "32"),
-        Outcome::Refused => ("refused", "33"),
-        Outcome::Cut => ("cut", "31"),
+    let code = match fate.outcome {
+        Outcome::Served => "32",
+        Outcome::Refused => "33",
+        Outcome::Cut => "31",
     };
-    let when = match fate.window {
-        Some((from, to)) if from == to => format!(" at {}", format_seconds(from)),
-        Some((from, to)) => format!(" {}-{}", format_seconds(from), format_seconds(to)),
-        None => String::new(),
-    };
+    let word = outcome_word(fate.outcome);
+    let when = window_phrase(fate);
     // Wrapped before painting: escape codes have no width.
     let plain = wrap(
         "  -> ",
