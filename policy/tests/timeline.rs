@@ -368,3 +368,62 @@ fn every_figure_says_where_it_comes_from() {
         json!({"kind": "manifest", "detail": "spec.template.spec.terminationGracePeriodSeconds"})
     );
 }
+
+#[test]
+fn every_rule_but_invalid_input_has_a_place_on_the_timeline() {
+    let timeline = timeline_of(workload("Deployment", istio(json!({})), json!({})));
+    for rule in meshlife_policy::catalogue::RULES {
+        let anchor = timeline.anchor_of(rule.id, None);
+        if rule.id == "ML000" {
+            assert_eq!(anchor, None, "ML000 has no moment");
+        } else {
+            assert!(anchor.is_some(), "{} has no place", rule.id);
+        }
+    }
+    assert_eq!(timeline.anchor_of("ML999", None), None);
+}
+
+#[test]
+fn findings_point_at_the_moment_their_rule_is_about() {
+    use meshlife_policy::timeline::Anchor;
+    let event_of = |timeline: &Timeline, anchor: Option<Anchor>| match anchor {
+        Some(Anchor::Event(index)) => timeline.events[index].clone(),
+        other => panic!("not an event: {other:?}"),
+    };
+    // The drain outlasts the grace period: ML401 points at the drain's end, cut by SIGKILL.
+    let long_drain = timeline_of(workload(
+        "Deployment",
+        istio(json!({"proxy.istio.io/config": "terminationDrainDuration: 60s"})),
+        json!({}),
+    ));
+    let drain_end = event_of(&long_drain, long_drain.anchor_of("ML401", None));
+    assert_eq!(drain_end.kind, EventKind::DrainEnd);
+    assert_eq!(drain_end.at_ms, 30_000);
+    // Startup without hold: ML101 points at the outbound calls' fate.
+    let no_hold = timeline_of(workload("Deployment", istio(json!({})), json!({})));
+    let Some(Anchor::Fate(index)) = no_hold.anchor_of("ML101", None) else {
+        panic!("ML101 is not on a fate");
+    };
+    assert_eq!(no_hold.fates[index].request, Request::StartupOutbound);
+    // Two preStops: ML405 of container "worker" points at worker's, not web's.
+    let two = workload(
+        "Deployment",
+        istio(json!({})),
+        json!({"containers": [
+            {"name": "web", "image": "web:1",
+             "lifecycle": {"preStop": {"sleep": {"seconds": 5}}}},
+            {"name": "worker", "image": "worker:1",
+             "lifecycle": {"preStop": {"sleep": {"seconds": 40}}}}]}),
+    );
+    let two = timeline_of(two);
+    let pre_stop = event_of(&two, two.anchor_of("ML405", Some("worker")));
+    assert_eq!(pre_stop.kind, EventKind::PreStop);
+    assert_eq!(pre_stop.container.as_deref(), Some("worker"));
+    // A Job's sidecar that never exits: ML301 points at the completion.
+    let job = timeline_of(workload(
+        "Job",
+        istio(json!({})),
+        json!({"restartPolicy": "Never"}),
+    ));
+    assert_eq!(job.anchor_of("ML301", None), Some(Anchor::Completion));
+}

@@ -73,6 +73,7 @@ fn exit_mechanism(context: &Context) -> Option<ExitMechanism> {
 
 /// How the app of a batch pod makes its classic proxy exit, in words; `None` when nothing in
 /// the pod does (ML301's condition). For the timeline.
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn proxy_exit_call(context: &Context) -> Option<&'static str> {
     exit_mechanism(context).map(|mechanism| match mechanism {
         ExitMechanism::IstioQuit => "the app calls POST localhost:15020/quitquitquit",
