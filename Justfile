@@ -33,6 +33,13 @@ kyverno-compat:
     cargo build --release
     bash compat/kyverno/run.sh
 
+# The `meshlife explain -o html examples/` page in Debian's headless Chromium (installed pinned
+# when missing): every workload drawn, no console error, nothing fetched; screenshots in
+# target/browser/.
+browser:
+    cargo build --release
+    bash tests/browser/run.sh
+
 # Measure evaluation latency (module warm and fresh, native, parse floor, regorus, npm SDK) and
 # write BENCHMARKS.md from the figures; `cargo bench -p meshlife` runs the criterion benchmarks.
 bench:

@@ -134,6 +134,12 @@ pub struct CheckArgs {
     #[arg(long, value_name = "SIZE", default_value_t = crate::files::DEFAULT_MAX_FILE_SIZE)]
     pub max_file_size: crate::files::FileSize,
 
+    /// Add the startup and shutdown timeline of each object with findings to the text report,
+    /// each finding marked where it happens (as `meshlife explain` draws it, with its default
+    /// assumptions).
+    #[arg(long)]
+    pub explain: bool,
+
     /// The cluster's facts, as `meshlife constraint` takes them; instead of `--constraint`.
     #[command(flatten)]
     pub facts: crate::constraint_gen::ClusterFactArgs,
@@ -190,6 +196,14 @@ pub(crate) fn print_error(message: impl std::fmt::Display) {
 
 pub fn run_check(args: &CheckArgs) -> u8 {
     let started = Instant::now();
+    if args.explain && args.format != Format::Text {
+        print_error(format_args!(
+            "--explain adds timelines to the text report, not to -o {}; `meshlife explain -o \
+             json|svg|html` gives them in other formats",
+            format!("{:?}", args.format).to_lowercase()
+        ));
+        return EXIT_INPUT_ERROR;
+    }
     let limit = crate::files::ReadLimit::flag(args.max_file_size);
     let engine = match &args.module {
         Some(path) => Engine::from_file(path, limit),
@@ -439,6 +453,37 @@ pub fn run_check(args: &CheckArgs) -> u8 {
             )),
         }
     }
+    let terminal = std::io::stdout().is_terminal();
+    let colour = args.format == Format::Text && terminal && !no_colour_requested();
+    let timelines = if args.explain {
+        let mut explained = Vec::new();
+        for (&object_index, &job_index) in &first_job {
+            let object = &loaded.objects[object_index];
+            if findings[object_index].is_empty() {
+                continue;
+            }
+            let input = constraints[jobs[job_index].1].input_for(
+                object,
+                namespace_object_of(object),
+                &services.selecting(object),
+            );
+            match crate::explain::explain_object(
+                object,
+                &input,
+                &findings[object_index],
+                &meshlife_policy::timeline::Assumptions::default(),
+            ) {
+                Ok(more) => explained.extend(more),
+                Err(problem) => notices.push(format!(
+                    "{}: no timeline to draw: {problem}",
+                    object_note(object)
+                )),
+            }
+        }
+        crate::explain::check_timelines(&explained, colour, terminal)
+    } else {
+        String::new()
+    };
     let exemptions = loaded.objects.iter().filter_map(Exemption::of).collect();
     // Moved, not copied: a long stream's objects are most of what the run holds.
     let objects = loaded
@@ -468,9 +513,7 @@ pub fn run_check(args: &CheckArgs) -> u8 {
     for error in &report.errors {
         print_error(error);
     }
-    let colour =
-        args.format == Format::Text && std::io::stdout().is_terminal() && !no_colour_requested();
-    let rendered = report::render(&report, args.format, colour);
+    let rendered = report::render(&report, args.format, colour) + &timelines;
     if let Err(error) = crate::output::write_stdout(&rendered) {
         print_error(error);
         return EXIT_INPUT_ERROR;

@@ -212,3 +212,128 @@ fn the_svg_parses_and_renders_the_bars_it_describes() {
     assert_eq!(code, 2);
     assert!(stderr.contains("--out-dir"), "{stderr}");
 }
+
+#[test]
+fn each_finding_is_marked_where_it_happens_and_listed_with_its_place() {
+    let (code, stdout, stderr) = meshlife(
+        &[
+            "explain",
+            "examples/istio/deployment-drain-exceeds-grace.yaml",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    // The mark ends the event's last line (its source wraps onto a second one).
+    let lines: Vec<&str> = stdout.lines().collect();
+    let marked: Vec<usize> = (0..lines.len())
+        .filter(|&index| lines[index].contains("<- ML"))
+        .collect();
+    assert_eq!(marked.len(), 1, "{stdout}");
+    assert!(lines[marked[0]].ends_with("<- ML401"), "{stdout}");
+    assert!(
+        lines[marked[0] - 1].contains("30s  istio-proxy killed at the grace period"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("on the timeline: shutdown 30s: istio-proxy killed at the grace period"),
+        "{stdout}"
+    );
+    // The JSON gives each finding its anchor: an index into the events.
+    let (_, json, _) = meshlife(
+        &[
+            "explain",
+            "examples/istio/deployment-drain-exceeds-grace.yaml",
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    let explained: Vec<Value> = serde_json::from_str(&json).unwrap();
+    let finding = &explained[0]["findings"][0];
+    assert_eq!(finding["rule"], "ML401");
+    assert_eq!(finding["anchor"]["at"], "event", "{finding}");
+    let index = finding["anchor"]["index"].as_u64().unwrap() as usize;
+    assert_eq!(
+        explained[0]["timeline"]["events"][index]["kind"],
+        "drain-end"
+    );
+}
+
+#[test]
+fn check_explain_adds_the_timeline_of_each_object_with_findings() {
+    let (code, stdout, stderr) = meshlife(&["check", "--explain", "examples/istio/"], None);
+    assert_eq!(code, 1, "{stderr}");
+    let (report, timelines) = stdout
+        .split_once("\nTimelines of the objects with findings")
+        .unwrap_or_else(|| panic!("no timelines: {stdout}"));
+    assert!(report.contains("ML401 drain-exceeds-grace"), "{report}");
+    let (_, json, _) = meshlife(&["explain", "-o", "json", "examples/istio/"], None);
+    let explained: Vec<Value> = serde_json::from_str(&json).unwrap();
+    let with_findings: Vec<&Value> = explained
+        .iter()
+        .filter(|one| !one["findings"].as_array().unwrap().is_empty())
+        .collect();
+    assert!(with_findings.len() > 10, "{}", with_findings.len());
+    assert_eq!(
+        timelines.matches("\nStartup\n").count(),
+        with_findings.len()
+    );
+    // Every finding of the report is placed on a timeline, by rule id.
+    let placed = timelines.matches("\n  - ML").count();
+    let reported = with_findings
+        .iter()
+        .map(|one| one["findings"].as_array().unwrap().len())
+        .sum::<usize>();
+    assert_eq!(placed, reported, "{timelines}");
+    for line in timelines.lines() {
+        assert!(
+            line.chars().count() <= 100,
+            "wider than 100 columns: {line}"
+        );
+    }
+    // Other formats have their own explain output; --explain says so.
+    let (code, _, stderr) = meshlife(&["check", "--explain", "-o", "json", "examples/"], None);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("meshlife explain -o json|svg|html"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_html_page_holds_every_workload_beside_its_findings_and_loads_nothing() {
+    let (code, page, stderr) = meshlife(&["explain", "-o", "html", "examples/"], None);
+    assert_eq!(code, 0, "{stderr}");
+    let (_, json, _) = meshlife(&["explain", "-o", "json", "examples/"], None);
+    let explained: Vec<Value> = serde_json::from_str(&json).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    assert!(page.contains("Content-Security-Policy\" content=\"default-src 'none'"));
+    for forbidden in ["<script", " src=", "href=\"http", "url(", "@import"] {
+        assert!(!page.contains(forbidden), "the page holds {forbidden}");
+    }
+    let sections: Vec<&str> = page.split("<section class=\"workload\"").skip(1).collect();
+    assert_eq!(sections.len(), explained.len());
+    for (section, one) in sections.iter().zip(&explained) {
+        let object = one["object"].as_str().unwrap();
+        assert!(section.contains(&format!("<h2>{object}</h2>")), "{object}");
+        let findings = one["findings"].as_array().unwrap();
+        assert_eq!(
+            section.matches("<li class=").count(),
+            findings.len(),
+            "{object}"
+        );
+        for finding in findings {
+            let rule = finding["rule"].as_str().unwrap();
+            assert!(
+                section.contains(&format!("<span class=\"rule\">{rule} ")),
+                "{object}"
+            );
+            assert!(section.contains("On the timeline: "), "{object}");
+        }
+        // The timeline beside them is a whole SVG that renders.
+        let svg_start = section.find("<svg").unwrap();
+        let svg_end = section.find("</svg>").unwrap() + "</svg>".len();
+        let pixmap = render(&section[svg_start..svg_end]);
+        assert!(pixmap.width() >= 900, "{object}");
+    }
+}

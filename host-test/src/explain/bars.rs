@@ -3,8 +3,10 @@
 //! earlier ones), and the words of lanes and fates.
 
 use meshlife_policy::timeline::{
-    EventKind, Fate, Lane, Outcome, Phase, Role, Timeline, format_seconds,
+    Anchor, Event, EventKind, Fate, Lane, Outcome, Phase, Request, Role, Timeline, format_seconds,
 };
+
+use super::PlacedFinding;
 
 /// What a stretch of a bar shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,4 +144,94 @@ pub fn window_phrase(fate: &Fate) -> String {
         Some((from, to)) => format!(" {}-{}", format_seconds(from), format_seconds(to)),
         None => String::new(),
     }
+}
+
+pub fn request_phrase(request: Request) -> &'static str {
+    match request {
+        Request::StartupOutbound => "the app's outbound calls at startup",
+        Request::InFlightAtSigterm => "a short request in flight at SIGTERM",
+        Request::NewDuringDrain => "a new request during endpoint removal",
+        Request::LongLivedStream => "a long-lived stream (gRPC, WebSocket)",
+    }
+}
+
+/// `5s` or `0s-3s`.
+pub fn event_when(event: &Event) -> String {
+    match event.until_ms {
+        Some(until) if until != event.at_ms => {
+            format!("{}-{}", format_seconds(event.at_ms), format_seconds(until))
+        }
+        _ => format_seconds(event.at_ms),
+    }
+}
+
+/// `istio, classic (injected)`; `predicted` says the injector will add the proxy.
+pub fn mode_line(timeline: &Timeline) -> String {
+    match timeline.mesh {
+        Some(mesh) if timeline.injected => format!("{mesh}, {} (injected)", timeline.mode),
+        Some(mesh) => format!(
+            "{mesh}, {} (predicted: the injector adds the proxy)",
+            timeline.mode
+        ),
+        None => timeline.mode.clone(),
+    }
+}
+
+pub fn completion_words(completes: bool) -> &'static str {
+    if completes {
+        "completes"
+    } else {
+        "never completes"
+    }
+}
+
+/// Where a finding is, in words: `shutdown 30s: istio-proxy killed at the grace period`.
+pub fn anchor_phrase(timeline: &Timeline, anchor: Anchor) -> String {
+    let phase = |phase: Phase| match phase {
+        Phase::Startup => "startup",
+        Phase::Shutdown => "shutdown",
+    };
+    match anchor {
+        Anchor::Event(index) => match timeline.events.get(index) {
+            Some(event) => format!(
+                "{} {}: {}",
+                phase(event.phase),
+                event_when(event),
+                event.what
+            ),
+            None => "the timeline".into(),
+        },
+        Anchor::Fate(index) => match timeline.fates.get(index) {
+            Some(fate) => format!(
+                "{}: {}: {}{}",
+                phase(fate.phase),
+                request_phrase(fate.request),
+                outcome_word(fate.outcome),
+                window_phrase(fate)
+            ),
+            None => "the timeline".into(),
+        },
+        Anchor::Completion => match &timeline.completion {
+            Some(completion) => format!(
+                "when the work is done: {}",
+                completion_words(completion.completes)
+            ),
+            None => "the timeline".into(),
+        },
+        Anchor::Mode => format!("the mesh mode: {}", mode_line(timeline)),
+    }
+}
+
+/// The rule ids of the findings at `anchor`, in order, once each: `ML401, ML405`.
+pub fn rules_at(findings: &[PlacedFinding], anchor: Anchor) -> Option<String> {
+    let mut rules: Vec<&str> = Vec::new();
+    for finding in findings
+        .iter()
+        .filter(|finding| finding.anchor == Some(anchor))
+    {
+        if !rules.contains(&finding.rule.as_str()) {
+            rules.push(&finding.rule);
+        }
+    }
+    (!rules.is_empty()).then(|| rules.join(", "))
 }

@@ -1,9 +1,11 @@
 //! `meshlife explain`: each workload's startup and shutdown timeline, as the policy computes it
-//! (`meshlife_policy::timeline`), drawn for a terminal (`terminal.rs`) or given as JSON.
+//! (`meshlife_policy::timeline`), with the object's findings placed on it; drawn for a terminal
+//! (`terminal.rs`), as SVG (`svg.rs`), as one HTML page (`html.rs`) or given as JSON.
 //! Inputs, constraints and cluster facts are read as `check` reads them, so the timeline is of
-//! the same object `check` judges.
+//! the same object `check` judges; `check --explain` draws its own findings the same way.
 
 mod bars;
+mod html;
 mod svg;
 mod terminal;
 
@@ -11,13 +13,15 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use meshlife_policy::timeline::{Assumptions, PodSpecTimeline, timelines};
+use meshlife_policy::timeline::{Anchor, Assumptions, PodSpecTimeline, timelines};
+use meshlife_policy::violation::Severity;
 use serde::Serialize;
 
 use crate::cli::{EXIT_INPUT_ERROR, EXIT_OK, no_colour_requested, object_error, print_error};
 use crate::engine::Engine;
-use crate::manifests;
+use crate::manifests::{self, ManifestObject};
 use crate::namespaces::NamespaceDefinitions;
+use crate::report::Finding;
 use crate::services::ServiceIndex;
 
 #[derive(Args, Debug)]
@@ -32,7 +36,8 @@ pub struct ExplainArgs {
     pub constraints: Vec<PathBuf>,
 
     /// Output format: a drawing for the terminal (text), one SVG picture per pod spec (svg),
-    /// or the timeline as data (json).
+    /// one self-contained HTML page with every timeline beside its findings (html), or the
+    /// timeline as data (json).
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub format: ExplainFormat,
 
@@ -110,6 +115,7 @@ fn duration_ms(text: &str) -> Result<u64, String> {
 pub enum ExplainFormat {
     Text,
     Svg,
+    Html,
     Json,
 }
 
@@ -124,6 +130,72 @@ pub struct Explained {
     pub object: String,
     pub pod_spec: String,
     pub timeline: meshlife_policy::timeline::Timeline,
+    /// The object's findings on this pod spec, each with its place on the timeline.
+    pub findings: Vec<PlacedFinding>,
+}
+
+/// A finding of `check`, and where on the timeline it shows.
+#[derive(Serialize, Clone, Debug)]
+#[serde(rename_all = "camelCase")]
+pub struct PlacedFinding {
+    pub rule: String,
+    pub name: String,
+    pub severity: Severity,
+    pub msg: String,
+    pub fix: String,
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    /// `None` for a finding with no moment (ML000: the input could not be read).
+    pub anchor: Option<Anchor>,
+}
+
+/// The timelines of `object`'s pod specs (from `input`, the policy's input for it), each with
+/// the findings on it: a finding goes to the pod spec its path is in, one outside every pod
+/// spec (the Deployment's `spec.strategy`) to all of them.
+pub(crate) fn explain_object(
+    object: &ManifestObject,
+    input: &[u8],
+    findings: &[Finding],
+    assumptions: &Assumptions,
+) -> Result<Vec<Explained>, String> {
+    let pod_specs = timelines(input, assumptions)?;
+    let owner_of = |path: &str| {
+        pod_specs.iter().position(|pod_spec| {
+            let parent = pod_spec.path.strip_suffix("spec").unwrap_or(&pod_spec.path);
+            parent.is_empty() || path == pod_spec.path || path.starts_with(parent)
+        })
+    };
+    let owners: Vec<Option<usize>> = findings
+        .iter()
+        .map(|finding| owner_of(&finding.path))
+        .collect();
+    Ok(pod_specs
+        .iter()
+        .enumerate()
+        .map(|(index, PodSpecTimeline { path, timeline })| Explained {
+            file: object.file.clone(),
+            location: object.location(),
+            object: object.display_name(),
+            pod_spec: path.clone(),
+            findings: findings
+                .iter()
+                .zip(&owners)
+                .filter(|(_, owner)| owner.is_none_or(|owner| owner == index))
+                .map(|(finding, _)| PlacedFinding {
+                    rule: finding.rule.clone(),
+                    name: finding.check.clone(),
+                    severity: finding.severity,
+                    msg: finding.msg.clone(),
+                    fix: finding.fix.clone(),
+                    path: finding.path.clone(),
+                    container: finding.container.clone(),
+                    anchor: timeline.anchor_of(&finding.rule, finding.container.as_deref()),
+                })
+                .collect(),
+            timeline: timeline.clone(),
+        })
+        .collect())
 }
 
 pub fn run_explain(args: &ExplainArgs) -> u8 {
@@ -132,11 +204,19 @@ pub fn run_explain(args: &ExplainArgs) -> u8 {
             print_error(error);
             EXIT_INPUT_ERROR
         }
-        Ok((explained, errors)) => {
+        Ok(Explanation {
+            explained,
+            errors,
+            notes,
+        }) => {
+            for note in &notes {
+                eprintln!("meshlife: note: {note}");
+            }
             for error in &errors {
                 print_error(error);
             }
             let rendered = match args.format {
+                ExplainFormat::Html => html::page(&args.paths, &explained, &notes, &errors),
                 ExplainFormat::Json => match serde_json::to_string_pretty(&explained) {
                     Ok(json) => json + "\n",
                     Err(error) => {
@@ -157,12 +237,9 @@ pub fn run_explain(args: &ExplainArgs) -> u8 {
                         colour: terminal && !no_colour_requested(),
                         unicode: terminal,
                         width: args.width.unwrap_or_else(terminal_width).max(60),
+                        finding_messages: true,
                     };
-                    explained
-                        .iter()
-                        .map(|one| terminal::draw(one, &style))
-                        .collect::<Vec<_>>()
-                        .join("\n")
+                    terminal::draw_all(&explained, &style)
                 }
             };
             if let Err(error) = crate::output::write_stdout(&rendered) {
@@ -241,16 +318,42 @@ fn file_name_of(explained: &Explained) -> String {
     collapsed.join("-")
 }
 
+/// The timelines `check --explain` adds to its text report: every object with findings, drawn
+/// with them (their messages are in the report above, so only their places are repeated).
+pub(crate) fn check_timelines(explained: &[Explained], colour: bool, unicode: bool) -> String {
+    if explained.is_empty() {
+        return String::new();
+    }
+    let style = terminal::Style {
+        colour,
+        unicode,
+        width: terminal_width().max(60),
+        finding_messages: false,
+    };
+    format!(
+        "\nTimelines of the objects with findings (assumed figures: `meshlife explain --help`)\n\n{}",
+        terminal::draw_all(explained, &style)
+    )
+}
+
 /// `COLUMNS` when the shell exports it, else 100.
-fn terminal_width() -> usize {
+pub(crate) fn terminal_width() -> usize {
     std::env::var("COLUMNS")
         .ok()
         .and_then(|columns| columns.parse().ok())
         .unwrap_or(100)
 }
 
-/// Every pod spec's timeline in the inputs, and the input errors (which do not stop the rest).
-fn explained(args: &ExplainArgs) -> Result<(Vec<Explained>, Vec<manifests::InputError>), String> {
+struct Explanation {
+    explained: Vec<Explained>,
+    errors: Vec<manifests::InputError>,
+    /// What was read but not explained, and why.
+    notes: Vec<String>,
+}
+
+/// Every pod spec's timeline in the inputs with its findings, and the input errors (which do
+/// not stop the rest).
+fn explained(args: &ExplainArgs) -> Result<Explanation, String> {
     let limit = crate::files::ReadLimit::flag(args.max_file_size);
     let engine = Engine::embedded().map_err(|error| format!("{error:#}"))?;
     let constraints = crate::cli::constraints_of(&args.constraints, &args.facts, limit, &engine)?;
@@ -259,12 +362,13 @@ fn explained(args: &ExplainArgs) -> Result<(Vec<Explained>, Vec<manifests::Input
         limit,
     };
     let mut loaded = manifests::load_with_progress(&args.paths, &options, &|_| {}, &|| {});
-    for note in &loaded.notes {
-        eprintln!("meshlife: note: {note}");
-    }
-    for skipped in &loaded.skipped {
-        eprintln!("meshlife: note: {}", skipped.clone().into_error());
-    }
+    let mut notes: Vec<String> = loaded.notes.iter().map(ToString::to_string).collect();
+    notes.extend(
+        loaded
+            .skipped
+            .iter()
+            .map(|skipped| skipped.clone().into_error().to_string()),
+    );
     crate::namespaces::apply_default_namespace(&mut loaded.objects, &args.namespace);
     let namespaces = NamespaceDefinitions::from_objects(&loaded.objects);
     let services = ServiceIndex::from_objects(&loaded.objects);
@@ -297,23 +401,29 @@ fn explained(args: &ExplainArgs) -> Result<(Vec<Explained>, Vec<manifests::Input
             }
         }
         let Some(constraint) = constraint else {
-            eprintln!(
-                "meshlife: note: {}: not matched by any constraint, not explained",
+            notes.push(format!(
+                "{}: not matched by any constraint, not explained",
                 crate::cli::object_note(object)
-            );
+            ));
             continue;
         };
         let input = constraint.input_for(object, namespace_object, &services.selecting(object));
-        match timelines(&input, &assumptions) {
-            Ok(pod_specs) => explained.extend(pod_specs.into_iter().map(
-                |PodSpecTimeline { path, timeline }| Explained {
-                    file: object.file.clone(),
-                    location: object.location(),
-                    object: object.display_name(),
-                    pod_spec: path,
-                    timeline,
-                },
-            )),
+        let findings: Vec<Finding> = match engine.evaluate(&input) {
+            Ok(violations) => violations
+                .into_iter()
+                .map(|violation| Finding::new(violation, constraint, None))
+                .collect(),
+            Err(error) => {
+                errors.push(object_error(
+                    object,
+                    None,
+                    format!("the policy could not evaluate this object: {error:#}"),
+                ));
+                continue;
+            }
+        };
+        match explain_object(object, &input, &findings, &assumptions) {
+            Ok(pod_specs) => explained.extend(pod_specs),
             Err(problem) => errors.push(object_error(
                 object,
                 None,
@@ -321,5 +431,9 @@ fn explained(args: &ExplainArgs) -> Result<(Vec<Explained>, Vec<manifests::Input
             )),
         }
     }
-    Ok((explained, errors))
+    Ok(Explanation {
+        explained,
+        errors,
+        notes,
+    })
 }

@@ -4,12 +4,13 @@
 
 use std::fmt::Write as _;
 
-use meshlife_policy::timeline::{Fate, Lane, Outcome, Phase, Request, Timeline, format_seconds};
+use meshlife_policy::timeline::{Anchor, Fate, Lane, Outcome, Phase, format_seconds};
 
-use super::Explained;
 use super::bars::{
-    Cell, Run, lane_label, outcome_word, shutdown_runs, startup_runs, window_phrase,
+    Cell, Run, completion_words, lane_label, mode_line, outcome_word, request_phrase, rules_at,
+    shutdown_runs, startup_runs, window_phrase,
 };
+use super::{Explained, PlacedFinding};
 use crate::report::xml_escape;
 
 const WIDTH: u32 = 960;
@@ -34,13 +35,13 @@ fn x_of(ms: u64, end: u64) -> f64 {
     f64::from(BAR_LEFT) + span * (ms as f64) / (end.max(1) as f64)
 }
 
+/// `  ◀ ML404` after a line that carries findings.
+fn marks(findings: &[PlacedFinding], anchor: Anchor) -> String {
+    rules_at(findings, anchor).map_or(String::new(), |rules| format!("  \u{25c0} {rules}"))
+}
+
 fn fate_text(fate: &Fate) -> (String, &'static str) {
-    let request = match fate.request {
-        Request::StartupOutbound => "outbound calls at startup",
-        Request::InFlightAtSigterm => "short request in flight at SIGTERM",
-        Request::NewDuringDrain => "new request during endpoint removal",
-        Request::LongLivedStream => "long-lived stream",
-    };
+    let request = request_phrase(fate.request);
     let fill = match fate.outcome {
         Outcome::Served => "#218c74",
         Outcome::Refused => "#cc8e35",
@@ -87,7 +88,8 @@ impl Picture {
         self.y += ROW - 6;
     }
 
-    fn lane(&mut self, lane: &Lane, runs: &[Run], end: u64) {
+    /// One bar, with a marker at each `(ms, rules)` of the findings on its events.
+    fn lane(&mut self, lane: &Lane, runs: &[Run], end: u64, markers: &[(u64, String)]) {
         self.text(10, &lane_label(lane), "class=\"lane\"");
         for run in runs.iter().filter(|run| run.cell != Cell::Idle) {
             let from = x_of(run.from_ms, end);
@@ -103,16 +105,57 @@ impl Picture {
                 format_seconds(run.to_ms)
             );
         }
+        for (ms, rules) in markers {
+            let x = x_of(*ms, end);
+            let y = self.y - 4;
+            // Right of the marker, or left of it where the label would leave the picture.
+            let label_width = 7.0 * rules.len() as f64;
+            let (label_x, label_anchor) = if x + 7.0 + label_width > f64::from(WIDTH) {
+                (x - 7.0, "end")
+            } else {
+                (x + 7.0, "start")
+            };
+            let _ = writeln!(
+                self.body,
+                r##"<path d="M{x:.1} {} l5 5 l-5 5 l-5 -5 z" fill="#b33939" stroke="#ffffff" stroke-width="1"/><text x="{label_x:.1}" y="{}" text-anchor="{label_anchor}" class="mark">{}</text>"##,
+                y - 5,
+                y + 4,
+                xml_escape(rules)
+            );
+        }
         self.y += ROW;
     }
 
-    fn fates(&mut self, timeline: &Timeline, phase: Phase) {
-        for fate in timeline.fates.iter().filter(|fate| fate.phase == phase) {
+    fn fates(&mut self, explained: &Explained, phase: Phase) {
+        for (index, fate) in explained.timeline.fates.iter().enumerate() {
+            if fate.phase != phase {
+                continue;
+            }
             let (text, fill) = fate_text(fate);
+            let text = text + &marks(&explained.findings, Anchor::Fate(index));
             self.text(20, &text, &format!("class=\"fate\" style=\"fill:{fill}\""));
             self.y += LINE;
         }
     }
+}
+
+/// The markers of `lane` in `phase`: the findings on its container's events; those on events
+/// of no container (SIGTERM, SIGKILL) go on the phase's first lane.
+fn markers(explained: &Explained, phase: Phase, lane: &Lane, first: bool) -> Vec<(u64, String)> {
+    explained
+        .timeline
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, event)| event.phase == phase)
+        .filter(|(_, event)| match &event.container {
+            Some(container) => *container == lane.container,
+            None => first,
+        })
+        .filter_map(|(index, event)| {
+            rules_at(&explained.findings, Anchor::Event(index)).map(|rules| (event.at_ms, rules))
+        })
+        .collect()
 }
 
 pub fn draw(explained: &Explained) -> String {
@@ -127,25 +170,27 @@ pub fn draw(explained: &Explained) -> String {
         "class=\"title\"",
     );
     picture.y += LINE;
-    let mode = match timeline.mesh {
-        Some(mesh) if timeline.injected => format!("{mesh}, {} (injected)", timeline.mode),
-        Some(mesh) => format!("{mesh}, {} (predicted)", timeline.mode),
-        None => timeline.mode.clone(),
-    };
+    let mode = mode_line(timeline) + &marks(&explained.findings, Anchor::Mode);
     picture.text(10, &mode, "class=\"note\"");
     picture.y += LINE + 8;
 
     let startup_end = (timeline.startup_end_ms() * 9 / 8).max(1);
     picture.text(10, "Startup", "class=\"phase\"");
     picture.axis(startup_end);
-    for lane in timeline.lanes.iter().filter(|lane| lane.startup.is_some()) {
+    for (row, lane) in timeline
+        .lanes
+        .iter()
+        .filter(|lane| lane.startup.is_some())
+        .enumerate()
+    {
         picture.lane(
             lane,
             &startup_runs(timeline, lane, startup_end),
             startup_end,
+            &markers(explained, Phase::Startup, lane, row == 0),
         );
     }
-    picture.fates(timeline, Phase::Startup);
+    picture.fates(explained, Phase::Startup);
     picture.y += 12;
 
     let shutdown_end = timeline.shutdown_end_ms().max(timeline.grace_ms).max(1);
@@ -156,12 +201,18 @@ pub fn draw(explained: &Explained) -> String {
     );
     picture.axis(shutdown_end);
     let lanes_top = picture.y - 12;
-    for lane in timeline
+    for (row, lane) in timeline
         .lanes
         .iter()
         .filter(|lane| lane.shutdown_exit_ms.is_some())
+        .enumerate()
     {
-        picture.lane(lane, &shutdown_runs(timeline, lane), shutdown_end);
+        picture.lane(
+            lane,
+            &shutdown_runs(timeline, lane),
+            shutdown_end,
+            &markers(explained, Phase::Shutdown, lane, row == 0),
+        );
     }
     // Whole pixels and 2 wide, so that the line is drawn crisp rather than blurred over two.
     let kill = x_of(timeline.grace_ms, shutdown_end).round();
@@ -173,16 +224,20 @@ pub fn draw(explained: &Explained) -> String {
         format_seconds(timeline.grace_ms)
     );
     picture.y += LINE;
-    picture.fates(timeline, Phase::Shutdown);
+    picture.fates(explained, Phase::Shutdown);
     if let Some(completion) = &timeline.completion {
-        let (word, fill) = if completion.completes {
-            ("completes", "#218c74")
+        let word = completion_words(completion.completes);
+        let fill = if completion.completes {
+            "#218c74"
         } else {
-            ("never completes", "#b33939")
+            "#b33939"
         };
         picture.text(
             20,
-            &format!("when the work is done: {word}"),
+            &format!(
+                "when the work is done: {word}{}",
+                marks(&explained.findings, Anchor::Completion)
+            ),
             &format!("class=\"fate\" style=\"fill:{fill}\""),
         );
         picture.y += LINE;
@@ -209,7 +264,7 @@ pub fn draw(explained: &Explained) -> String {
     format!(
         r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" role="img">
 <title>{}</title>
-<style>text {{ font-family: sans-serif; font-size: 12px; fill: #2f3542; }} .title {{ font-size: 14px; font-weight: bold; }} .phase {{ font-weight: bold; }} .axis {{ font-size: 10px; fill: #747d8c; }} .note {{ fill: #57606f; }} .kill {{ fill: #b33939; font-size: 11px; }}</style>
+<style>text {{ font-family: sans-serif; font-size: 12px; fill: #2f3542; }} .title {{ font-size: 14px; font-weight: bold; }} .phase {{ font-weight: bold; }} .axis {{ font-size: 10px; fill: #747d8c; }} .note {{ fill: #57606f; }} .kill {{ fill: #b33939; font-size: 11px; }} .mark {{ fill: #b33939; font-size: 11px; font-weight: bold; paint-order: stroke; stroke: #ffffff; stroke-width: 3px; }}</style>
 <rect width="100%" height="100%" fill="#ffffff"/>
 {}</svg>
 "##,

@@ -5,19 +5,22 @@
 use std::fmt::Write as _;
 
 use meshlife_policy::timeline::{
-    Event, Fate, Lane, Outcome, Phase, Request, Role, Source, Timeline, format_seconds,
+    Anchor, Event, Fate, Lane, Outcome, Phase, Role, Source, format_seconds,
 };
 
-use super::Explained;
 use super::bars::{
-    Cell, Run, lane_label, outcome_word, shutdown_runs, startup_runs, window_phrase,
+    Cell, Run, anchor_phrase, completion_words, event_when, lane_label, mode_line, outcome_word,
+    request_phrase, rules_at, shutdown_runs, startup_runs, window_phrase,
 };
+use super::{Explained, PlacedFinding};
 use crate::output::printable;
 
 pub struct Style {
     pub colour: bool,
     pub unicode: bool,
     pub width: usize,
+    /// Each finding's message under the drawing (`check --explain` has them in its report).
+    pub finding_messages: bool,
 }
 
 impl Style {
@@ -43,6 +46,31 @@ impl Style {
         }
     }
 
+    /// `lines` with ` <- ML401` (the findings at `anchor`) after the last one, or under it,
+    /// indented by `indent`, where the line has no room left.
+    fn with_marks(
+        &self,
+        lines: &str,
+        findings: &[PlacedFinding],
+        anchor: Anchor,
+        indent: usize,
+    ) -> String {
+        let Some(rules) = rules_at(findings, anchor) else {
+            return lines.to_string();
+        };
+        let arrow = if self.unicode { "◀" } else { "<-" };
+        let mark = format!("{arrow} {rules}");
+        let painted = self.paint(&mark, "1;31");
+        let lines = lines.trim_end_matches('\n');
+        let last = lines.rsplit('\n').next().unwrap_or("");
+        let last_width = printable_width(last);
+        if last_width + 1 + mark.chars().count() <= self.width {
+            format!("{lines} {painted}\n")
+        } else {
+            format!("{lines}\n{}{painted}\n", " ".repeat(indent))
+        }
+    }
+
     fn legend(&self) -> String {
         format!(
             "{} starting  {} running  {} preStop  {} draining or stopping",
@@ -54,8 +82,18 @@ impl Style {
     }
 }
 
+/// Every drawing, a blank line between two.
+pub fn draw_all(explained: &[Explained], style: &Style) -> String {
+    explained
+        .iter()
+        .map(|one| draw(one, style))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 pub fn draw(explained: &Explained, style: &Style) -> String {
     let timeline = &explained.timeline;
+    let findings = &explained.findings;
     let mut out = String::new();
     let title = wrap(
         "",
@@ -68,15 +106,8 @@ pub fn draw(explained: &Explained, style: &Style) -> String {
     );
     out.push_str(&style.paint(title.trim_end(), "1"));
     out.push('\n');
-    let mesh = match timeline.mesh {
-        Some(mesh) if timeline.injected => format!("{mesh}, {} (injected)", timeline.mode),
-        Some(mesh) => format!(
-            "{mesh}, {} (predicted: the injector adds the proxy)",
-            timeline.mode
-        ),
-        None => timeline.mode.clone(),
-    };
-    let _ = writeln!(out, "{}", printable(&mesh));
+    let mesh = wrap("", &printable(&mode_line(timeline)), 2, style.width);
+    out.push_str(&style.with_marks(&mesh, findings, Anchor::Mode, 2));
     let label_width = timeline
         .lanes
         .iter()
@@ -98,13 +129,16 @@ pub fn draw(explained: &Explained, style: &Style) -> String {
         );
         out.push_str(&bar_line(lane, &cells, label_width, style, None));
     }
-    out.push_str(&events(timeline, Phase::Startup, style.width));
-    for fate in timeline
-        .fates
-        .iter()
-        .filter(|fate| fate.phase == Phase::Startup)
-    {
-        out.push_str(&fate_line(fate, style));
+    out.push_str(&events(explained, Phase::Startup, style));
+    for (index, fate) in timeline.fates.iter().enumerate() {
+        if fate.phase == Phase::Startup {
+            out.push_str(&style.with_marks(
+                &fate_line(fate, style),
+                findings,
+                Anchor::Fate(index),
+                5,
+            ));
+        }
     }
 
     let shutdown_end = timeline.shutdown_end_ms().max(timeline.grace_ms).max(1);
@@ -136,32 +170,35 @@ pub fn draw(explained: &Explained, style: &Style) -> String {
         )
     };
     let _ = writeln!(out, "  {:label_width$}  {marker}", "");
-    out.push_str(&events(timeline, Phase::Shutdown, style.width));
-    for fate in timeline
-        .fates
-        .iter()
-        .filter(|fate| fate.phase == Phase::Shutdown)
-    {
-        out.push_str(&fate_line(fate, style));
+    out.push_str(&events(explained, Phase::Shutdown, style));
+    for (index, fate) in timeline.fates.iter().enumerate() {
+        if fate.phase == Phase::Shutdown {
+            out.push_str(&style.with_marks(
+                &fate_line(fate, style),
+                findings,
+                Anchor::Fate(index),
+                5,
+            ));
+        }
     }
     if let Some(completion) = &timeline.completion {
-        let verdict = if completion.completes {
-            style.paint("completes", "32")
-        } else {
-            style.paint("never completes", "31")
-        };
-        let words = if completion.completes {
-            "completes"
-        } else {
-            "never completes"
-        };
+        let words = completion_words(completion.completes);
+        let verdict = style.paint(words, if completion.completes { "32" } else { "31" });
         let plain = wrap(
             "\n  When the work is done: ",
             &printable(&format!("{words}: {}", completion.why)),
             4,
             style.width,
         );
-        out.push_str(&plain.replacen(words, &verdict, 1));
+        out.push_str(&style.with_marks(
+            &plain.replacen(words, &verdict, 1),
+            findings,
+            Anchor::Completion,
+            4,
+        ));
+    }
+    if !findings.is_empty() {
+        out.push_str(&findings_list(explained, style));
     }
     let _ = writeln!(out, "\n  {}", style.legend());
     let assumed = &timeline.assumptions;
@@ -311,38 +348,85 @@ fn source_phrase(source: &Source) -> String {
     }
 }
 
-fn events(timeline: &Timeline, phase: Phase, width: usize) -> String {
+fn events(explained: &Explained, phase: Phase, style: &Style) -> String {
     let mut out = String::new();
-    let mut listed: Vec<&Event> = timeline.events_of(phase).collect();
-    listed.sort_by_key(|event| (event.at_ms, event.until_ms));
-    for event in listed {
-        let when = match event.until_ms {
-            Some(until) if until != event.at_ms => {
-                format!("{}-{}", format_seconds(event.at_ms), format_seconds(until))
-            }
-            _ => format_seconds(event.at_ms),
-        };
-        out.push_str(&wrap(
-            &format!("  {when:>11}  "),
+    let mut listed: Vec<(usize, &Event)> = explained
+        .timeline
+        .events
+        .iter()
+        .enumerate()
+        .filter(|(_, event)| event.phase == phase)
+        .collect();
+    listed.sort_by_key(|(_, event)| (event.at_ms, event.until_ms));
+    for (index, event) in listed {
+        let line = wrap(
+            &format!("  {:>11}  ", event_when(event)),
             &printable(&format!(
                 "{} [{}]",
                 event.what,
                 source_phrase(&event.source)
             )),
             15,
-            width,
-        ));
+            style.width,
+        );
+        out.push_str(&style.with_marks(&line, &explained.findings, Anchor::Event(index), 15));
+    }
+    out
+}
+
+/// The columns `line` takes: its characters, less colour escapes.
+fn printable_width(line: &str) -> usize {
+    let mut width = 0;
+    let mut in_escape = false;
+    for character in line.chars() {
+        match (in_escape, character) {
+            (false, '\x1b') => in_escape = true,
+            (true, 'm') => in_escape = false,
+            (true, _) => {}
+            (false, _) => width += 1,
+        }
+    }
+    width
+}
+
+/// Each finding with its place: `ML401 drain-exceeds-grace (error): MESSAGE` and, under it,
+/// `on the timeline: shutdown 30s: ...` (with the message only when the report has none).
+fn findings_list(explained: &Explained, style: &Style) -> String {
+    let mut out = String::from("\n  Findings (marked on the timeline above)\n");
+    for finding in &explained.findings {
+        let place = match finding.anchor {
+            Some(anchor) => format!(
+                "on the timeline: {}",
+                anchor_phrase(&explained.timeline, anchor)
+            ),
+            None => "not on the timeline (the input could not be read)".into(),
+        };
+        let title = format!(
+            "{} {} ({})",
+            finding.rule,
+            finding.name,
+            finding.severity.as_str()
+        );
+        let text = if style.finding_messages {
+            let message = finding
+                .msg
+                .strip_prefix(&format!("[{} {}] ", finding.rule, finding.name))
+                .unwrap_or(&finding.msg);
+            format!("{title}: {message}")
+        } else {
+            format!("{title}, {place}")
+        };
+        let line = wrap("  - ", &printable(&text), 4, style.width);
+        out.push_str(&line.replacen(&finding.rule, &style.paint(&finding.rule, "1;31"), 1));
+        if style.finding_messages {
+            out.push_str(&wrap("    ", &printable(&place), 6, style.width));
+        }
     }
     out
 }
 
 fn fate_line(fate: &Fate, style: &Style) -> String {
-    let request = match fate.request {
-        Request::StartupOutbound => "the app's outbound calls at startup",
-        Request::InFlightAtSigterm => "a short request in flight at SIGTERM",
-        Request::NewDuringDrain => "a new request during endpoint removal",
-        Request::LongLivedStream => "a long-lived stream (gRPC, WebSocket)",
-    };
+    let request = request_phrase(fate.request);
     let code = match fate.outcome {
         Outcome::Served => "32",
         Outcome::Refused => "33",
