@@ -427,3 +427,79 @@ fn findings_point_at_the_moment_their_rule_is_about() {
     ));
     assert_eq!(job.anchor_of("ML301", None), Some(Anchor::Completion));
 }
+
+#[test]
+fn a_job_under_each_mesh_mode_starts_as_its_mode_and_completes_only_with_a_native_proxy() {
+    let hold = json!({"proxy.istio.io/config": "holdApplicationUntilProxyStarts: true"});
+    let no_await = json!({"config.linkerd.io/proxy-await": "disabled"});
+    // (mesh template, parameters, the mode, the startup calls' outcome, completes)
+    let cases = [
+        (
+            istio(json!({})),
+            classic(),
+            "classic sidecar",
+            Outcome::Refused,
+            false,
+        ),
+        (
+            istio(hold),
+            classic(),
+            "classic sidecar, app held until ready",
+            Outcome::Served,
+            false,
+        ),
+        (
+            istio(json!({})),
+            native(),
+            "native sidecar",
+            Outcome::Served,
+            true,
+        ),
+        (
+            linkerd(json!({})),
+            classic(),
+            "classic sidecar, app held until ready",
+            Outcome::Served,
+            false,
+        ),
+        (
+            linkerd(no_await.clone()),
+            classic(),
+            "classic sidecar",
+            Outcome::Refused,
+            false,
+        ),
+        (
+            linkerd(json!({})),
+            native(),
+            "native sidecar",
+            Outcome::Served,
+            true,
+        ),
+        (
+            linkerd(no_await),
+            native(),
+            "native sidecar",
+            Outcome::Refused,
+            true,
+        ),
+    ];
+    for (template, parameters, mode, startup, completes) in cases {
+        let job = timeline_with(
+            workload("Job", template.clone(), json!({"restartPolicy": "Never"})),
+            parameters,
+        );
+        assert_eq!(job.mode, mode, "{template}");
+        assert_eq!(
+            fate(&job, Request::StartupOutbound).0,
+            startup,
+            "{template} {mode}"
+        );
+        let completion = job.completion.expect("a Job has a completion");
+        assert_eq!(
+            completion.completes, completes,
+            "{template} {mode}: {}",
+            completion.why
+        );
+    }
+}
