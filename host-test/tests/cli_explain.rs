@@ -337,3 +337,32 @@ fn the_html_page_holds_every_workload_beside_its_findings_and_loads_nothing() {
         assert!(pixmap.width() >= 900, "{object}");
     }
 }
+
+#[test]
+fn a_pod_stuck_at_its_proxy_init_container_never_starts_its_apps() {
+    // ML104's case: the proxy is a regular init container, which never exits.
+    let file = "examples/istio/pod-native-proxy-restartpolicy-dropped.yaml";
+    let (code, json, stderr) = meshlife(&["explain", "-o", "json", file], None);
+    assert_eq!(code, 0, "{stderr}");
+    let explained: Vec<Value> = serde_json::from_str(&json).unwrap();
+    let timeline = &explained[0]["timeline"];
+    let roles: Vec<&str> = timeline["lanes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|lane| lane["role"].as_str().unwrap())
+        .collect();
+    assert!(!roles.contains(&"app"), "{roles:?}");
+    assert!(roles.contains(&"proxy"), "{roles:?}");
+    for fate in timeline["fates"].as_array().unwrap() {
+        assert_eq!(fate["outcome"], "refused", "{fate}");
+    }
+    assert!(
+        timeline["fates"][0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("the apps never start"),
+        "{timeline}"
+    );
+    assert_eq!(explained[0]["findings"][0]["rule"], "ML104");
+}

@@ -594,6 +594,22 @@ impl Builder<'_, '_> {
                     let ready = now + assumptions.proxy_ready_ms;
                     self.proxy_lane(&name, predicted, now);
                     self.proxy_start_events(now, ready, decision);
+                    if decision.placement == Placement::BrokenInit {
+                        // A regular init container must exit before the next starts; the proxy
+                        // never does, so nothing after it runs (ML104).
+                        self.fates.push(Fate {
+                            request: Request::StartupOutbound,
+                            phase: Phase::Startup,
+                            outcome: Outcome::Refused,
+                            window: None,
+                            why: format!(
+                                "the apps never start: Kubernetes waits for {name}, a regular \
+                                 init container without restartPolicy: Always, to exit, and it \
+                                 never does; the pod never becomes ready"
+                            ),
+                        });
+                        return;
+                    }
                     proxy_ready = Some(ready);
                     if decision.proxy_gates_app_start(self.workload) {
                         now = ready;
@@ -822,6 +838,13 @@ impl Builder<'_, '_> {
             "pod deleted: preStop hooks run, then SIGTERM to each container".into(),
             Source::Derived("t = 0 of the shutdown".into()),
         );
+        if let Some(decision) = self
+            .decision
+            .filter(|d| d.placement == Placement::BrokenInit)
+        {
+            self.stuck_init_shutdown(decision.mesh.proxy_name(), grace_ms, grace_source);
+            return grace_ms;
+        }
         self.event(
             Phase::Shutdown,
             EventKind::EndpointRemoved,
@@ -921,6 +944,47 @@ impl Builder<'_, '_> {
             &assumptions,
         );
         grace_ms
+    }
+
+    /// The shutdown of a pod stuck at its proxy init container (ML104): only the proxy runs,
+    /// and no request ever reached the pod.
+    fn stuck_init_shutdown(&mut self, proxy: &'static str, grace_ms: u64, grace_source: Source) {
+        let exit = self.assumptions.app_exit_ms.min(grace_ms);
+        self.event(
+            Phase::Shutdown,
+            EventKind::ProxyExit,
+            (exit, None),
+            Some(proxy),
+            format!("{proxy}, still the running init container, exits on SIGTERM"),
+            assumption("appExitMs"),
+        );
+        if let Some(lane) = self.lanes.iter_mut().find(|lane| lane.role == Role::Proxy) {
+            lane.shutdown_exit_ms = Some(exit);
+        }
+        self.event(
+            Phase::Shutdown,
+            EventKind::Sigkill,
+            (grace_ms, None),
+            None,
+            format!(
+                "SIGKILL to whatever still runs (terminationGracePeriodSeconds {})",
+                grace_ms / 1000
+            ),
+            grace_source,
+        );
+        for request in [
+            Request::InFlightAtSigterm,
+            Request::NewDuringDrain,
+            Request::LongLivedStream,
+        ] {
+            self.fates.push(Fate {
+                request,
+                phase: Phase::Shutdown,
+                outcome: Outcome::Refused,
+                window: None,
+                why: "the pod never became ready, so no request was ever sent to it".into(),
+            });
+        }
     }
 
     /// The proxy's shutdown; the time it exits, if there is one.
