@@ -92,7 +92,7 @@ func run(meshlife, kyverno, repo string) error {
 	// The CLI runs in the harness's process environment; SSL_CERT_FILE is set per call.
 	tokenFile := filepath.Join(dir, "token")
 	var disagreements []string
-	compared, failures := 0, 0
+	compared, denials := 0, 0
 	started := time.Now()
 	for _, cluster := range append([]string{""}, clusterFiles...) {
 		policies, token, err := installedPolicies(meshlife, repo, dir, cluster, caPEM)
@@ -128,7 +128,7 @@ func run(meshlife, kyverno, repo string) error {
 		if name == "" {
 			name = "the policies' default facts"
 		}
-		fmt.Printf("kyverno-compat: %s: %d verdicts, %d failures; meshlife serve answered %d calls, refused %d\n",
+		fmt.Printf("kyverno-compat: %s: %d verdicts (%d of them policy denials, as meshlife check predicts); meshlife serve answered %d calls, refused %d\n",
 			name, n, f, calls, refused)
 		if refused > 0 {
 			return fmt.Errorf("%s: meshlife serve refused %d calls (the installed token did not reach it)", name, refused)
@@ -137,11 +137,11 @@ func run(meshlife, kyverno, repo string) error {
 			return fmt.Errorf("%s: %d verdicts but only %d calls reached meshlife serve", name, n, calls)
 		}
 		compared += n
-		failures += f
+		denials += f
 		disagreements = append(disagreements, found...)
 	}
-	fmt.Printf("kyverno-compat: %d (object, policy) verdicts compared, %d failures, in %s\n",
-		compared, failures, time.Since(started).Round(time.Millisecond))
+	fmt.Printf("kyverno-compat: %d (object, policy) verdicts compared (%d policy denials), %d disagreements, in %s\n",
+		compared, denials, len(disagreements), time.Since(started).Round(time.Millisecond))
 	if compared < 300 {
 		return fmt.Errorf("only %d verdicts compared: the examples were not all judged", compared)
 	}
@@ -153,7 +153,9 @@ func run(meshlife, kyverno, repo string) error {
 
 // compareFiles runs kyverno apply and meshlife check (under the same cluster file, if any)
 // on every example file.
-func compareFiles(meshlife, kyverno, repo, dir string, policies []string, cluster, caPEM string) (compared, failures int, disagreements []string, err error) {
+// denials counts the verdicts in which Kyverno's policy failed the object (what the examples
+// are for), not failures of the comparison.
+func compareFiles(meshlife, kyverno, repo, dir string, policies []string, cluster, caPEM string) (compared, denials int, disagreements []string, err error) {
 	var files []string
 	for _, mesh := range []string{"istio", "linkerd"} {
 		found, err := filepath.Glob(filepath.Join(repo, "examples", mesh, "*.yaml"))
@@ -187,7 +189,7 @@ func compareFiles(meshlife, kyverno, repo, dir string, policies []string, cluste
 				compared++
 				want := expected[strings.TrimSuffix(policy, "-cel")]
 				if got.failed {
-					failures++
+					denials++
 				}
 				if got.failed != want.failed || strings.Join(got.rules, ",") != strings.Join(want.rules, ",") {
 					disagreements = append(disagreements, fmt.Sprintf(
@@ -200,7 +202,7 @@ func compareFiles(meshlife, kyverno, repo, dir string, policies []string, cluste
 			}
 		}
 	}
-	return compared, failures, disagreements, nil
+	return compared, denials, disagreements, nil
 }
 
 // expectedVerdicts is what each policy must say given check's findings for one object. Under
