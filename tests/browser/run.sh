@@ -27,6 +27,7 @@ meshlife="${MESHLIFE:-$root/target/release/meshlife}"
 if [ ! -x "$meshlife" ]; then
     (cd "$root" && cargo build --release -q -p meshlife)
 fi
-"$meshlife" explain -o html "$root/examples/" > "$out/examples.html"
-"$meshlife" explain -o json "$root/examples/" > "$out/examples.json"
+# From the root, so that the page names the files as a reader of the repository does.
+(cd "$root" && "$meshlife" explain -o html examples/) > "$out/examples.html"
+(cd "$root" && "$meshlife" explain -o json examples/) > "$out/examples.json"
 node check-page.mjs "$out/examples.html" "$out/examples.json" "$out"
