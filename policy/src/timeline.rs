@@ -925,6 +925,18 @@ impl Builder<'_, '_> {
         let last_app_exit = app_exits.iter().copied().max().unwrap_or(0);
         let first_app_sigterm = app_sigterms.iter().copied().min().unwrap_or(0);
         let proxy_exit = self.proxy_shutdown(grace_ms, last_app_exit);
+        self.sigkill_event(grace_ms, grace_source);
+        self.shutdown_fates(
+            grace_ms,
+            first_app_sigterm,
+            last_app_exit,
+            proxy_exit,
+            &assumptions,
+        );
+        grace_ms
+    }
+
+    fn sigkill_event(&mut self, grace_ms: u64, source: Source) {
         self.event(
             Phase::Shutdown,
             EventKind::Sigkill,
@@ -934,16 +946,8 @@ impl Builder<'_, '_> {
                 "SIGKILL to whatever still runs (terminationGracePeriodSeconds {})",
                 grace_ms / 1000
             ),
-            grace_source,
+            source,
         );
-        self.shutdown_fates(
-            grace_ms,
-            first_app_sigterm,
-            last_app_exit,
-            proxy_exit,
-            &assumptions,
-        );
-        grace_ms
     }
 
     /// The shutdown of a pod stuck at its proxy init container (ML104): only the proxy runs,
@@ -961,17 +965,7 @@ impl Builder<'_, '_> {
         if let Some(lane) = self.lanes.iter_mut().find(|lane| lane.role == Role::Proxy) {
             lane.shutdown_exit_ms = Some(exit);
         }
-        self.event(
-            Phase::Shutdown,
-            EventKind::Sigkill,
-            (grace_ms, None),
-            None,
-            format!(
-                "SIGKILL to whatever still runs (terminationGracePeriodSeconds {})",
-                grace_ms / 1000
-            ),
-            grace_source,
-        );
+        self.sigkill_event(grace_ms, grace_source);
         for request in [
             Request::InFlightAtSigterm,
             Request::NewDuringDrain,

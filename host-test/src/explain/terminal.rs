@@ -130,16 +130,7 @@ pub fn draw(explained: &Explained, style: &Style) -> String {
         out.push_str(&bar_line(lane, &cells, label_width, style, None));
     }
     out.push_str(&events(explained, Phase::Startup, style));
-    for (index, fate) in timeline.fates.iter().enumerate() {
-        if fate.phase == Phase::Startup {
-            out.push_str(&style.with_marks(
-                &fate_line(fate, style),
-                findings,
-                Anchor::Fate(index),
-                5,
-            ));
-        }
-    }
+    out.push_str(&fates(explained, Phase::Startup, style));
 
     let shutdown_end = timeline.shutdown_end_ms().max(timeline.grace_ms).max(1);
     let kill_column = column(timeline.grace_ms, bar_width, shutdown_end).min(bar_width - 1);
@@ -171,16 +162,7 @@ pub fn draw(explained: &Explained, style: &Style) -> String {
     };
     let _ = writeln!(out, "  {:label_width$}  {marker}", "");
     out.push_str(&events(explained, Phase::Shutdown, style));
-    for (index, fate) in timeline.fates.iter().enumerate() {
-        if fate.phase == Phase::Shutdown {
-            out.push_str(&style.with_marks(
-                &fate_line(fate, style),
-                findings,
-                Anchor::Fate(index),
-                5,
-            ));
-        }
-    }
+    out.push_str(&fates(explained, Phase::Shutdown, style));
     if let Some(completion) = &timeline.completion {
         let words = completion_words(completion.completes);
         let verdict = style.paint(words, if completion.completes { "32" } else { "31" });
@@ -420,6 +402,22 @@ fn findings_list(explained: &Explained, style: &Style) -> String {
         out.push_str(&line.replacen(&finding.rule, &style.paint(&finding.rule, "1;31"), 1));
         if style.finding_messages {
             out.push_str(&wrap("    ", &printable(&place), 6, style.width));
+        }
+    }
+    out
+}
+
+/// The fates of `phase`, each marked with its findings.
+fn fates(explained: &Explained, phase: Phase, style: &Style) -> String {
+    let mut out = String::new();
+    for (index, fate) in explained.timeline.fates.iter().enumerate() {
+        if fate.phase == phase {
+            out.push_str(&style.with_marks(
+                &fate_line(fate, style),
+                &explained.findings,
+                Anchor::Fate(index),
+                5,
+            ));
         }
     }
     out
