@@ -473,7 +473,12 @@ pub fn run_check(args: &CheckArgs) -> u8 {
                 &findings[object_index],
                 &meshlife_policy::timeline::Assumptions::default(),
             ) {
-                Ok(more) => explained.extend(more),
+                Ok(more) => {
+                    for finding in &mut findings[object_index] {
+                        finding.timeline_place = crate::explain::place_of(&more, finding);
+                    }
+                    explained.extend(more);
+                }
                 Err(problem) => notices.push(format!(
                     "{}: no timeline to draw: {problem}",
                     object_note(object)

@@ -85,6 +85,8 @@ pub struct Finding {
     pub constraint: String,
     /// Deny and at or above `--fail-on`: this finding makes the run exit 1.
     pub fails_run: bool,
+    /// Where `check --explain` drew it on the object's timeline, in words.
+    pub timeline_place: Option<String>,
 }
 
 impl Finding {
@@ -109,6 +111,7 @@ impl Finding {
             enforcement_action: constraint.enforcement_action,
             constraint: constraint.name.clone(),
             fails_run,
+            timeline_place: None,
         }
     }
 }
@@ -379,6 +382,14 @@ fn render_text(report: &Report, colour: bool) -> String {
                 if !finding.fix.is_empty() {
                     let fix = printable(&finding.fix);
                     let _ = writeln!(out, "      {} {fix}", palette.paint("2", "fix:"));
+                }
+                if let Some(place) = &finding.timeline_place {
+                    let _ = writeln!(
+                        out,
+                        "      {} {} (drawn below)",
+                        palette.paint("2", "timeline:"),
+                        printable(place)
+                    );
                 }
             }
         }

@@ -285,6 +285,19 @@ fn check_explain_adds_the_timeline_of_each_object_with_findings() {
         .map(|one| one["findings"].as_array().unwrap().len())
         .sum::<usize>();
     assert_eq!(placed, reported, "{timelines}");
+    // And each finding of the report says where it is drawn.
+    assert_eq!(
+        report.matches("\n      timeline: ").count(),
+        reported,
+        "{report}"
+    );
+    assert!(
+        report.contains(
+            "timeline: shutdown 30s: istio-proxy killed at the grace period before its drain \
+             ends (drawn below)"
+        ),
+        "{report}"
+    );
     for line in timelines.lines() {
         assert!(
             line.chars().count() <= 100,

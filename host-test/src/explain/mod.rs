@@ -18,6 +18,7 @@ use meshlife_policy::violation::Severity;
 use serde::Serialize;
 
 use crate::cli::{EXIT_INPUT_ERROR, EXIT_OK, no_colour_requested, object_error, print_error};
+use crate::coverage::REQUIRE_MESH_RULE;
 use crate::engine::Engine;
 use crate::manifests::{self, ManifestObject};
 use crate::namespaces::NamespaceDefinitions;
@@ -190,7 +191,9 @@ pub(crate) fn explain_object(
                     fix: finding.fix.clone(),
                     path: finding.path.clone(),
                     container: finding.container.clone(),
-                    anchor: timeline.anchor_of(&finding.rule, finding.container.as_deref()),
+                    anchor: timeline
+                        .anchor_of(&finding.rule, finding.container.as_deref())
+                        .or((finding.rule == REQUIRE_MESH_RULE).then_some(Anchor::Mode)),
                 })
                 .collect(),
             timeline: timeline.clone(),
@@ -316,6 +319,22 @@ fn file_name_of(explained: &Explained) -> String {
     }
     let collapsed: Vec<&str> = name.split('-').filter(|part| !part.is_empty()).collect();
     collapsed.join("-")
+}
+
+/// Where `finding` is on the first of `explained` that holds it, in words (`shutdown 30s:
+/// istio-proxy killed at the grace period ...`), for the line `check --explain` adds under it.
+pub(crate) fn place_of(explained: &[Explained], finding: &Finding) -> Option<String> {
+    explained.iter().find_map(|one| {
+        one.findings
+            .iter()
+            .find(|placed| {
+                placed.rule == finding.rule
+                    && placed.path == finding.path
+                    && placed.msg == finding.msg
+            })
+            .and_then(|placed| placed.anchor)
+            .map(|anchor| bars::anchor_phrase(&one.timeline, anchor))
+    })
 }
 
 /// The timelines `check --explain` adds to its text report: every object with findings, drawn

@@ -355,6 +355,7 @@ mod tests {
             enforcement_action: EnforcementAction::Warn,
             constraint: String::new(),
             fails_run: false,
+            timeline_place: None,
         }
     }
 
