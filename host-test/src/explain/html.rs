@@ -7,7 +7,9 @@ use std::fmt::Write as _;
 
 use meshlife_policy::violation::Severity;
 
-use super::bars::{anchor_phrase, mode_line};
+use meshlife_policy::timeline::Anchor;
+
+use super::bars::{anchor_phrase, mode_line, rules_at};
 use super::{Explained, svg};
 use crate::manifests::InputError;
 use crate::report::xml_escape;
@@ -42,6 +44,7 @@ section.workload h2 { font-size: 1.15rem; margin: 0; }
 .rule { font-weight: bold; }
 .severity { font-size: .8rem; text-transform: uppercase; color: #57606f; margin-left: .4rem; }
 .place { color: #1e3799; }
+.mark { color: #b33939; font-weight: bold; }
 .fix { color: #218c74; }
 .none { color: #218c74; }
 section.problems { background: #fff; border: 1px solid #dfe4ea; border-radius: 6px;
@@ -142,7 +145,7 @@ fn workload(out: &mut String, index: usize, one: &Explained) {
         r#"<section class="workload" id="workload-{index}">
 <h2>{}</h2>
 <p class="where">{}, {}, pod spec at <code>{}</code></p>
-<p class="mode">{}</p>
+<p class="mode">{}{}</p>
 <div class="pair">
 <figure>
 {}</figure>
@@ -153,7 +156,11 @@ fn workload(out: &mut String, index: usize, one: &Explained) {
         xml_escape(&one.location),
         xml_escape(&one.pod_spec),
         xml_escape(&mode_line(&one.timeline)),
-        svg::draw(one),
+        rules_at(&one.findings, Anchor::Mode).map_or(String::new(), |rules| format!(
+            " <span class=\"mark\">\u{25c0} {}</span>",
+            xml_escape(&rules)
+        )),
+        svg::draw_unheaded(one),
     );
     if one.findings.is_empty() {
         out.push_str("<h3>Findings</h3>\n<p class=\"none\">No findings.</p>\n");

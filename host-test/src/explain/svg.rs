@@ -158,21 +158,33 @@ fn markers(explained: &Explained, phase: Phase, lane: &Lane, first: bool) -> Vec
         .collect()
 }
 
+/// The picture, headed by the object and its mesh mode.
 pub fn draw(explained: &Explained) -> String {
+    picture(explained, true)
+}
+
+/// The picture without its heading, for a page that says both beside it.
+pub fn draw_unheaded(explained: &Explained) -> String {
+    picture(explained, false)
+}
+
+fn picture(explained: &Explained, headed: bool) -> String {
     let timeline = &explained.timeline;
     let mut picture = Picture {
         body: String::new(),
         y: 24,
     };
-    picture.text(
-        10,
-        &format!("{} at {}", explained.object, explained.pod_spec),
-        "class=\"title\"",
-    );
-    picture.y += LINE;
-    let mode = mode_line(timeline) + &marks(&explained.findings, Anchor::Mode);
-    picture.text(10, &mode, "class=\"note\"");
-    picture.y += LINE + 8;
+    if headed {
+        picture.text(
+            10,
+            &format!("{} at {}", explained.object, explained.pod_spec),
+            "class=\"title\"",
+        );
+        picture.y += LINE;
+        let mode = mode_line(timeline) + &marks(&explained.findings, Anchor::Mode);
+        picture.text(10, &mode, "class=\"note\"");
+        picture.y += LINE + 8;
+    }
 
     let startup_end = (timeline.startup_end_ms() * 9 / 8).max(1);
     picture.text(10, "Startup", "class=\"phase\"");
