@@ -379,3 +379,35 @@ fn a_pod_stuck_at_its_proxy_init_container_never_starts_its_apps() {
     );
     assert_eq!(explained[0]["findings"][0]["rule"], "ML104");
 }
+
+#[test]
+fn the_gantt_marks_every_listed_event_with_its_key_in_time_order() {
+    let (code, stdout, stderr) = meshlife(
+        &["explain", "examples/istio/deployment-drain-exceeds-grace.yaml"],
+        None,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let rows: Vec<usize> = (0..lines.len())
+        .filter(|&index| lines[index].starts_with("  events "))
+        .collect();
+    assert_eq!(rows.len(), 2, "a row for startup and one for shutdown: {stdout}");
+    for row in rows {
+        let marked: String = lines[row]["  events ".len()..]
+            .chars()
+            .filter(|character| !character.is_whitespace())
+            .collect();
+        // The list under the row: one line per event, starting with its key.
+        let listed: String = lines[row + 1..]
+            .iter()
+            .take_while(|line| !line.starts_with("  -> "))
+            .filter_map(|line| {
+                let mut characters = line.chars().skip(2);
+                let key = characters.next()?;
+                (key.is_ascii_alphabetic() && characters.next() == Some(' ')).then_some(key)
+            })
+            .collect();
+        assert!(marked.len() >= 5, "{marked}");
+        assert_eq!(marked, listed, "{stdout}");
+    }
+}

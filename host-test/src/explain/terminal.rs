@@ -129,7 +129,14 @@ pub fn draw(explained: &Explained, style: &Style) -> String {
         );
         out.push_str(&bar_line(lane, &cells, label_width, style, None));
     }
-    out.push_str(&events(explained, Phase::Startup, style));
+    let startup_events = keyed_events(explained, Phase::Startup);
+    out.push_str(&event_row(
+        &startup_events,
+        label_width,
+        bar_width,
+        startup_end,
+    ));
+    out.push_str(&events(explained, &startup_events, style));
     out.push_str(&fates(explained, Phase::Startup, style));
 
     let shutdown_end = timeline.shutdown_end_ms().max(timeline.grace_ms).max(1);
@@ -150,6 +157,13 @@ pub fn draw(explained: &Explained, style: &Style) -> String {
             Some(kill_column),
         ));
     }
+    let shutdown_events = keyed_events(explained, Phase::Shutdown);
+    out.push_str(&event_row(
+        &shutdown_events,
+        label_width,
+        bar_width,
+        shutdown_end,
+    ));
     let kill = format!("SIGKILL at {}", format_seconds(timeline.grace_ms));
     let marker = if kill_column + 2 + kill.len() <= bar_width {
         format!("{}^ {kill}", " ".repeat(kill_column))
@@ -161,7 +175,7 @@ pub fn draw(explained: &Explained, style: &Style) -> String {
         )
     };
     let _ = writeln!(out, "  {:label_width$}  {marker}", "");
-    out.push_str(&events(explained, Phase::Shutdown, style));
+    out.push_str(&events(explained, &shutdown_events, style));
     out.push_str(&fates(explained, Phase::Shutdown, style));
     if let Some(completion) = &timeline.completion {
         let words = completion_words(completion.completes);
@@ -330,8 +344,8 @@ fn source_phrase(source: &Source) -> String {
     }
 }
 
-fn events(explained: &Explained, phase: Phase, style: &Style) -> String {
-    let mut out = String::new();
+/// The events of `phase` in time order, each with the key that marks it under the bars.
+fn keyed_events(explained: &Explained, phase: Phase) -> Vec<(usize, &Event, char)> {
     let mut listed: Vec<(usize, &Event)> = explained
         .timeline
         .events
@@ -340,9 +354,49 @@ fn events(explained: &Explained, phase: Phase, style: &Style) -> String {
         .filter(|(_, event)| event.phase == phase)
         .collect();
     listed.sort_by_key(|(_, event)| (event.at_ms, event.until_ms));
-    for (index, event) in listed {
+    let keys = ('a'..='z').chain('A'..='Z').chain(std::iter::repeat('*'));
+    listed
+        .into_iter()
+        .zip(keys)
+        .map(|((index, event), key)| (index, event, key))
+        .collect()
+}
+
+/// The row under the bars with each event's key at its moment. Several events often share a
+/// moment: their keys sit side by side, in order, from that column (or ending at the last one).
+fn event_row(
+    keyed: &[(usize, &Event, char)],
+    label_width: usize,
+    bar_width: usize,
+    end: u64,
+) -> String {
+    let mut columns: Vec<usize> = Vec::with_capacity(keyed.len());
+    for (_, event, _) in keyed {
+        let wanted = column(event.at_ms, bar_width, end);
+        let after_previous = columns.last().map_or(0, |previous| previous + 1);
+        columns.push(wanted.max(after_previous));
+    }
+    let mut limit = bar_width.saturating_sub(1);
+    for slot in columns.iter_mut().rev() {
+        *slot = (*slot).min(limit);
+        limit = slot.saturating_sub(1);
+    }
+    let mut row = vec![' '; bar_width];
+    for ((_, _, key), slot) in keyed.iter().zip(columns) {
+        if let Some(cell) = row.get_mut(slot) {
+            *cell = *key;
+        }
+    }
+    let row: String = row.into_iter().collect();
+    format!("  {:label_width$}  {}\n", "events", row.trim_end())
+}
+
+/// The events' list: key, time, what happens and where the figure comes from.
+fn events(explained: &Explained, keyed: &[(usize, &Event, char)], style: &Style) -> String {
+    let mut out = String::new();
+    for (index, event, key) in keyed {
         let line = wrap(
-            &format!("  {:>11}  ", event_when(event)),
+            &format!("  {key} {:>9}  ", event_when(event)),
             &printable(&format!(
                 "{} [{}]",
                 event.what,
@@ -351,7 +405,7 @@ fn events(explained: &Explained, phase: Phase, style: &Style) -> String {
             15,
             style.width,
         );
-        out.push_str(&style.with_marks(&line, &explained.findings, Anchor::Event(index), 15));
+        out.push_str(&style.with_marks(&line, &explained.findings, Anchor::Event(*index), 15));
     }
     out
 }
