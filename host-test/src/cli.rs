@@ -456,35 +456,22 @@ pub fn run_check(args: &CheckArgs) -> u8 {
     let terminal = std::io::stdout().is_terminal();
     let colour = args.format == Format::Text && terminal && !no_colour_requested();
     let timelines = if args.explain {
-        let mut explained = Vec::new();
-        for (&object_index, &job_index) in &first_job {
+        let input_of = |object_index: usize, constraint_index: usize| {
             let object = &loaded.objects[object_index];
-            if findings[object_index].is_empty() {
-                continue;
-            }
-            let input = constraints[jobs[job_index].1].input_for(
+            constraints[constraint_index].input_for(
                 object,
                 namespace_object_of(object),
                 &services.selecting(object),
-            );
-            match crate::explain::explain_object(
-                object,
-                &input,
-                &findings[object_index],
-                &meshlife_policy::timeline::Assumptions::default(),
-            ) {
-                Ok(more) => {
-                    for finding in &mut findings[object_index] {
-                        finding.timeline_place = crate::explain::place_of(&more, finding);
-                    }
-                    explained.extend(more);
-                }
-                Err(problem) => notices.push(format!(
-                    "{}: no timeline to draw: {problem}",
-                    object_note(object)
-                )),
-            }
-        }
+            )
+        };
+        let explained = explain_findings(
+            &loaded.objects,
+            &mut findings,
+            &jobs,
+            &constraints,
+            &input_of,
+            &mut notices,
+        );
         crate::explain::check_timelines(&explained, colour, terminal)
     } else {
         String::new()
@@ -548,6 +535,60 @@ pub fn run_check(args: &CheckArgs) -> u8 {
     } else {
         EXIT_OK
     }
+}
+
+/// `check --explain`: the timeline of each object under each constraint that gave it findings,
+/// with those findings on it; each finding is told where it is drawn.
+fn explain_findings(
+    objects: &[manifests::ManifestObject],
+    findings: &mut [Vec<Finding>],
+    jobs: &[(usize, usize)],
+    constraints: &[Constraint],
+    input_of: &dyn Fn(usize, usize) -> Vec<u8>,
+    notices: &mut Vec<String>,
+) -> Vec<crate::explain::Explained> {
+    let mut explained = Vec::new();
+    for &(object_index, constraint_index) in jobs {
+        let object = &objects[object_index];
+        let constraint = &constraints[constraint_index];
+        let theirs: Vec<usize> = (0..findings[object_index].len())
+            .filter(|&index| {
+                constraints.len() == 1
+                    || findings[object_index][index].constraint == constraint.name
+            })
+            .collect();
+        if theirs.is_empty() {
+            continue;
+        }
+        let subset: Vec<Finding> = theirs
+            .iter()
+            .map(|&index| findings[object_index][index].clone())
+            .collect();
+        match crate::explain::explain_object(
+            object,
+            &input_of(object_index, constraint_index),
+            &subset,
+            &meshlife_policy::timeline::Assumptions::default(),
+        ) {
+            Ok(mut more) => {
+                if constraints.len() > 1 {
+                    for one in &mut more {
+                        one.constraint = Some(constraint.name.clone());
+                    }
+                }
+                for index in theirs {
+                    let finding = &mut findings[object_index][index];
+                    finding.timeline_place = crate::explain::place_of(&more, finding);
+                }
+                explained.extend(more);
+            }
+            Err(problem) => notices.push(format!(
+                "{}: no timeline to draw: {problem}",
+                object_note(object)
+            )),
+        }
+    }
+    explained
 }
 
 fn load_constraints(args: &CheckArgs, engine: &Engine) -> Result<Vec<Constraint>, String> {

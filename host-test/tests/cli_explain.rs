@@ -341,8 +341,12 @@ fn the_html_page_holds_every_workload_beside_its_findings_and_loads_nothing() {
                 section.contains(&format!("<span class=\"rule\">{rule} ")),
                 "{object}"
             );
-            assert!(section.contains("On the timeline: "), "{object}");
         }
+        assert_eq!(
+            section.matches("On the timeline: ").count(),
+            findings.len(),
+            "{object}"
+        );
         // The timeline beside them is a whole SVG that renders.
         let svg_start = section.find("<svg").unwrap();
         let svg_end = section.find("</svg>").unwrap() + "</svg>".len();
@@ -383,7 +387,10 @@ fn a_pod_stuck_at_its_proxy_init_container_never_starts_its_apps() {
 #[test]
 fn the_gantt_marks_every_listed_event_with_its_key_in_time_order() {
     let (code, stdout, stderr) = meshlife(
-        &["explain", "examples/istio/deployment-drain-exceeds-grace.yaml"],
+        &[
+            "explain",
+            "examples/istio/deployment-drain-exceeds-grace.yaml",
+        ],
         None,
     );
     assert_eq!(code, 0, "{stderr}");
@@ -391,7 +398,11 @@ fn the_gantt_marks_every_listed_event_with_its_key_in_time_order() {
     let rows: Vec<usize> = (0..lines.len())
         .filter(|&index| lines[index].starts_with("  events "))
         .collect();
-    assert_eq!(rows.len(), 2, "a row for startup and one for shutdown: {stdout}");
+    assert_eq!(
+        rows.len(),
+        2,
+        "a row for startup and one for shutdown: {stdout}"
+    );
     for row in rows {
         let marked: String = lines[row]["  events ".len()..]
             .chars()
@@ -410,4 +421,34 @@ fn the_gantt_marks_every_listed_event_with_its_key_in_time_order() {
         assert!(marked.len() >= 5, "{marked}");
         assert_eq!(marked, listed, "{stdout}");
     }
+}
+
+#[test]
+fn check_explain_draws_each_finding_under_the_constraint_that_gave_it() {
+    // Under native sidecars the Job completes (no finding); under the defaults it never does.
+    let (code, stdout, stderr) = meshlife(
+        &[
+            "check",
+            "--explain",
+            "--constraint",
+            "examples/suites/constraints/istio-native-sidecars.yaml",
+            "--constraint",
+            "examples/suites/constraints/default.yaml",
+            "examples/istio/job-classic-no-exit.yaml",
+        ],
+        None,
+    );
+    assert_eq!(code, 1, "{stderr}");
+    let (_, timelines) = stdout
+        .split_once("\nTimelines of the objects with findings")
+        .unwrap();
+    assert_eq!(timelines.matches("\nStartup\n").count(), 1, "{timelines}");
+    assert!(
+        timelines.contains("under constraint mesh-lifecycle"),
+        "{timelines}"
+    );
+    assert!(
+        timelines.contains("- ML301 job-sidecar-never-exits (error), on the timeline: when the work is done: never completes"),
+        "{timelines}"
+    );
 }

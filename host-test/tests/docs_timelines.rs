@@ -89,15 +89,15 @@ fn examples(rules_md: &str) -> Vec<Example> {
     examples
 }
 
-/// The example's timeline as `meshlife explain -o svg` draws it, or its error.
-fn draw(example: &Example, scratch: &Path) -> Result<String, String> {
+/// The example's timeline as `meshlife explain -o FORMAT` gives it, or its error.
+fn draw(example: &Example, scratch: &Path, format: &str) -> Result<String, String> {
     let manifest = scratch.join(format!("{}.yaml", example.file_stem));
     let text = match &example.namespace {
         Some(namespace) => format!("{namespace}---\n{}", example.manifest),
         None => example.manifest.clone(),
     };
     std::fs::write(&manifest, text).unwrap();
-    let mut args = vec!["explain".to_string(), "-o".into(), "svg".into()];
+    let mut args = vec!["explain".to_string(), "-o".into(), format.into()];
     if let Some(parameters) = &example.parameters {
         let indented: String = parameters
             .lines()
@@ -147,7 +147,7 @@ fn each_rule_entry_shows_the_timeline_of_its_example() {
     let mut lines: Vec<String> = rules_md.lines().map(str::to_string).collect();
     // From the end, so that inserting a line keeps the earlier line numbers.
     for example in examples.iter().rev() {
-        let (wanted_line, drawn) = match draw(example, scratch.path()) {
+        let (wanted_line, drawn) = match draw(example, scratch.path(), "svg") {
             Ok(svg) => (picture_line(example), Some(svg)),
             Err(error) if example.rule == "ML000" => {
                 assert!(error.contains("invalid-input"), "{error}");
@@ -158,8 +158,13 @@ fn each_rule_entry_shows_the_timeline_of_its_example() {
         // The picture's paragraph follows the output block, after a blank line.
         let at = example.end_line + 2;
         let present = lines.get(at).is_some_and(|line| *line == wanted_line);
+        let stale = lines
+            .get(at)
+            .is_some_and(|line| line.starts_with("![The timeline of") || line == NO_TIMELINE);
         if !present {
-            if update {
+            if update && stale {
+                lines[at] = wanted_line.clone();
+            } else if update {
                 lines.insert(example.end_line + 1, String::new());
                 lines.insert(example.end_line + 2, wanted_line.clone());
             } else {
@@ -196,6 +201,42 @@ fn each_rule_entry_shows_the_timeline_of_its_example() {
                 "{}: the picture does not mark its finding",
                 example.rule
             );
+            // Marked at its rule's moment: only the rules about the mode sit on the mode line.
+            let json = draw(example, scratch.path(), "json").unwrap();
+            let explained: Vec<serde_json::Value> = serde_json::from_str(&json).unwrap();
+            let anchors: Vec<&str> = explained
+                .iter()
+                .flat_map(|one| one["findings"].as_array().unwrap())
+                .filter(|finding| finding["rule"] == example.rule.as_str())
+                .map(|finding| finding["anchor"]["at"].as_str().unwrap())
+                .collect();
+            let about_the_mode = ["ML104", "ML601"].contains(&example.rule.as_str());
+            assert!(!anchors.is_empty(), "{}: no finding", example.rule);
+            for anchor in anchors {
+                assert_eq!(
+                    anchor == "mode",
+                    about_the_mode,
+                    "{}: at {anchor}",
+                    example.rule
+                );
+            }
+        }
+    }
+    // No picture is left of a rule or example that is gone.
+    let expected: Vec<String> = examples
+        .iter()
+        .filter(|example| example.rule != "ML000")
+        .map(|example| format!("{}.svg", example.file_stem))
+        .collect();
+    for entry in std::fs::read_dir(root.join(PICTURES)).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !expected.contains(&name) {
+            if update {
+                std::fs::remove_file(entry.path()).unwrap();
+            } else {
+                problems.push(format!("{PICTURES}/{name} belongs to no rule's example"));
+            }
         }
     }
     if update {

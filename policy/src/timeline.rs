@@ -420,9 +420,20 @@ fn completion(
                 settings,
             };
             match crate::rules::batch::proxy_exit_call(&context) {
-                Some(call) => Completion {
+                Some(call) if call.works => Completion {
                     completes: true,
-                    why: format!("{call}, so {proxy} exits after the work and the pod completes"),
+                    why: format!(
+                        "{}, so {proxy} exits after the work and the pod completes",
+                        call.how
+                    ),
+                },
+                Some(call) => Completion {
+                    completes: false,
+                    why: format!(
+                        "{}, but its shutdown endpoint is disabled: the call fails, {proxy} keeps \
+                         running and the pod never completes",
+                        call.how
+                    ),
                 },
                 None => Completion {
                     completes: false,
@@ -771,13 +782,36 @@ impl Builder<'_, '_> {
 
     /// The app containers' startup from `start`; their names.
     fn app_startup(&mut self, start: u64, assumptions: &Assumptions) -> Vec<String> {
-        let names: Vec<String> = self
+        let apps: Vec<(String, bool)> = self
             .app_containers()
             .iter()
-            .map(|(_, container)| container.name().to_string())
+            .map(|(_, container)| {
+                let probed = container.has_readiness_probe || container.has_startup_probe;
+                (container.name().to_string(), probed)
+            })
             .collect();
-        for name in &names {
-            let ready = start + assumptions.app_ready_ms;
+        let names: Vec<String> = apps.iter().map(|(name, _)| name.clone()).collect();
+        for (name, probed) in &apps {
+            // Without a probe the kubelet counts the container ready the moment it runs (ML502).
+            let (ready, what, source) = if *probed {
+                (
+                    start + assumptions.app_ready_ms,
+                    format!("{name} ready"),
+                    assumption("appReadyMs"),
+                )
+            } else {
+                (
+                    start,
+                    format!(
+                        "{name} counts as ready at once: it has no readinessProbe, so it gets \
+                         traffic as soon as it runs"
+                    ),
+                    Source::Default(
+                        "Kubernetes: a container without a readinessProbe is ready once started"
+                            .into(),
+                    ),
+                )
+            };
             self.lanes.push(Lane {
                 container: name.clone(),
                 role: Role::App,
@@ -798,8 +832,8 @@ impl Builder<'_, '_> {
                 EventKind::AppReady,
                 (ready, None),
                 Some(name),
-                format!("{name} ready"),
-                assumption("appReadyMs"),
+                what,
+                source,
             );
         }
         names

@@ -503,3 +503,29 @@ fn a_job_under_each_mesh_mode_starts_as_its_mode_and_completes_only_with_a_nativ
         );
     }
 }
+
+#[test]
+fn a_linkerd_job_calling_shutdown_completes_only_with_the_endpoint_enabled() {
+    let job = |annotations: Value| {
+        timeline_with(
+            workload(
+                "Job",
+                linkerd(annotations),
+                json!({"restartPolicy": "Never", "containers": [{"name": "work", "image": "work:1",
+                    "command": ["sh", "-c", "run && curl -X POST localhost:4191/shutdown"]}]}),
+            ),
+            classic(),
+        )
+        .completion
+        .expect("a Job has a completion")
+    };
+    let disabled = job(json!({}));
+    assert!(!disabled.completes, "{}", disabled.why);
+    assert!(
+        disabled.why.contains("shutdown endpoint is disabled"),
+        "{}",
+        disabled.why
+    );
+    let enabled = job(json!({"config.linkerd.io/proxy-admin-shutdown": "enabled"}));
+    assert!(enabled.completes, "{}", enabled.why);
+}

@@ -57,7 +57,7 @@ try {
     nodes.map((node) => {
       const svg = node.querySelector('figure svg');
       const box = svg ? svg.getBoundingClientRect() : null;
-      const bars = svg ? [...svg.querySelectorAll('rect[fill]:not([fill="none"])')] : [];
+      const bars = svg ? [...svg.querySelectorAll('rect.bar')] : [];
       const drawnBars = bars.filter((bar) => {
         const size = bar.getBBox();
         return size.width > 0 && size.height > 0;
@@ -87,7 +87,7 @@ try {
     if (section.svgWidth < 300 || section.svgHeight < 100) {
       problems.push(`${name}: timeline drawn ${section.svgWidth}x${section.svgHeight}`);
     }
-    // A bar per container at startup and at shutdown, a legend square each.
+    // Every lane has a bar in at least one phase (a proxy, an app: in both).
     if (section.drawnBars < workload.timeline.lanes.length) {
       problems.push(`${name}: ${section.drawnBars} bars drawn for ${workload.timeline.lanes.length} lanes`);
     }

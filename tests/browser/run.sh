@@ -7,17 +7,26 @@ set -euo pipefail
 cd "$(dirname "$0")"
 root=$(cd ../.. && pwd)
 
-# Debian's security archive serves the newest build; the version is pinned so that a run says
-# which browser it proved the page in. A change of it is a change of this line.
+# The version is pinned, so that a run says which browser it proved the page in and two runs
+# use the same one. Debian's security archive keeps only its newest build, though: once this
+# one is superseded it cannot be installed any more, and the run takes the archive's build,
+# says so, and asks for this line to be updated (a run that fails for that would test nothing).
 chromium_version="156.0.8078.114-1~deb12u1"
-installed=$(dpkg-query -W -f='${Version}' chromium 2>/dev/null || true)
-if [ "$installed" != "$chromium_version" ]; then
-    echo "== installing chromium $chromium_version from Debian's packages (found: ${installed:-none})"
+# Only an installed package counts ("ii"): a removed one keeps its version in dpkg's records.
+installed=$(dpkg-query -W -f='${db:Status-Abbrev}${Version}' chromium 2>/dev/null || true)
+if [ "$installed" != "ii $chromium_version" ] || [ ! -x /usr/bin/chromium ]; then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
+    wanted="$chromium_version"
+    if ! apt-cache madison chromium | grep -qF "| $chromium_version |"; then
+        wanted=$(apt-cache policy chromium | awk '/Candidate:/ {print $2}')
+        echo "warning: Debian's archive no longer serves chromium $chromium_version; using" \
+            "$wanted: update chromium_version in tests/browser/run.sh" >&2
+    fi
+    echo "== installing chromium $wanted from Debian's packages (found: ${installed:-none})"
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
-        "chromium=$chromium_version" "chromium-common=$chromium_version" > /dev/null
+        --allow-downgrades "chromium=$wanted" "chromium-common=$wanted" > /dev/null
 fi
 npm ci --no-audit --no-fund --loglevel=error
 

@@ -2,6 +2,8 @@
 //! of `svg.rs`, inline) beside its findings, each finding saying where on the timeline it is.
 //! Self-contained: no script at all, styles inline, and a Content-Security-Policy that forbids
 //! loading anything, so the page can be attached to a CI run or a pull request as one file.
+//! The inline pictures' own `<style>` rules apply to the whole page: the page's classes are
+//! named apart from the picture's (`mode-mark`, not `mark`).
 
 use std::fmt::Write as _;
 
@@ -44,7 +46,7 @@ section.workload h2 { font-size: 1.15rem; margin: 0; }
 .rule { font-weight: bold; }
 .severity { font-size: .8rem; text-transform: uppercase; color: #57606f; margin-left: .4rem; }
 .place { color: #1e3799; }
-.mark { color: #b33939; font-weight: bold; }
+.mode-mark { color: #b33939; font-weight: bold; }
 .fix { color: #218c74; }
 .none { color: #218c74; }
 section.problems { background: #fff; border: 1px solid #dfe4ea; border-radius: 6px;
@@ -86,11 +88,14 @@ pub fn page(
 <body>
 <header>
 <h1>Startup and shutdown timelines</h1>
-<p class="summary">{workloads} pod specs from {inputs}; {with_findings} with findings: {findings}. Drawn by <code>meshlife explain -o html</code> {version}: figures come from the manifests, the constraint's parameters, the meshes' documented defaults, and the assumptions each picture names.</p>
+<p class="summary">{workloads} from {inputs}; {with_findings} with findings: {findings}. Drawn by <code>meshlife explain -o html</code> {version}: figures come from the manifests, the constraint's parameters, the meshes' documented defaults, and the assumptions each picture names.</p>
 </header>
 "#,
         version = env!("CARGO_PKG_VERSION"),
-        workloads = explained.len(),
+        workloads = match explained.len() {
+            1 => "1 pod spec".to_string(),
+            count => format!("{count} pod specs"),
+        },
         findings = [
             (Severity::Error, "error"),
             (Severity::Warning, "warning"),
@@ -157,7 +162,7 @@ fn workload(out: &mut String, index: usize, one: &Explained) {
         xml_escape(&one.pod_spec),
         xml_escape(&mode_line(&one.timeline)),
         rules_at(&one.findings, Anchor::Mode).map_or(String::new(), |rules| format!(
-            " <span class=\"mark\">\u{25c0} {}</span>",
+            " <span class=\"mode-mark\">\u{25c0} {}</span>",
             xml_escape(&rules)
         )),
         svg::draw_unheaded(one),

@@ -133,6 +133,9 @@ pub struct Explained {
     pub timeline: meshlife_policy::timeline::Timeline,
     /// The object's findings on this pod spec, each with its place on the timeline.
     pub findings: Vec<PlacedFinding>,
+    /// The constraint whose parameters drew it, where `check --explain` had several.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<String>,
 }
 
 /// A finding of `check`, and where on the timeline it shows.
@@ -152,8 +155,7 @@ pub struct PlacedFinding {
 }
 
 /// The timelines of `object`'s pod specs (from `input`, the policy's input for it), each with
-/// the findings on it: a finding goes to the pod spec its path is in, one outside every pod
-/// spec (the Deployment's `spec.strategy`) to all of them.
+/// the findings about it ([`owners_of`]).
 pub(crate) fn explain_object(
     object: &ManifestObject,
     input: &[u8],
@@ -161,15 +163,13 @@ pub(crate) fn explain_object(
     assumptions: &Assumptions,
 ) -> Result<Vec<Explained>, String> {
     let pod_specs = timelines(input, assumptions)?;
-    let owner_of = |path: &str| {
-        pod_specs.iter().position(|pod_spec| {
-            let parent = pod_spec.path.strip_suffix("spec").unwrap_or(&pod_spec.path);
-            parent.is_empty() || path == pod_spec.path || path.starts_with(parent)
-        })
-    };
-    let owners: Vec<Option<usize>> = findings
+    let pod_spec_paths: Vec<Vec<&str>> = pod_specs
         .iter()
-        .map(|finding| owner_of(&finding.path))
+        .map(|pod_spec| path_segments(&pod_spec.path))
+        .collect();
+    let owners: Vec<Vec<usize>> = findings
+        .iter()
+        .map(|finding| owners_of(&path_segments(&finding.path), &pod_spec_paths))
         .collect();
     Ok(pod_specs
         .iter()
@@ -182,7 +182,7 @@ pub(crate) fn explain_object(
             findings: findings
                 .iter()
                 .zip(&owners)
-                .filter(|(_, owner)| owner.is_none_or(|owner| owner == index))
+                .filter(|(_, owners)| owners.contains(&index))
                 .map(|(finding, _)| PlacedFinding {
                     rule: finding.rule.clone(),
                     name: finding.check.clone(),
@@ -197,6 +197,7 @@ pub(crate) fn explain_object(
                 })
                 .collect(),
             timeline: timeline.clone(),
+            constraint: None,
         })
         .collect())
 }
@@ -321,6 +322,50 @@ fn file_name_of(explained: &Explained) -> String {
     collapsed.join("-")
 }
 
+/// The pod specs a finding at `path` is about: those whose path shares the most leading
+/// segments with it. A finding in one pod spec's subtree (or its Job template's, as JobSet's
+/// `spec.replicatedJobs[0].template.spec.activeDeadlineSeconds`) goes to that one; one about
+/// the whole object (a Deployment's `spec.strategy`) ties, and goes to all.
+fn owners_of(path: &[&str], pod_specs: &[Vec<&str>]) -> Vec<usize> {
+    let shared: Vec<usize> = pod_specs
+        .iter()
+        .map(|pod_spec| {
+            pod_spec
+                .iter()
+                .zip(path)
+                .take_while(|(left, right)| left == right)
+                .count()
+        })
+        .collect();
+    let most = shared.iter().copied().max().unwrap_or(0);
+    (0..pod_specs.len())
+        .filter(|&index| shared[index] == most)
+        .collect()
+}
+
+/// `spec.template.metadata.annotations["a.b/c"]` as its segments: dots inside brackets are
+/// part of a key.
+fn path_segments(path: &str) -> Vec<&str> {
+    let mut segments = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (offset, character) in path.char_indices() {
+        match character {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            '.' if depth == 0 => {
+                segments.push(&path[start..offset]);
+                start = offset + 1;
+            }
+            _ => {}
+        }
+    }
+    if start < path.len() {
+        segments.push(&path[start..]);
+    }
+    segments
+}
+
 /// Where `finding` is on the first of `explained` that holds it, in words (`shutdown 30s:
 /// istio-proxy killed at the grace period ...`), for the line `check --explain` adds under it.
 pub(crate) fn place_of(explained: &[Explained], finding: &Finding) -> Option<String> {
@@ -350,7 +395,13 @@ pub(crate) fn check_timelines(explained: &[Explained], colour: bool, unicode: bo
         finding_messages: false,
     };
     format!(
-        "\nTimelines of the objects with findings (assumed figures: `meshlife explain --help`)\n\n{}",
+        "\n{}\n{}",
+        terminal::wrap(
+            "",
+            "Timelines of the objects with findings (assumed figures: `meshlife explain --help`)",
+            2,
+            style.width
+        ),
         terminal::draw_all(explained, &style)
     )
 }
@@ -455,4 +506,43 @@ fn explained(args: &ExplainArgs) -> Result<Explanation, String> {
         errors,
         notes,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{owners_of, path_segments};
+
+    #[test]
+    fn a_finding_goes_to_the_pod_spec_whose_path_it_shares_most() {
+        let leader = path_segments("spec.replicatedJobs[0].template.spec.template.spec");
+        let workers = path_segments("spec.replicatedJobs[1].template.spec.template.spec");
+        let pod_specs = [leader, workers];
+        let owners = |path: &str| owners_of(&path_segments(path), &pod_specs);
+        assert_eq!(
+            owners("spec.replicatedJobs[1].template.spec.activeDeadlineSeconds"),
+            [1]
+        );
+        assert_eq!(
+            owners("spec.replicatedJobs[0].template.spec.template.spec.containers[0]"),
+            [0]
+        );
+        assert_eq!(owners("spec.suspend"), [0, 1]);
+        assert_eq!(
+            path_segments(r#"spec.template.metadata.annotations["proxy.istio.io/config"]"#),
+            [
+                "spec",
+                "template",
+                "metadata",
+                r#"annotations["proxy.istio.io/config"]"#
+            ]
+        );
+        // A Pod: its one pod spec is `spec`.
+        assert_eq!(
+            owners_of(
+                &path_segments("metadata.annotations[\"a\"]"),
+                &[vec!["spec"]]
+            ),
+            [0]
+        );
+    }
 }

@@ -96,7 +96,7 @@ impl Picture {
             let to = x_of(run.to_ms, end).max(from + 2.0);
             let _ = writeln!(
                 self.body,
-                r#"<rect x="{from:.1}" y="{}" width="{:.1}" height="14" fill="{}"><title>{} {}-{}</title></rect>"#,
+                r#"<rect class="bar" x="{from:.1}" y="{}" width="{:.1}" height="14" fill="{}"><title>{} {}-{}</title></rect>"#,
                 self.y - 11,
                 to - from,
                 colour(run.cell),

@@ -98,8 +98,15 @@ pub fn draw(explained: &Explained, style: &Style) -> String {
     let title = wrap(
         "",
         &printable(&format!(
-            "{} ({}, {}) at {}",
-            explained.object, explained.file, explained.location, explained.pod_spec
+            "{} ({}, {}) at {}{}",
+            explained.object,
+            explained.file,
+            explained.location,
+            explained.pod_spec,
+            explained
+                .constraint
+                .as_ref()
+                .map_or(String::new(), |name| format!(", under constraint {name}"))
         )),
         2,
         style.width,
@@ -222,7 +229,7 @@ fn label(lane: &Lane) -> String {
 
 /// `text` broken at spaces into lines of at most `width` columns, the first starting with
 /// `first`, the others indented by `indent` spaces.
-fn wrap(first: &str, text: &str, indent: usize, width: usize) -> String {
+pub(super) fn wrap(first: &str, text: &str, indent: usize, width: usize) -> String {
     let mut out = String::new();
     let mut line = first.to_string();
     let mut line_length = first.chars().count();
@@ -266,20 +273,27 @@ fn column(ms: u64, width: usize, end: u64) -> usize {
 /// `0s` under the first column, the end under the last, and two marks between.
 fn axis(label_width: usize, width: usize, end: u64) -> String {
     let mut line: Vec<char> = vec![' '; width + 8];
+    let last = format_seconds(end);
+    let last_start = width.saturating_sub(last.len());
+    // A label that would touch the one before it or the last is left out (narrow drawings).
+    let mut free_from = 0;
     for (ms, position) in [
         (0, 0),
         (end / 4, width / 4),
         (end / 2, width / 2),
         (end * 3 / 4, width * 3 / 4),
     ] {
-        for (offset, character) in format_seconds(ms).chars().enumerate() {
+        let label = format_seconds(ms);
+        if position < free_from || position + label.len() + 1 > last_start {
+            continue;
+        }
+        for (offset, character) in label.chars().enumerate() {
             line[position + offset] = character;
         }
+        free_from = position + label.len() + 1;
     }
-    let last = format_seconds(end);
-    let start = width.saturating_sub(last.len());
     for (offset, character) in last.chars().enumerate() {
-        line[start + offset] = character;
+        line[last_start + offset] = character;
     }
     format!(
         "  {:label_width$}  {}\n",
@@ -344,6 +358,9 @@ fn source_phrase(source: &Source) -> String {
     }
 }
 
+/// How many events of a phase have a key of their own (`a`-`z`, `A`-`Z`); later ones share `*`.
+const KEYS: usize = 52;
+
 /// The events of `phase` in time order, each with the key that marks it under the bars.
 fn keyed_events(explained: &Explained, phase: Phase) -> Vec<(usize, &Event, char)> {
     let mut listed: Vec<(usize, &Event)> = explained
@@ -370,6 +387,13 @@ fn event_row(
     bar_width: usize,
     end: u64,
 ) -> String {
+    if keyed.len() > bar_width.min(KEYS) {
+        return format!(
+            "  {:label_width$}  ({} events, more than keys or columns: see the list)\n",
+            "events",
+            keyed.len()
+        );
+    }
     let mut columns: Vec<usize> = Vec::with_capacity(keyed.len());
     for (_, event, _) in keyed {
         let wanted = column(event.at_ms, bar_width, end);
@@ -388,6 +412,9 @@ fn event_row(
         }
     }
     let row: String = row.into_iter().collect();
+    if row.trim().is_empty() {
+        return String::new();
+    }
     format!("  {:label_width$}  {}\n", "events", row.trim_end())
 }
 
@@ -396,16 +423,16 @@ fn events(explained: &Explained, keyed: &[(usize, &Event, char)], style: &Style)
     let mut out = String::new();
     for (index, event, key) in keyed {
         let line = wrap(
-            &format!("  {key} {:>9}  ", event_when(event)),
+            &format!("  {key} {:>11}  ", event_when(event)),
             &printable(&format!(
                 "{} [{}]",
                 event.what,
                 source_phrase(&event.source)
             )),
-            15,
+            17,
             style.width,
         );
-        out.push_str(&style.with_marks(&line, &explained.findings, Anchor::Event(*index), 15));
+        out.push_str(&style.with_marks(&line, &explained.findings, Anchor::Event(*index), 17));
     }
     out
 }

@@ -71,14 +71,30 @@ fn exit_mechanism(context: &Context) -> Option<ExitMechanism> {
     None
 }
 
-/// How the app of a batch pod makes its classic proxy exit, in words; `None` when nothing in
-/// the pod does (ML301's condition). For the timeline.
+/// How the app of a batch pod asks its classic proxy to exit, in words, and whether that
+/// works (ML302: Linkerd's `/shutdown` with the endpoint disabled does not). For the timeline.
 #[cfg(not(target_arch = "wasm32"))]
-pub(crate) fn proxy_exit_call(context: &Context) -> Option<&'static str> {
+pub(crate) struct ExitCall {
+    pub how: &'static str,
+    pub works: bool,
+}
+
+/// `None` when nothing in the pod asks the proxy to exit (ML301's condition).
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn proxy_exit_call(context: &Context) -> Option<ExitCall> {
     exit_mechanism(context).map(|mechanism| match mechanism {
-        ExitMechanism::IstioQuit => "the app calls POST localhost:15020/quitquitquit",
-        ExitMechanism::LinkerdShutdown { .. } => "the app calls the proxy's /shutdown",
-        ExitMechanism::Marker => "a container carries one of the exitMarkers",
+        ExitMechanism::IstioQuit => ExitCall {
+            how: "the app calls POST localhost:15020/quitquitquit",
+            works: true,
+        },
+        ExitMechanism::LinkerdShutdown { .. } => ExitCall {
+            how: "the app calls the proxy's /shutdown",
+            works: linkerd_shutdown_endpoint_enabled(context),
+        },
+        ExitMechanism::Marker => ExitCall {
+            how: "a container carries one of the exitMarkers",
+            works: true,
+        },
     })
 }
 
@@ -147,9 +163,10 @@ fn job_sidecar_never_exits(context: &Context, findings: &mut Vec<Finding>) {
 }
 
 /// ML302: the app calls `/shutdown`, but the proxy was not told to serve it.
-fn job_shutdown_endpoint_disabled(context: &Context, container: &str, findings: &mut Vec<Finding>) {
-    let injected_proxy = context.decision.proxy(context.workload);
-    let enabled = match injected_proxy {
+/// Whether linkerd-proxy serves `/shutdown`: the env var the injector set on an injected
+/// proxy, else the annotation (template, then namespace) or the mesh-wide parameter.
+fn linkerd_shutdown_endpoint_enabled(context: &Context) -> bool {
+    match context.decision.proxy(context.workload) {
         Some(proxy) => proxy.env_value(SHUTDOWN_ENDPOINT_ENV) == Some("true"),
         None => {
             context
@@ -163,10 +180,14 @@ fn job_shutdown_endpoint_disabled(context: &Context, container: &str, findings: 
                 == Some("enabled")
                 || context.settings.raw.linkerd.shutdown_endpoint
         }
-    };
-    if enabled {
+    }
+}
+
+fn job_shutdown_endpoint_disabled(context: &Context, container: &str, findings: &mut Vec<Finding>) {
+    if linkerd_shutdown_endpoint_enabled(context) {
         return;
     }
+    let injected_proxy = context.decision.proxy(context.workload);
     let message = format!(
         "container \"{container}\" calls the linkerd-proxy shutdown endpoint, but the endpoint is disabled, so the call fails and the proxy keeps {} running forever.",
         kind_phrase(context)
