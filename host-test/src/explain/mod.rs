@@ -203,12 +203,12 @@ pub(crate) fn explain_object(
 }
 
 pub fn run_explain(args: &ExplainArgs) -> u8 {
-    match explained(args) {
+    match explain_inputs(args) {
         Err(error) => {
             print_error(error);
             EXIT_INPUT_ERROR
         }
-        Ok(Explanation {
+        Ok(ExplainRun {
             explained,
             errors,
             notes,
@@ -414,7 +414,8 @@ pub(crate) fn terminal_width() -> usize {
         .unwrap_or(100)
 }
 
-struct Explanation {
+/// What one run of `meshlife explain` found in its inputs.
+struct ExplainRun {
     explained: Vec<Explained>,
     errors: Vec<manifests::InputError>,
     /// What was read but not explained, and why.
@@ -423,7 +424,7 @@ struct Explanation {
 
 /// Every pod spec's timeline in the inputs with its findings, and the input errors (which do
 /// not stop the rest).
-fn explained(args: &ExplainArgs) -> Result<Explanation, String> {
+fn explain_inputs(args: &ExplainArgs) -> Result<ExplainRun, String> {
     let limit = crate::files::ReadLimit::flag(args.max_file_size);
     let engine = Engine::embedded().map_err(|error| format!("{error:#}"))?;
     let constraints = crate::cli::constraints_of(&args.constraints, &args.facts, limit, &engine)?;
@@ -501,7 +502,7 @@ fn explained(args: &ExplainArgs) -> Result<Explanation, String> {
             )),
         }
     }
-    Ok(Explanation {
+    Ok(ExplainRun {
         explained,
         errors,
         notes,
