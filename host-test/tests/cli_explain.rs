@@ -213,16 +213,16 @@ fn the_svg_parses_and_renders_the_bars_it_describes() {
     assert!(stderr.contains("--out-dir"), "{stderr}");
 }
 
+/// `meshlife explain FILE`, which must succeed.
+fn drawing_of(file: &str) -> String {
+    let (code, stdout, stderr) = meshlife(&["explain", file], None);
+    assert_eq!(code, 0, "{stderr}");
+    stdout
+}
+
 #[test]
 fn each_finding_is_marked_where_it_happens_and_listed_with_its_place() {
-    let (code, stdout, stderr) = meshlife(
-        &[
-            "explain",
-            "examples/istio/deployment-drain-exceeds-grace.yaml",
-        ],
-        None,
-    );
-    assert_eq!(code, 0, "{stderr}");
+    let stdout = drawing_of("examples/istio/deployment-drain-exceeds-grace.yaml");
     // The mark ends the event's last line (its source wraps onto a second one).
     let lines: Vec<&str> = stdout.lines().collect();
     let marked: Vec<usize> = (0..lines.len())
@@ -386,14 +386,7 @@ fn a_pod_stuck_at_its_proxy_init_container_never_starts_its_apps() {
 
 #[test]
 fn the_gantt_marks_every_listed_event_with_its_key_in_time_order() {
-    let (code, stdout, stderr) = meshlife(
-        &[
-            "explain",
-            "examples/istio/deployment-drain-exceeds-grace.yaml",
-        ],
-        None,
-    );
-    assert_eq!(code, 0, "{stderr}");
+    let stdout = drawing_of("examples/istio/deployment-drain-exceeds-grace.yaml");
     let lines: Vec<&str> = stdout.lines().collect();
     let rows: Vec<usize> = (0..lines.len())
         .filter(|&index| lines[index].starts_with("  events "))

@@ -162,7 +162,6 @@ fn job_sidecar_never_exits(context: &Context, findings: &mut Vec<Finding>) {
     ));
 }
 
-/// ML302: the app calls `/shutdown`, but the proxy was not told to serve it.
 /// Whether linkerd-proxy serves `/shutdown`: the env var the injector set on an injected
 /// proxy, else the annotation (template, then namespace) or the mesh-wide parameter.
 fn linkerd_shutdown_endpoint_enabled(context: &Context) -> bool {
@@ -183,6 +182,7 @@ fn linkerd_shutdown_endpoint_enabled(context: &Context) -> bool {
     }
 }
 
+/// ML302: the app calls `/shutdown`, but the proxy was not told to serve it.
 fn job_shutdown_endpoint_disabled(context: &Context, container: &str, findings: &mut Vec<Finding>) {
     if linkerd_shutdown_endpoint_enabled(context) {
         return;
