@@ -137,6 +137,16 @@ pub fn outcome_word(outcome: Outcome) -> &'static str {
     }
 }
 
+/// `a new request during endpoint removal: refused 0s-3s`: the request, its outcome, when.
+pub fn fate_phrase(fate: &Fate) -> String {
+    format!(
+        "{}: {}{}",
+        request_phrase(fate.request),
+        outcome_word(fate.outcome),
+        window_phrase(fate)
+    )
+}
+
 /// ` at 5s`, ` 0s-3s`, or nothing for a fate without a window.
 pub fn window_phrase(fate: &Fate) -> String {
     match fate.window {
@@ -202,13 +212,7 @@ pub fn anchor_phrase(timeline: &Timeline, anchor: Anchor) -> String {
             None => "the timeline".into(),
         },
         Anchor::Fate(index) => match timeline.fates.get(index) {
-            Some(fate) => format!(
-                "{}: {}: {}{}",
-                phase(fate.phase),
-                request_phrase(fate.request),
-                outcome_word(fate.outcome),
-                window_phrase(fate)
-            ),
+            Some(fate) => format!("{}: {}", phase(fate.phase), fate_phrase(fate)),
             None => "the timeline".into(),
         },
         Anchor::Completion => match &timeline.completion {

@@ -178,10 +178,7 @@ fn workload(out: &mut String, index: usize, one: &Explained) {
                 }
                 None => "Not on the timeline: the input could not be read.".into(),
             };
-            let message = finding
-                .msg
-                .strip_prefix(&format!("[{} {}] ", finding.rule, finding.name))
-                .unwrap_or(&finding.msg);
+            let message = finding.message();
             let _ = writeln!(
                 out,
                 r#"<li class="{severity}"><p><span class="rule">{} {}</span><span class="severity">{severity}</span></p>

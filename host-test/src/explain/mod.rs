@@ -154,6 +154,16 @@ pub struct PlacedFinding {
     pub anchor: Option<Anchor>,
 }
 
+impl PlacedFinding {
+    /// The message without its `[ML401 drain-exceeds-grace] ` prefix, for a place that
+    /// names the rule already.
+    pub fn message(&self) -> &str {
+        self.msg
+            .strip_prefix(&format!("[{} {}] ", self.rule, self.name))
+            .unwrap_or(&self.msg)
+    }
+}
+
 /// The timelines of `object`'s pod specs (from `input`, the policy's input for it), each with
 /// the findings about it ([`owners_of`]).
 pub(crate) fn explain_object(

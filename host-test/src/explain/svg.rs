@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use meshlife_policy::timeline::{Anchor, Fate, Lane, Outcome, Phase, format_seconds};
 
 use super::bars::{
-    Cell, Run, completion_words, lane_label, mode_line, outcome_word, request_phrase, rules_at,
-    shutdown_runs, startup_runs, window_phrase,
+    Cell, Run, completion_words, fate_phrase, lane_label, mode_line, rules_at, shutdown_runs,
+    startup_runs,
 };
 use super::{Explained, PlacedFinding};
 use crate::report::xml_escape;
@@ -41,15 +41,12 @@ fn marks(findings: &[PlacedFinding], anchor: Anchor) -> String {
 }
 
 fn fate_text(fate: &Fate) -> (String, &'static str) {
-    let request = request_phrase(fate.request);
     let fill = match fate.outcome {
         Outcome::Served => "#218c74",
         Outcome::Refused => "#cc8e35",
         Outcome::Cut => "#b33939",
     };
-    let word = outcome_word(fate.outcome);
-    let when = window_phrase(fate);
-    (format!("{request}: {word}{when}"), fill)
+    (fate_phrase(fate), fill)
 }
 
 struct Picture {

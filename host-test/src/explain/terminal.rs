@@ -9,8 +9,8 @@ use meshlife_policy::timeline::{
 };
 
 use super::bars::{
-    Cell, Run, anchor_phrase, completion_words, event_when, lane_label, mode_line, outcome_word,
-    request_phrase, rules_at, shutdown_runs, startup_runs, window_phrase,
+    Cell, Run, anchor_phrase, completion_words, event_when, fate_phrase, lane_label, mode_line,
+    outcome_word, rules_at, shutdown_runs, startup_runs,
 };
 use super::{Explained, PlacedFinding};
 use crate::output::printable;
@@ -471,11 +471,7 @@ fn findings_list(explained: &Explained, style: &Style) -> String {
             finding.severity.as_str()
         );
         let text = if style.finding_messages {
-            let message = finding
-                .msg
-                .strip_prefix(&format!("[{} {}] ", finding.rule, finding.name))
-                .unwrap_or(&finding.msg);
-            format!("{title}: {message}")
+            format!("{title}: {}", finding.message())
         } else {
             format!("{title}, {place}")
         };
@@ -505,18 +501,16 @@ fn fates(explained: &Explained, phase: Phase, style: &Style) -> String {
 }
 
 fn fate_line(fate: &Fate, style: &Style) -> String {
-    let request = request_phrase(fate.request);
     let code = match fate.outcome {
         Outcome::Served => "32",
         Outcome::Refused => "33",
         Outcome::Cut => "31",
     };
     let word = outcome_word(fate.outcome);
-    let when = window_phrase(fate);
     // Wrapped before painting: escape codes have no width.
     let plain = wrap(
         "  -> ",
-        &printable(&format!("{request}: {word}{when}: {}", fate.why)),
+        &printable(&format!("{}: {}", fate_phrase(fate), fate.why)),
         5,
         style.width,
     );
