@@ -33,6 +33,20 @@ kyverno-compat:
     cargo build --release
     bash compat/kyverno/run.sh
 
+# meshlife's three installs in a real control plane (etcd, kube-apiserver v1.35.4, Gatekeeper
+# v3.23.0's manager, Kyverno v1.19.0's admission controller, all built from the Go module proxy
+# into compat/cluster/bin/): every example through each engine under every cluster file, the
+# faults and the security checks (compat/README-cluster.md). Part of CI.
+cluster *ARGS:
+    cargo build --release
+    bash compat/cluster/run.sh -- {{ARGS}}
+
+# The same run, writing its admission-latency table into BENCHMARKS.md (run after `just bench`,
+# which rewrites the file).
+cluster-bench:
+    cargo build --release
+    bash compat/cluster/run.sh -- -markdown BENCHMARKS.md
+
 # The `meshlife explain -o html examples/` page in Debian's headless Chromium (installed pinned
 # when missing): every workload drawn, no console error, nothing fetched; screenshots in
 # target/browser/.

@@ -460,17 +460,11 @@ fn a_namespace_the_watch_has_not_delivered_yet_is_fetched() {
 fn without_a_watch_the_parameters_decide_injection() {
     let injected = json!({"istio": {"injectedNamespaces": ["batch"]}});
     let constraint = constraint("facts", "deny", &injected, &json!({}));
-    // No Kubernetes configuration at all, a watch the RBAC forbids, and the flag.
-    let forbidding = KubeApi::start(&[namespace("batch", "disabled")]);
-    forbidding.forbid();
+    // No Kubernetes configuration at all, and the flag beside a working one.
+    let api = KubeApi::start(&[namespace("batch", "disabled")]);
     for (api, extra, logged) in [
         (None, &[][..], "no Kubernetes configuration"),
-        (Some(&forbidding), &[][..], "forbidden"),
-        (
-            Some(&forbidding),
-            &["--no-namespace-watch"][..],
-            "--no-namespace-watch",
-        ),
+        (Some(&api), &["--no-namespace-watch"][..], "--no-namespace-watch"),
     ] {
         let hook = webhook(&[&constraint], api, extra);
         let client = Client::new(hook.server.routes, &hook.ca, None);
@@ -486,19 +480,75 @@ fn without_a_watch_the_parameters_decide_injection() {
             "{logged} in {}",
             hook.server.log()
         );
-        let state = if api.is_some() && extra.is_empty() {
-            "failing"
-        } else {
-            "off"
-        };
         assert_eq!(
-            hook.server
-                .metric(&format!("meshlife_namespace_watch{{state=\"{state}\"}}")),
+            hook.server.metric("meshlife_namespace_watch{state=\"off\"}"),
             1.0,
             "{}",
             hook.server.metrics()
         );
     }
+}
+
+/// Runs `meshlife serve` with `kubeconfig` and returns its exit code and stderr, or `None`
+/// when it was still running after `limit` (it served).
+fn serve_with_kubeconfig(kubeconfig: &std::path::Path, extra: &[&str], limit: Duration) -> (Option<i32>, String) {
+    let ca = Authority::new("meshlife-test-ca");
+    let volume = SecretVolume::new(&ca.server(), &ca.cert_pem);
+    let mut command = Server::command(&volume, false, extra);
+    command
+        .env("KUBECONFIG", kubeconfig)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    let deadline = Instant::now() + limit;
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    (code, stderr)
+}
+
+#[test]
+fn a_kubernetes_configuration_that_does_not_work_stops_the_server_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let forbidding = KubeApi::start(&[namespace("batch", "enabled")]);
+    forbidding.forbid();
+    let forbidden = forbidding.kubeconfig(dir.path());
+    // A port nothing listens on (bound, then released).
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let unreachable = dir.path().join("unreachable");
+    std::fs::write(
+        &unreachable,
+        std::fs::read_to_string(&forbidden)
+            .unwrap()
+            .replace(&forbidding.address.to_string(), &closed.to_string()),
+    )
+    .unwrap();
+    let unreadable = dir.path().join("unreadable");
+    std::fs::write(&unreadable, "apiVersion: v1\nkind: Config\nclusters: [oops\n").unwrap();
+    for (kubeconfig, said) in [
+        (&forbidden, "forbids listing Namespaces"),
+        (&unreachable, "Connection refused"),
+        (&unreadable, "cannot be used to watch Namespaces"),
+    ] {
+        let (code, stderr) = serve_with_kubeconfig(kubeconfig, &[], Duration::from_secs(30));
+        assert_eq!(code, Some(2), "{}: {stderr}", kubeconfig.display());
+        assert!(stderr.contains(said), "{said} in {stderr}");
+        assert!(stderr.contains("--no-namespace-watch"), "{stderr}");
+    }
+    // The flag says to run without it: the server serves.
+    let (code, stderr) =
+        serve_with_kubeconfig(&forbidden, &["--no-namespace-watch"], Duration::from_secs(3));
+    assert_eq!(code, None, "{stderr}");
 }
 
 #[test]

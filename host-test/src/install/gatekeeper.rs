@@ -66,7 +66,7 @@ pub fn manifests(args: &GatekeeperInstall) -> Result<String, String> {
         calls_the_api: false,
         caller: "Gatekeeper",
     };
-    let tls = make_certificates(&server.service_names())?;
+    let tls = make_certificates(&server.certificate_names())?;
     let mut out = format!(
         "# meshlife {version}: Gatekeeper External Data provider, printed by `meshlife install gatekeeper`.\n\
          # Apply with `kubectl apply -f -`. The Secret below holds a private key made just now:\n\
@@ -83,13 +83,14 @@ kind: Provider
 metadata:
   name: meshlife
 spec:
-  url: https://{NAME}.{namespace}:{ROUTES_PORT}/validate
+  url: {url}
   # Seconds; inside Gatekeeper's 3 s webhook timeout. meshlife serve stops any evaluation at 1 s.
   timeout: 2
   caBundle: {ca_bundle}
 ---
 {template}
 {constraints}",
+        url = server.url(format!("https://{NAME}.{namespace}:{ROUTES_PORT}"), "/validate"),
         ca_bundle = base64(tls.ca_pem.as_bytes()),
         template = TEMPLATE.trim_end(),
     );

@@ -33,8 +33,8 @@ pub struct KyvernoInstall {
     #[arg(long = "constraint", value_name = "FILE")]
     pub constraint: Option<PathBuf>,
 
-    /// Print the ValidatingPolicy pair (CEL `http.Post`, Kyverno 1.14+) instead of the
-    /// ClusterPolicy pair.
+    /// Print the ValidatingPolicy pair (CEL `http.Post`, `policies.kyverno.io/v1`, Kyverno
+    /// 1.16+) instead of the ClusterPolicy pair.
     #[arg(long)]
     pub cel: bool,
 
@@ -67,8 +67,8 @@ pub fn manifests(args: &KyvernoInstall) -> Result<String, String> {
         calls_the_api: false,
         caller: "Kyverno",
     };
-    let tls = make_certificates(&server.service_names())?;
-    let url = format!("https://{NAME}.{namespace}.svc:{ROUTES_PORT}/kyverno");
+    let tls = make_certificates(&server.certificate_names())?;
+    let url = server.url(format!("https://{NAME}.{namespace}.svc:{ROUTES_PORT}"), "/kyverno");
     let (policies, kind) = if args.cel {
         (VALIDATING_POLICIES, "ValidatingPolicy")
     } else {

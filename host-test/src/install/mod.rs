@@ -71,6 +71,58 @@ pub struct ServerOptions {
     /// Container image of meshlife.
     #[arg(long, default_value = concat!("ghcr.io/meshlife/meshlife:", env!("CARGO_PKG_VERSION")))]
     pub image: String,
+
+    /// Where the callers reach the server when not through the Service printed here (a server
+    /// run outside the cluster, a load balancer): `https://HOST[:PORT]`. The Provider's `url`,
+    /// the policies' service URL or the webhook's `clientConfig.url` use it, and the serving
+    /// certificate names HOST beside the Service's names.
+    #[arg(long, value_name = "URL", value_parser = parse_external_url)]
+    pub url: Option<ExternalUrl>,
+}
+
+/// A `--url`: the scheme and authority callers use, without a trailing slash.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExternalUrl {
+    /// `https://HOST[:PORT]`.
+    pub base: String,
+    /// HOST as the certificate names it (an IP address without brackets, or a DNS name).
+    pub host: String,
+}
+
+fn parse_external_url(text: &str) -> Result<ExternalUrl, String> {
+    let rest = text.strip_prefix("https://").ok_or_else(|| {
+        format!("{text:?}: the URL must start with https:// (every engine calls meshlife serve over TLS)")
+    })?;
+    let authority = rest.trim_end_matches('/');
+    if authority.is_empty() || authority.contains(['/', '?', '#', '@']) {
+        return Err(format!(
+            "{text:?}: give only the scheme, host and port (https://HOST[:PORT]); each engine's \
+             path (/validate, /kyverno, /admission) is added by the install"
+        ));
+    }
+    let (host, port) = if let Some(bracketed) = authority.strip_prefix('[') {
+        let (host, after) = bracketed
+            .split_once(']')
+            .ok_or_else(|| format!("{text:?}: an IPv6 address needs its closing ]"))?;
+        (host, after.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    if let Some(port) = port
+        && port.parse::<u16>().map_or(true, |port| port == 0)
+    {
+        return Err(format!("{text:?}: the port must be a number from 1 to 65535"));
+    }
+    if host.is_empty() {
+        return Err(format!("{text:?}: the URL names no host"));
+    }
+    Ok(ExternalUrl {
+        base: format!("https://{authority}"),
+        host: host.to_string(),
+    })
 }
 
 pub fn run_install(args: &InstallArgs) -> u8 {
@@ -194,7 +246,24 @@ impl Server<'_> {
         format!("{}-tls", self.name)
     }
 
-    /// The Service's names, which the serving certificate carries.
+    /// The names the serving certificate carries: the Service's, and `--url`'s host.
+    fn certificate_names(&self) -> Vec<String> {
+        let mut names = self.service_names();
+        if let Some(url) = &self.options.url {
+            names.push(url.host.clone());
+        }
+        names
+    }
+
+    /// Where callers reach `path`: through `--url` when given, else `in_cluster`.
+    fn url(&self, in_cluster: String, path: &str) -> String {
+        match &self.options.url {
+            Some(url) => format!("{}{path}", url.base),
+            None => format!("{in_cluster}{path}"),
+        }
+    }
+
+    /// The Service's names.
     fn service_names(&self) -> Vec<String> {
         let (name, namespace) = (self.name, self.namespace);
         vec![

@@ -119,7 +119,7 @@ pub fn manifests(args: &WebhookInstall) -> Result<String, String> {
         calls_the_api: true,
         caller: "The API server",
     };
-    let tls = make_certificates(&server.service_names())?;
+    let tls = make_certificates(&server.certificate_names())?;
     let mut out = format!(
         "# meshlife {version}: meshlife serve as a validating webhook, printed by `meshlife install\n\
          # webhook`. Apply with `kubectl apply -f -` (Kubernetes 1.30+: matchConditions). The Secret\n\
@@ -172,11 +172,11 @@ data:
         );
     }
     out.push_str(&server.manifests(&tls)?);
-    out.push_str(&webhook_configuration(args, &tls.ca_pem));
+    out.push_str(&webhook_configuration(args, &server, &tls.ca_pem));
     Ok(out)
 }
 
-fn webhook_configuration(args: &WebhookInstall, ca_pem: &str) -> String {
+fn webhook_configuration(args: &WebhookInstall, server: &Server, ca_pem: &str) -> String {
     let namespace = &args.namespace;
     let rules: String = RULES
         .iter()
@@ -202,6 +202,12 @@ fn webhook_configuration(args: &WebhookInstall, ca_pem: &str) -> String {
     };
     let timeout = args.timeout_seconds;
     let ca_bundle = base64(ca_pem.as_bytes());
+    let client_config = match &args.server.url {
+        Some(_) => format!("url: {}", server.url(String::new(), "/admission")),
+        None => format!(
+            "service: {{name: {NAME}, namespace: {namespace}, path: /admission, port: {ROUTES_PORT}}}"
+        ),
+    };
     format!(
         "---
 apiVersion: admissionregistration.k8s.io/v1
@@ -220,7 +226,7 @@ webhooks:
   timeoutSeconds: {timeout}
   matchPolicy: Equivalent
   clientConfig:
-    service: {{name: {NAME}, namespace: {namespace}, path: /admission, port: {ROUTES_PORT}}}
+    {client_config}
     caBundle: {ca_bundle}
   rules:
 {rules}  # Never the server's own namespace (it could not start while judging itself), nor the

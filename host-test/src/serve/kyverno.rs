@@ -90,6 +90,10 @@ pub async fn evaluate(
 
 /// The findings as Kyverno's policies read them: `message` gives every finding with its fix,
 /// the denying ones first, so that a denial shown by kubectl leads with why.
+///
+/// Every text is one line without control characters: the warnings policy's message comes back
+/// to kubectl as a warning header, and the API server silently drops a warning holding a line
+/// break or another control character (so a multi-finding warning would vanish whole).
 fn answer(violations: &[Violation]) -> Answer {
     let (denying, others): (Vec<&Violation>, Vec<&Violation>) = violations
         .iter()
@@ -102,14 +106,17 @@ fn answer(violations: &[Violation]) -> Answer {
             .iter()
             .map(|violation| (violation.msg.as_str(), violation.details.fix.as_str())),
     )
-    .join("\n");
+    .iter()
+    .map(|line| one_line(line))
+    .collect::<Vec<_>>()
+    .join(FINDING_SEPARATOR);
     let response = Response {
         deny: !denying.is_empty(),
         message,
         violations,
         warnings: others
             .iter()
-            .map(|violation| violation.msg.clone())
+            .map(|violation| one_line(&violation.msg))
             .collect(),
         error: "",
     };
@@ -122,18 +129,51 @@ fn answer(violations: &[Violation]) -> Answer {
     }
 }
 
+/// Between the findings of `message`: one line, read as a list.
+const FINDING_SEPARATOR: &str = " | ";
+
+/// `text` with every control character (line breaks included) as a space.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|character| if character.is_control() { ' ' } else { character })
+        .collect()
+}
+
 /// The body as the module's input text, or why it is not one.
+///
+/// The ClusterPolicies send the review as JSON text (`to_string(merge(request, ...))`):
+/// Kyverno substitutes `{{ }}` inside every string of an object value, so a manifest whose
+/// text holds `{{ ... }}` (an Argo AnalysisTemplate's `{{args.x}}`, a hostile annotation)
+/// would be changed or fail the rule before it reached meshlife. A string is passed untouched.
 fn read_input(body: &[u8]) -> Result<String, String> {
     let text = std::str::from_utf8(body)
         .map_err(|_| "the request body is not UTF-8 text, so not JSON".to_string())?;
-    let expected = "expected {\"review\": <AdmissionRequest with namespaceObject>, \
-                    \"parameters\": {...}}, as meshlife's Kyverno policies build it";
-    match input_shape_problem(text) {
-        None => Ok(text.to_string()),
-        Some(detail) => Err(format!(
-            "the request is not a meshlife input ({detail}): {expected}"
-        )),
+    let expected = "expected {\"review\": <AdmissionRequest with namespaceObject, or its JSON \
+                    text>, \"parameters\": {...}}, as meshlife's Kyverno policies build it";
+    let problem = match input_shape_problem(text) {
+        None => return Ok(text.to_string()),
+        Some(problem) => problem,
+    };
+    if let Some(input) = review_from_text(text) {
+        return input;
     }
+    Err(format!(
+        "the request is not a meshlife input ({problem}): {expected}"
+    ))
+}
+
+/// The input with its review given as JSON text made an object again; `None` when the review
+/// is not a string.
+fn review_from_text(text: &str) -> Option<Result<String, String>> {
+    let mut input: serde_json::Value = serde_json::from_str(text).ok()?;
+    let review_text = input.get("review")?.as_str()?;
+    let review: serde_json::Value = match serde_json::from_str(review_text) {
+        Ok(review @ serde_json::Value::Object(_)) => review,
+        Ok(_) => return Some(Err("the review text is JSON but not an object".into())),
+        Err(error) => return Some(Err(format!("the review text is not JSON: {error}"))),
+    };
+    input["review"] = review;
+    Some(serde_json::to_string(&input).map_err(|error| error.to_string()))
 }
 
 /// `Authorization: Bearer TOKEN` against `--kyverno-token-file`, compared in constant time.
@@ -170,12 +210,13 @@ fn constant_time_equal(presented: &[u8], expected: &[u8]) -> bool {
 }
 
 fn error_answer(message: &str) -> Answer {
+    let message = one_line(message);
     let response = Response {
         deny: false,
         message: String::new(),
         violations: &[],
         warnings: Vec::new(),
-        error: message,
+        error: &message,
     };
     Answer {
         response: json_response(
@@ -208,5 +249,30 @@ mod tests {
             );
         }
         assert!(read_input(br#"{"review": {"object": {}}, "parameters": {}}"#).is_ok());
+    }
+
+    #[test]
+    fn a_review_sent_as_json_text_is_read_as_the_object_it_holds() {
+        let text = serde_json::json!({
+            "review": r#"{"object": {"metadata": {"annotations": {"a": "{{ request.operation }}"}}}}"#,
+            "parameters": {"minSeverity": "error"},
+        })
+        .to_string();
+        let input: serde_json::Value =
+            serde_json::from_str(&read_input(text.as_bytes()).unwrap()).unwrap();
+        assert_eq!(
+            input["review"]["object"]["metadata"]["annotations"]["a"],
+            "{{ request.operation }}"
+        );
+        assert_eq!(input["parameters"]["minSeverity"], "error");
+        for bad in [r#"{"review": "[1]"}"#, r#"{"review": "{oops"}"#] {
+            let problem = read_input(bad.as_bytes()).unwrap_err();
+            assert!(problem.contains("review text"), "{problem}");
+        }
+    }
+
+    #[test]
+    fn texts_for_kyverno_are_one_line() {
+        assert_eq!(one_line("a\nb\tc\r"), "a b c ");
     }
 }

@@ -78,9 +78,36 @@ pub struct Limits {
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub handshake_timeout: Duration,
 
-    /// Open connections at most; further clients wait in the kernel's backlog.
+    /// Open connections at most. At the limit a new connection is still accepted and one not
+    /// being answered gives way: of the peer address with the most connections, an unfinished
+    /// TLS handshake first, then an idle one, then one still sending its request.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_connections: usize,
+}
+
+/// Raises the soft limit of open files to the hard one, as Go's runtime does for every Go
+/// server: the default soft limit (1024 on most distributions) is below `--max-connections`
+/// plus the server's own files, and an accept that fails for descriptors stalls every caller.
+/// Returns the soft limit now in force.
+pub fn raise_open_file_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return None;
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: limit.rlim_max,
+            rlim_max: limit.rlim_max,
+        };
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            return Some(raised.rlim_cur as u64);
+        }
+    }
+    Some(limit.rlim_cur as u64)
 }
 
 impl Limits {

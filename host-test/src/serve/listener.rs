@@ -26,10 +26,9 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
-
 use super::limits::Limits;
 use super::metrics::Metrics;
+use super::shedding::{Admission, ConnectionTable, Slot, Stage};
 use super::shutdown::{Lifecycle, Phase, reached};
 use super::tls::TlsState;
 
@@ -55,6 +54,8 @@ const NO_PENDING_REQUEST: u64 = u64::MAX;
 /// I/O activity of one connection, in milliseconds since it was accepted.
 struct Activity {
     accepted: Instant,
+    /// The connection's entry in the listener's table, told how far the connection has got.
+    slot: Arc<Slot>,
     last_io: AtomicU64,
     /// When the first byte of a request not yet handed to the route arrived.
     pending_since: AtomicU64,
@@ -63,9 +64,10 @@ struct Activity {
 }
 
 impl Activity {
-    fn new() -> Activity {
+    fn new(slot: Arc<Slot>) -> Activity {
         Activity {
             accepted: Instant::now(),
+            slot,
             last_io: AtomicU64::new(0),
             pending_since: AtomicU64::new(NO_PENDING_REQUEST),
             in_request: AtomicBool::new(false),
@@ -81,6 +83,7 @@ impl Activity {
         let now = self.now();
         self.last_io.store(now, Ordering::Relaxed);
         if !self.in_request.load(Ordering::Relaxed) {
+            self.slot.set_stage(Stage::Receiving);
             let _ = self.pending_since.compare_exchange(
                 NO_PENDING_REQUEST,
                 now,
@@ -91,6 +94,7 @@ impl Activity {
     }
 
     fn request_started(&self) {
+        self.slot.set_stage(Stage::Answering);
         self.requests.fetch_add(1, Ordering::Relaxed);
         self.in_request.store(true, Ordering::Relaxed);
         self.pending_since
@@ -100,6 +104,7 @@ impl Activity {
     fn request_finished(&self) {
         self.last_io.store(self.now(), Ordering::Relaxed);
         self.in_request.store(false, Ordering::Relaxed);
+        self.slot.set_stage(Stage::Idle);
     }
 }
 
@@ -169,19 +174,13 @@ pub struct ListenerSettings {
 }
 
 /// Accepts connections until the server closes; returns when every connection has ended.
+/// At `--max-connections` it goes on accepting, and a connection that is not being answered
+/// gives way to the new one (shedding.rs says which); the kernel's backlog never holds an
+/// engine's call behind a flood.
 pub async fn serve<H: Handler>(listener: TcpListener, settings: ListenerSettings, handler: Arc<H>) {
-    let max_connections = settings.limits.max_connections.max(1);
-    // The limit doubles as the set of open connections: all permits back means all closed.
-    let open = Arc::new(Semaphore::new(max_connections));
+    let table = ConnectionTable::new(settings.limits.max_connections);
     let mut phase = settings.lifecycle.subscribe();
     loop {
-        let permit = tokio::select! {
-            permit = Arc::clone(&open).acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_) => break,
-            },
-            _ = reached(&mut phase, Phase::Closing), if settings.closes_on_shutdown => break,
-        };
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             _ = reached(&mut phase, Phase::Closing), if settings.closes_on_shutdown => break,
@@ -195,34 +194,50 @@ pub async fn serve<H: Handler>(listener: TcpListener, settings: ListenerSettings
                 continue;
             }
         };
+        let admission = table.admit(peer, |stage| {
+            settings.metrics.refused("connection_shed");
+            tracing::debug!(listener = settings.name, ?stage, "at --max-connections: a connection gives way");
+        });
+        let guard = match admission {
+            Admission::Serve(guard) => guard,
+            Admission::Full => {
+                settings.metrics.refused("connection_limit");
+                tracing::warn!(listener = settings.name, %peer, "every connection is being answered at --max-connections: new connection closed");
+                continue;
+            }
+        };
         let _ = stream.set_nodelay(true);
         let settings = settings.clone();
         let handler = Arc::clone(&handler);
         tokio::spawn(async move {
             settings.metrics.connections.fetch_add(1, Ordering::Relaxed);
-            connection(stream, peer, &settings, handler).await;
+            connection(stream, peer, Arc::clone(&guard.slot), &settings, handler).await;
             settings.metrics.connections.fetch_sub(1, Ordering::Relaxed);
-            drop(permit);
+            drop(guard);
         });
     }
     drop(listener);
     tracing::info!(listener = settings.name, "stopped accepting connections");
-    let _ = open.acquire_many(max_connections as u32).await;
+    while table.len() > 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 async fn connection<H: Handler>(
     stream: TcpStream,
     peer: SocketAddr,
+    slot: Arc<Slot>,
     settings: &ListenerSettings,
     handler: Arc<H>,
 ) {
-    let activity = Arc::new(Activity::new());
+    let activity = Arc::new(Activity::new(Arc::clone(&slot)));
     match &settings.tls {
         Some(tls) => {
             let acceptor = tokio_rustls::TlsAcceptor::from(tls.config());
-            let handshake =
-                tokio::time::timeout(settings.limits.handshake_timeout, acceptor.accept(stream))
-                    .await;
+            let handshake = tokio::select! {
+                handshake = tokio::time::timeout(settings.limits.handshake_timeout, acceptor.accept(stream)) => handshake,
+                _ = slot.notify.notified() => return,
+            };
             let stream = match handshake {
                 Ok(Ok(stream)) => stream,
                 Ok(Err(error)) => {
@@ -236,6 +251,7 @@ async fn connection<H: Handler>(
                     return;
                 }
             };
+            slot.set_stage(Stage::Idle);
             let info = ConnectionInfo {
                 peer,
                 client_certificate: stream.get_ref().1.peer_certificates().is_some(),
@@ -247,6 +263,7 @@ async fn connection<H: Handler>(
             http(io, info, activity, settings, handler).await;
         }
         None => {
+            slot.set_stage(Stage::Idle);
             let info = ConnectionInfo {
                 peer,
                 client_certificate: false,
@@ -332,6 +349,15 @@ async fn http<S, H>(
             }
             _ = reached(&mut phase, Phase::Closing), if !close_requested && settings.closes_on_shutdown => {
                 close_requested = true;
+            }
+            _ = activity.slot.notify.notified(), if !closing => {
+                // Giving way to a new connection at --max-connections: a request being
+                // answered is finished first; anything else ends now.
+                if !activity.in_request.load(Ordering::Relaxed) {
+                    return;
+                }
+                closing = true;
+                connection.as_mut().graceful_shutdown();
             }
             _ = watchdog.tick() => {
                 let now = activity.now();

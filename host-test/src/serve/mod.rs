@@ -6,7 +6,8 @@
 //! (certificates and their reload), `routes` (dispatch and bodies), one file per engine's wire
 //! format (`gatekeeper`, `kyverno`, `admission`), `namespace_watch` (the Namespaces an
 //! AdmissionReview lacks), `pool` (evaluation threads with warm instances and deadlines),
-//! `limits` (every bound and its flag), `shutdown` (signals and draining), `health` and
+//! `limits` (every bound and its flag), `shedding` (which connection gives way at the
+//! connection limit), `shutdown` (signals and draining), `health` and
 //! `metrics`.
 
 pub mod admission;
@@ -19,6 +20,7 @@ pub mod metrics;
 pub mod namespace_watch;
 pub mod pool;
 pub mod routes;
+pub mod shedding;
 pub mod shutdown;
 pub mod tls;
 
@@ -238,6 +240,16 @@ async fn serve(
 ) -> anyhow::Result<u8> {
     let metrics = Arc::new(metrics::Metrics::default());
     let lifecycle = Lifecycle::default();
+    if let Some(open_files) = limits::raise_open_file_limit()
+        && (open_files as usize) < args.limits.max_connections.saturating_add(64)
+    {
+        tracing::warn!(
+            open_files,
+            max_connections = args.limits.max_connections,
+            "the open-file limit is below --max-connections: connections past it are refused by \
+             the kernel, not shed"
+        );
+    }
     let workers = args.limits.worker_count();
     let pool = pool::EvaluationPool::start(
         Arc::clone(&engine),
@@ -256,7 +268,9 @@ async fn serve(
         namespaces: if args.no_namespace_watch {
             namespace_watch::NamespaceWatch::off("--no-namespace-watch")
         } else {
-            namespace_watch::NamespaceWatch::start().await
+            namespace_watch::NamespaceWatch::start()
+                .await
+                .map_err(|error| anyhow::anyhow!(error))?
         },
     });
     let health = Arc::new(health::Health {

@@ -9,8 +9,11 @@
 //! fetched from the API server. Without a Kubernetes configuration, or with
 //! `--no-namespace-watch`, no Namespace is added and the parameters decide
 //! (`injectedNamespaces` and the rest), as they do for `meshlife check` without the Namespace
-//! in its input. A watch the RBAC forbids is retried with backoff, and until it works the
-//! parameters decide too; both are logged, and `/readyz` waits only for the first answer.
+//! in its input. A configuration that is there but does not work (a certificate refused, a
+//! server that cannot be reached, RBAC that forbids the list) stops the server at start, with
+//! the reason: serving on would judge every workload without its Namespace, silently. `/readyz`
+//! waits for the watch's first list; a watch that fails later (the API server restarting) is
+//! retried with backoff and keeps the Namespaces it holds.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -64,17 +67,29 @@ impl NamespaceWatch {
     }
 
     /// Starts the watch when a Kubernetes configuration is found; must run inside the runtime.
-    pub async fn start() -> NamespaceWatch {
-        let client = match kube::Client::try_default().await {
-            Ok(client) => client,
-            Err(error) => {
-                return NamespaceWatch::off(&format!(
-                    "no Kubernetes configuration (in-cluster service account or KUBECONFIG): \
-                     {error}"
-                ));
-            }
+    /// A configuration that is there but does not work (a certificate refused, a server that
+    /// cannot be reached, RBAC that forbids listing Namespaces) is an error: serving without
+    /// the Namespaces would judge every workload as if its Namespace had no labels, silently.
+    pub async fn start() -> Result<NamespaceWatch, String> {
+        let Some(source) = configuration_source() else {
+            return Ok(NamespaceWatch::off(
+                "no Kubernetes configuration (no KUBECONFIG, ~/.kube/config or in-cluster \
+                 service-account token)",
+            ));
         };
+        let unusable = |error: String| {
+            format!(
+                "the Kubernetes configuration of {source} cannot be used to watch Namespaces: \
+                 {error}. Fix it, or pass --no-namespace-watch to judge with the constraints' \
+                 namespace facts (injectedNamespaces...)"
+            )
+        };
+        let config = kube::Config::infer()
+            .await
+            .map_err(|error| unusable(error.to_string()))?;
+        let client = kube::Client::try_from(config).map_err(|error| unusable(error.to_string()))?;
         let api: kube::Api<Namespace> = kube::Api::all(client);
+        first_list(&api).await.map_err(unusable)?;
         let fetcher = api.clone();
         let (store, writer) = reflector::store();
         let state = Arc::new(Mutex::new(WatchState::Listing));
@@ -85,13 +100,13 @@ impl NamespaceWatch {
             .reflect(writer);
         let listed_once = Arc::new(AtomicBool::new(false));
         tokio::spawn(follow(events, Arc::clone(&state), Arc::clone(&listed_once)));
-        tracing::info!("watching Namespaces for POST /admission");
-        NamespaceWatch {
+        tracing::info!(%source, "watching Namespaces for POST /admission");
+        Ok(NamespaceWatch {
             store: Some(store),
             api: Some(fetcher),
             state,
             listed_once,
-        }
+        })
     }
 
     pub fn state(&self) -> WatchState {
@@ -101,12 +116,17 @@ impl NamespaceWatch {
             .unwrap_or(WatchState::Listing)
     }
 
-    /// `Err` until the first list has come back or failed: an answer before that would judge
-    /// every object as if its Namespace had no labels.
+    /// `Err` until the first list has come back: an answer before that would judge every
+    /// object as if its Namespace had no labels. Once listed, a failing watch keeps what it
+    /// holds and stays ready.
     pub fn readiness(&self) -> Result<(), String> {
         match self.state() {
+            WatchState::Off(_) | WatchState::Synced => Ok(()),
+            _ if self.listed_once.load(Ordering::Relaxed) => Ok(()),
+            WatchState::Failing(reason) => Err(format!(
+                "the first Namespace list failed (retried with backoff): {reason}"
+            )),
             WatchState::Listing => Err("waiting for the first Namespace list".into()),
-            _ => Ok(()),
         }
     }
 
@@ -167,6 +187,58 @@ impl NamespaceWatch {
              # TYPE meshlife_namespaces_cached gauge\nmeshlife_namespaces_cached {cached}\n"
         ));
         out
+    }
+}
+
+/// Where a Kubernetes configuration would come from, as kube's `Config::infer` looks for one;
+/// `None` when there is none at all. A pod without a service-account token (the Gatekeeper
+/// and Kyverno installs) has the in-cluster variables but no token: no configuration.
+fn configuration_source() -> Option<String> {
+    if let Some(path) = std::env::var_os("KUBECONFIG").filter(|path| !path.is_empty()) {
+        return Some(format!("KUBECONFIG={}", path.to_string_lossy()));
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        let path = std::path::Path::new(&home).join(".kube/config");
+        if path.exists() {
+            return Some(path.display().to_string());
+        }
+    }
+    let token = std::path::Path::new(IN_CLUSTER_TOKEN);
+    if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() && token.exists() {
+        return Some(format!("the in-cluster service account ({IN_CLUSTER_TOKEN})"));
+    }
+    None
+}
+
+const IN_CLUSTER_TOKEN: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+
+/// How long the first list may take at start, retried while the API server is unreachable
+/// (it may be starting with the node); refused credentials and RBAC are not retried.
+const FIRST_LIST_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// One list of a single Namespace, to find at start what would make every later list fail.
+async fn first_list(api: &kube::Api<Namespace>) -> Result<(), String> {
+    let deadline = tokio::time::Instant::now() + FIRST_LIST_PATIENCE;
+    let params = kube::api::ListParams::default().limit(1);
+    loop {
+        let error = match tokio::time::timeout(FIRST_LIST_PATIENCE, api.list(&params)).await {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(error)) => error,
+            Err(_) => return Err(format!("no answer to a Namespace list within {FIRST_LIST_PATIENCE:?}")),
+        };
+        let answered = matches!(&error, kube::Error::Api(_));
+        if answered || tokio::time::Instant::now() >= deadline {
+            return Err(match &error {
+                kube::Error::Api(status) if status.code == 403 => format!(
+                    "the API server forbids listing Namespaces ({}); the ClusterRole of \
+                     `meshlife install webhook` grants get, list and watch",
+                    status.message
+                ),
+                other => format!("{other}"),
+            });
+        }
+        tracing::info!(%error, "the API server cannot be reached yet; trying again");
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
 }
 

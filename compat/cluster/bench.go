@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// benchNamespace holds the typical Deployment, in a namespace Istio injects, so that every
+// policy judges a meshed workload.
+const benchNamespace = "bench-shop"
+
+// latency is one configuration's admission latency at one concurrency.
+type latency struct {
+	config      string
+	concurrency int
+	n           int
+	p50, p99    time.Duration
+	answers     map[string]int
+}
+
+// typicalDeployment is `meshlife bench`'s typical Deployment (its --save-inputs), the object
+// every latency figure of BENCHMARKS.md is measured on.
+func (h *harness) typicalDeployment() (*unstructured.Unstructured, error) {
+	dir := filepath.Join(h.dir, "bench-inputs")
+	cmd := exec.Command(h.meshlife, "bench", "--save-inputs", dir, "--budget-ms", "1")
+	cmd.Dir = h.repo
+	if output, err := cmd.CombinedOutput(); err != nil {
+		if _, statErr := os.Stat(filepath.Join(dir, "deployment-typical.json")); statErr != nil {
+			return nil, fmt.Errorf("meshlife bench --save-inputs: %v\n%s", err, output)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "deployment-typical.json"))
+	if err != nil {
+		return nil, err
+	}
+	var input struct {
+		Review struct {
+			Object map[string]interface{} `json:"object"`
+		} `json:"review"`
+	}
+	if err := json.Unmarshal(data, &input); err != nil {
+		return nil, err
+	}
+	obj := &unstructured.Unstructured{Object: input.Review.Object}
+	obj.SetNamespace(benchNamespace)
+	return obj, nil
+}
+
+// measure sends n server-side dry-run creates of obj at each concurrency and records p50 and
+// p99 of each admission's round trip, from the Go client to the API server and back.
+func (h *harness) measure(ctx context.Context, config string, n int) error {
+	if h.benchObject == nil {
+		return nil
+	}
+	ns := objectFor("v1", "Namespace", "", benchNamespace)
+	ns.SetLabels(map[string]string{"istio-injection": "enabled"})
+	if _, err := h.k.apply(ctx, ns); err != nil {
+		return err
+	}
+	for _, concurrency := range []int{1, 4} {
+		// Warm: connections, caches, the engine's compiled policies.
+		for i := 0; i < 20; i++ {
+			_, _ = h.k.create(ctx, h.benchObject, true)
+		}
+		samples := make([]time.Duration, n)
+		answers := map[string]int{}
+		var sample string
+		var mu sync.Mutex
+		var next int
+		var wg sync.WaitGroup
+		for worker := 0; worker < concurrency; worker++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					mu.Lock()
+					index := next
+					next++
+					mu.Unlock()
+					if index >= n {
+						return
+					}
+					started := time.Now()
+					v := verdictOf(h.k.create(ctx, h.benchObject, true))
+					samples[index] = time.Since(started)
+					mu.Lock()
+					answers[v.word()]++
+					if sample == "" && (len(v.warnings) > 0 || v.message != "" || v.err != nil) {
+						sample = fmt.Sprintf("%q %q %v", v.warnings, truncate(v.message, 200), v.err)
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+		l := latency{config: config, concurrency: concurrency, n: n,
+			p50: samples[n/2], p99: samples[(n*99)/100], answers: answers}
+		h.latencies = append(h.latencies, l)
+		fmt.Printf("  bench %-44s c=%d  p50 %6.2f ms  p99 %6.2f ms  %v\n", config, concurrency,
+			ms(l.p50), ms(l.p99), answers)
+		if sample != "" && concurrency == 1 {
+			fmt.Printf("        for example: %s\n", sample)
+		}
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// latencyTable is the Markdown table of every figure, each with what it adds to no policy.
+func (h *harness) latencyTable() string {
+	base := map[int]time.Duration{}
+	for _, l := range h.latencies {
+		if l.config == "no policy" {
+			base[l.concurrency] = l.p50
+		}
+	}
+	var b strings.Builder
+	b.WriteString("| configuration | concurrency | p50 ms | p99 ms | p50 added to no policy, ms | answers |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---|\n")
+	for _, l := range h.latencies {
+		keys := make([]string, 0, len(l.answers))
+		for k := range l.answers {
+			keys = append(keys, fmt.Sprintf("%s %d", k, l.answers[k]))
+		}
+		sort.Strings(keys)
+		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %+.2f | %s |\n", l.config, l.concurrency, ms(l.p50), ms(l.p99),
+			ms(l.p50-base[l.concurrency]), strings.Join(keys, ", "))
+	}
+	return b.String()
+}
+
+// threeRulesTemplate is host-test/src/bench/three_rules.rego as a Gatekeeper
+// ConstraintTemplate (what a Gatekeeper user writes instead of calling meshlife), and a
+// constraint of it over the same kinds.
+func (h *harness) threeRulesTemplate() ([]*unstructured.Unstructured, error) {
+	rego, err := os.ReadFile(filepath.Join(h.repo, "host-test/src/bench/three_rules.rego"))
+	if err != nil {
+		return nil, err
+	}
+	// Rego v1 as the file is written, through the template's `code` field (Gatekeeper takes
+	// no import but data.lib's; v1 needs no rego.v1 import).
+	text := strings.Replace(string(rego), "package meshlife.bench", "package threerules", 1)
+	text = strings.Replace(text, "import rego.v1\n", "", 1)
+	template := objectFor("templates.gatekeeper.sh/v1", "ConstraintTemplate", "", "threerules")
+	template.Object["spec"] = map[string]interface{}{
+		"crd": map[string]interface{}{"spec": map[string]interface{}{"names": map[string]interface{}{"kind": "ThreeRules"}}},
+		"targets": []interface{}{map[string]interface{}{
+			"target": "admission.k8s.gatekeeper.sh",
+			"code": []interface{}{map[string]interface{}{
+				"engine": "Rego",
+				"source": map[string]interface{}{"version": "v1", "rego": text},
+			}},
+		}},
+	}
+	constraint := objectFor("constraints.gatekeeper.sh/v1beta1", "ThreeRules", "", "three-rules")
+	constraint.Object["spec"] = map[string]interface{}{
+		"enforcementAction": "deny",
+		"match": map[string]interface{}{"kinds": []interface{}{
+			map[string]interface{}{"apiGroups": []interface{}{""}, "kinds": []interface{}{"Pod"}},
+			map[string]interface{}{"apiGroups": []interface{}{"apps"}, "kinds": []interface{}{"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"}},
+			map[string]interface{}{"apiGroups": []interface{}{"batch"}, "kinds": []interface{}{"Job", "CronJob"}},
+		}},
+	}
+	return []*unstructured.Unstructured{template, constraint}, nil
+}
+
+// benchCluster is the cluster file the latency figures are taken under.
+const benchCluster = "istio-1.26-classic.yaml"
+
+func isBenchCluster(cluster string) bool { return filepath.Base(cluster) == benchCluster }
+
+// benchThreeRules measures the Rego peer: meshlife's constraints and template removed, the
+// three-rule ConstraintTemplate and a deny constraint of it in their place.
+func (g *gatekeeperEngine) benchThreeRules(ctx context.Context) error {
+	h := g.h
+	if h.benchN == 0 {
+		return nil
+	}
+	// The constraints before their template: Gatekeeper refuses a constraint's deletion once
+	// its template is gone.
+	for i := len(g.installed) - 1; i >= 0; i-- {
+		obj := g.installed[i]
+		if obj.GetKind() == "MeshLifecycle" || obj.GetKind() == "ConstraintTemplate" {
+			if err := h.k.remove(ctx, obj); err != nil {
+				return err
+			}
+		}
+	}
+	peer, err := h.threeRulesTemplate()
+	if err != nil {
+		return err
+	}
+	if _, err := h.k.applyAll(ctx, peer, 90*time.Second); err != nil {
+		status := ""
+		if live, getErr := h.k.get(ctx, peer[0]); getErr == nil {
+			status = fmt.Sprint(live.Object["status"])
+		}
+		return fmt.Errorf("the three-rule ConstraintTemplate: %w (template status: %s)", err, status)
+	}
+	if err := g.waitEnforced(ctx, peer[1]); err != nil {
+		return err
+	}
+	// Enforced: the next admission of the typical Deployment is judged by the Rego.
+	if err := waitUntil(ctx, 60*time.Second, "the three-rule constraint judging", func() (bool, error) {
+		v := verdictOf(h.k.create(ctx, h.benchObject, true))
+		return v.refused || len(v.warnings) > 0, nil
+	}); err != nil {
+		return err
+	}
+	if err := h.measure(ctx, "Gatekeeper + three-rule Rego ConstraintTemplate (peer)", h.benchN); err != nil {
+		return err
+	}
+	for i := len(peer) - 1; i >= 0; i-- {
+		if err := h.k.remove(ctx, peer[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// benchThreeRules measures the CEL peer: meshlife's policies removed, the three-rule
+// ValidatingPolicy pair in their place.
+func (ky *kyvernoEngine) benchThreeRules(ctx context.Context) error {
+	h := ky.h
+	if h.benchN == 0 {
+		return nil
+	}
+	for _, policy := range ky.policies {
+		if err := h.k.remove(ctx, policy); err != nil {
+			return err
+		}
+	}
+	ky.policies = nil
+	data, err := os.ReadFile(filepath.Join(h.repo, "compat/cluster/peers/three-rules-validatingpolicy.yaml"))
+	if err != nil {
+		return err
+	}
+	peer, err := decodeObjects(data)
+	if err != nil {
+		return err
+	}
+	if err := h.applyInstall(ctx, "the three-rule ValidatingPolicy pair", peer); err != nil {
+		return err
+	}
+	for _, policy := range peer {
+		if err := waitUntil(ctx, 120*time.Second, "Kyverno reporting "+policy.GetName()+" ready", func() (bool, error) {
+			live, err := h.k.get(ctx, policy)
+			if err != nil {
+				return false, err
+			}
+			return policyReady(live), fmt.Errorf("status: %v", live.Object["status"])
+		}); err != nil {
+			return err
+		}
+	}
+	if err := waitUntil(ctx, 60*time.Second, "the three-rule ValidatingPolicy judging", func() (bool, error) {
+		v := verdictOf(h.k.create(ctx, h.benchObject, true))
+		return v.refused || len(v.warnings) > 0, nil
+	}); err != nil {
+		return err
+	}
+	if err := h.measure(ctx, "Kyverno + three-rule CEL ValidatingPolicy (peer)", h.benchN); err != nil {
+		return err
+	}
+	ky.policies = peer
+	return nil
+}
+
+// writeLatencySection puts the table into FILE under its own heading, replacing the section
+// a previous run wrote.
+func writeLatencySection(file string, n int, table string) error {
+	const heading = "## Admission latency through a real API server"
+	data, err := os.ReadFile(file)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	text := string(data)
+	if start := strings.Index(text, heading); start >= 0 {
+		end := strings.Index(text[start+len(heading):], "\n## ")
+		if end < 0 {
+			text = text[:start]
+		} else {
+			text = text[:start] + text[start+len(heading)+end+1:]
+		}
+	}
+	section := fmt.Sprintf("%s\n\n`bash compat/cluster/run.sh -- -markdown BENCHMARKS.md` (`just cluster-bench`): %d server-side\n"+
+		"dry-run creates of `meshlife bench`'s typical Deployment (in a namespace Istio injects, under\n"+
+		"constraints/gatekeeper/clusters/%s) from a client-go client, at concurrency 1 and 4,\n"+
+		"through kube-apiserver v1.35.4 and each engine, on this machine (2 cores; everything on one\n"+
+		"machine, over loopback). The added column is each p50 minus no policy's at the same concurrency.\n\n%s\n",
+		heading, n, benchCluster, table)
+	text = strings.TrimRight(text, "\n") + "\n\n" + section
+	return os.WriteFile(file, []byte(strings.TrimLeft(text, "\n")), 0o644)
+}

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// harness holds what every engine's checks share: the control plane, the admin client, the
+// examples and the cluster files, and the tally of failures.
+type harness struct {
+	meshlife, repo, bin, dir string
+	procs                    *processes
+	cp                       *controlPlane
+	k                        *kube
+	files                    []exampleFile
+	clusters                 []string
+	failures                 int
+	summary                  []string
+	// benchObject is the typical Deployment the latency figures use; nil: no figures.
+	benchObject *unstructured.Unstructured
+	latencies   []latency
+	benchN      int
+	markdown    string
+	benchOnly   bool
+}
+
+// checkedClusters are the cluster files the examples are judged under (none with -bench-only).
+func (h *harness) checkedClusters() []string {
+	if h.benchOnly {
+		return nil
+	}
+	return h.clusters
+}
+
+func (h *harness) fail(format string, args ...interface{}) {
+	h.failures++
+	fmt.Printf("  FAIL "+format+"\n", args...)
+}
+
+func (h *harness) pass(format string, args ...interface{}) {
+	fmt.Printf("  ok   "+format+"\n", args...)
+}
+
+// check counts a failed check; it says whether the check passed.
+func (h *harness) check(ok bool, format string, args ...interface{}) bool {
+	if ok {
+		h.pass(format, args...)
+	} else {
+		h.fail(format, args...)
+	}
+	return ok
+}
+
+// applyInstall applies what `meshlife install` printed, as `kubectl apply -f -` does, and
+// fails a check when the API server warns about any of it (a deprecated version, say).
+func (h *harness) applyInstall(ctx context.Context, what string, objs []*unstructured.Unstructured) error {
+	warnings, err := h.k.applyAll(ctx, objs, 90*time.Second)
+	if err != nil {
+		return fmt.Errorf("applying %s: %w", what, err)
+	}
+	h.check(len(warnings) == 0, "%s applies without a warning from the API server %v", what, warnings)
+	return nil
+}
+
+// judge runs every example through the engine under one cluster file and prints its line.
+func (h *harness) judge(ctx context.Context, engine, cluster string, fixInMessage bool) error {
+	findings, err := meshlifeCheck(h.meshlife, h.repo, cluster, exampleDirs)
+	if err != nil {
+		return err
+	}
+	want := expectations(findings)
+	started := time.Now()
+	t, err := judgeExamples(ctx, h.k, h.files, want, fixInMessage, func(line string) {
+		fmt.Println("  " + line)
+	})
+	if err != nil {
+		return err
+	}
+	h.failures += t.differences
+	line := fmt.Sprintf("%-12s %-26s objects %3d  refused %3d  warned %3d  clean %3d  invalid %d  differences from meshlife check %d  (%.1fs)",
+		engine, filepath.Base(cluster), t.objects, t.refused, t.warned, t.clean, t.invalid, t.differences, time.Since(started).Seconds())
+	fmt.Println(line)
+	h.summary = append(h.summary, line)
+	return nil
+}
+
+// waitCalled waits until an admission through the cluster reaches the server (its route's
+// request count grows): the engine has the configuration just applied and uses it.
+func (h *harness) waitCalled(ctx context.Context, s *server, route string, timeout time.Duration) error {
+	probe := h.probeObject("meshlife-probe")
+	if err := ensureNamespace(ctx, h.k, "meshlife-probe"); err != nil {
+		return err
+	}
+	metric := fmt.Sprintf(`meshlife_requests_total{route="%s"`, route)
+	before := s.metric(metric)
+	return waitUntil(ctx, timeout, "an admission reaching meshlife serve's "+route+" route", func() (bool, error) {
+		probe.SetName(fmt.Sprintf("probe-%d", time.Now().UnixNano()))
+		_, _ = h.k.create(ctx, probe, true)
+		return s.metric(metric) > before, nil
+	})
+}
+
+// probeObject is a plain Deployment, judged by every engine.
+func (h *harness) probeObject(namespace string) *unstructured.Unstructured {
+	obj := objectFor("apps/v1", "Deployment", namespace, "probe")
+	obj.Object["spec"] = map[string]interface{}{
+		"selector": map[string]interface{}{"matchLabels": map[string]interface{}{"app": "probe"}},
+		"template": map[string]interface{}{
+			"metadata": map[string]interface{}{"labels": map[string]interface{}{"app": "probe"}},
+			"spec": map[string]interface{}{"containers": []interface{}{
+				map[string]interface{}{"name": "app", "image": "registry.invalid/app:1"},
+			}},
+		},
+	}
+	return obj
+}
+
+func httpGet(url string) (string, error) {
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	response, err := client.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer response.Body.Close()
+	body, err := io.ReadAll(response.Body)
+	return string(body), err
+}
+
+func writeFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
+}
+
+func indentLines(text string) string {
+	return "    " + strings.ReplaceAll(strings.TrimRight(text, "\n"), "\n", "\n    ")
+}
+
+// applyFile applies every object of a YAML file (an engine's CRDs, say).
+func (h *harness) applyFile(ctx context.Context, file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	objs, err := decodeObjects(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	if _, err := h.k.applyAll(ctx, objs, 30*time.Second); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return nil
+}
+
+func (h *harness) applyObject(ctx context.Context, obj *unstructured.Unstructured) error {
+	_, err := h.k.applyAll(ctx, []*unstructured.Unstructured{obj}, 30*time.Second)
+	return err
+}
+
+// postTLS posts body to url trusting caPEM, with a client certificate when given.
+func postTLS(url string, caPEM []byte, client *issued, body string) (int, string, error) {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	config := &tls.Config{RootCAs: pool}
+	if client != nil {
+		pair, err := tls.X509KeyPair(client.certPEM, client.keyPEM)
+		if err != nil {
+			return 0, "", err
+		}
+		config.Certificates = []tls.Certificate{pair}
+	}
+	httpClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: config}}
+	response, err := httpClient.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	defer response.Body.Close()
+	answer, err := io.ReadAll(response.Body)
+	return response.StatusCode, string(answer), err
+}
+
+func truncate(text string, n int) string {
+	if len(text) <= n {
+		return text
+	}
+	return text[:n] + "..."
+}

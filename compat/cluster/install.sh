@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds a real control plane from the Go module proxy into compat/cluster/bin/, pinned by
+# go.sum files and rebuilt only when one changes (a machine that built once builds nothing):
+#   etcd, kube-apiserver  Kubernetes v1.35.4 (this folder's go.mod: k8s.io/kubernetes with its
+#                         staging modules replaced by their published versions), version-stamped
+#   gatekeeper            Gatekeeper v3.23.0's manager (compat/gatekeeper's go.mod, the version
+#                         the frameworks harness uses)
+#   kyverno, reports-controller
+#                         Kyverno v1.19.0's admission and reports controllers (compat/kyverno's
+#                         go.mod, the version the CLI harness uses, with its pod-security fork)
+# The checks drive the API server with client-go (this module), not a kubectl of the machine.
+# Cold, on 2 cores: about 7 min for kube-apiserver, 1 for etcd; Gatekeeper's and Kyverno's
+# controllers reuse most of their harnesses' builds.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+compat="$(dirname "$here")"
+if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
+    PATH="/usr/local/go/bin:$PATH"
+fi
+if ! command -v go >/dev/null; then
+    echo "compat/cluster/install.sh: no go on PATH (Go 1.26 is needed)" >&2
+    exit 2
+fi
+export GOFLAGS="-mod=readonly -buildvcs=false ${GOFLAGS:-}"
+export GOTOOLCHAIN=local
+bin="$here/bin"
+mkdir -p "$bin"
+
+kubernetes_version=v1.35.4
+stamp="-X k8s.io/component-base/version.gitVersion=$kubernetes_version \
+-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=35 \
+-X k8s.io/component-base/version.gitTreeState=clean"
+
+# build NAME MODULE_DIR CGO PACKAGE [LDFLAGS]: kept while MODULE_DIR/go.sum is the one it was
+# built from. CGO follows each module's other builds, so that Go's cache serves both.
+build() {
+    local name="$1" module="$2" cgo="$3" package="$4" ldflags="${5:-}"
+    local out="$bin/$name" sum="$bin/.$name.go.sum"
+    if [ -x "$out" ] && cmp -s "$module/go.sum" "$sum"; then
+        return
+    fi
+    local start=$SECONDS
+    echo "building $name ($package)" >&2
+    (cd "$module" && CGO_ENABLED=$cgo go build -trimpath -ldflags "$ldflags" -o "$out.new" "$package")
+    mv "$out.new" "$out"
+    cp "$module/go.sum" "$sum"
+    echo "  $name built in $((SECONDS - start)) s" >&2
+}
+
+build kube-apiserver "$here" 0 ./cmd/kube-apiserver "$stamp"
+build etcd "$here" 0 ./cmd/etcd
+build gatekeeper "$compat/gatekeeper" 1 github.com/open-policy-agent/gatekeeper/v3
+build kyverno "$compat/kyverno" 1 github.com/kyverno/kyverno/cmd/kyverno
+build reports-controller "$compat/kyverno" 1 github.com/kyverno/kyverno/cmd/reports-controller
+echo "compat/cluster/bin: $("$bin/kube-apiserver" --version), etcd $("$bin/etcd" --version | sed -n 's/^etcd Version: //p'), gatekeeper v3.23.0, kyverno v1.19.0" >&2

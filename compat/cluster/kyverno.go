@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+const kyvernoNamespace = "kyverno"
+
+// kyvernoEngine is Kyverno v1.19.0's own admission controller, run out of the cluster with
+// its `--serverIP` (it registers its webhooks by URL itself), with `meshlife install kyverno`
+// (the ClusterPolicy pair, or with --cel the ValidatingPolicy pair) applied as a user applies it.
+type kyvernoEngine struct {
+	h          *harness
+	module     string
+	controller *process
+	server     *server
+	policies   []*unstructured.Unstructured
+}
+
+func (ky *kyvernoEngine) start(ctx context.Context) error {
+	h := ky.h
+	for _, dir := range []string{"kyverno", "policies.kyverno.io", "policyreport", "reports"} {
+		files, _ := filepath.Glob(filepath.Join(ky.module, "config/crds", dir, "*.yaml"))
+		if len(files) == 0 {
+			return fmt.Errorf("no CRDs in %s/config/crds/%s (-kyverno-module)", ky.module, dir)
+		}
+		for _, file := range files {
+			if err := h.applyFile(ctx, file); err != nil {
+				return err
+			}
+		}
+	}
+	if err := ensureNamespace(ctx, h.k, kyvernoNamespace); err != nil {
+		return err
+	}
+	for _, account := range []string{"default", "kyverno", "kyverno-reports-controller"} {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: kyvernoNamespace, Name: account}}
+		if _, err := h.k.core.CoreV1().ServiceAccounts(kyvernoNamespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	for _, name := range []string{"kyverno", "kyverno-metrics"} {
+		configMap := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: kyvernoNamespace, Name: name}}
+		if _, err := h.k.core.CoreV1().ConfigMaps(kyvernoNamespace).Create(ctx, configMap, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	// Kyverno's policy webhooks always use the service port: the server listens on it too.
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	env := []string{
+		"KYVERNO_NAMESPACE=" + kyvernoNamespace, "KYVERNO_SERVICEACCOUNT_NAME=kyverno",
+		"KYVERNO_DEPLOYMENT=kyverno", "KYVERNO_POD_NAME=kyverno-0", "KYVERNO_SVC=kyverno-svc",
+		"INIT_CONFIG=kyverno", "METRICS_CONFIG=kyverno-metrics",
+	}
+	ky.controller, err = h.procs.start("kyverno", filepath.Join(h.bin, "kyverno"), []string{
+		"--kubeconfig", h.cp.adminKC, "--serverIP", "127.0.0.1",
+		"--webhookServerPort", fmt.Sprint(port), "--servicePort", fmt.Sprint(port),
+		"--caSecretName", "kyverno-svc.kyverno.svc.kyverno-tls-ca",
+		"--tlsSecretName", "kyverno-svc.kyverno.svc.kyverno-tls-pair",
+		// Since 1.18 the default blocklist holds loopback, where meshlife serve runs here;
+		// this keeps cloud metadata blocked and lets 127.0.0.1 through.
+		"--httpBlocklist", "169.254.169.254",
+		"--disableMetrics", "--admissionReports=true",
+	}, env)
+	if err != nil {
+		return err
+	}
+	if err := waitHTTP(ctx, ky.controller, fmt.Sprintf("https://127.0.0.1:%d/health/liveness", port), 120*time.Second); err != nil {
+		return err
+	}
+	return waitUntil(ctx, 120*time.Second, "Kyverno registering its resource webhooks", func() (bool, error) {
+		list, err := h.k.core.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, config := range list.Items {
+			if strings.HasPrefix(config.Name, "kyverno-resource-validating-webhook-cfg") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// install applies `meshlife install kyverno --constraint CLUSTER [--cel] --url ...`, runs its
+// server as its Deployment would, and waits until Kyverno calls it.
+func (ky *kyvernoEngine) install(ctx context.Context, cluster string, cel bool) error {
+	h := ky.h
+	if ky.server != nil {
+		ky.server.stop()
+	}
+	for _, policy := range ky.policies {
+		if err := h.k.remove(ctx, policy); err != nil {
+			return err
+		}
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	args := []string{"kyverno", "--constraint", cluster, "--url", fmt.Sprintf("https://127.0.0.1:%d", port)}
+	what := "meshlife install kyverno --constraint " + filepath.Base(cluster)
+	if cel {
+		args = append(args, "--cel")
+		what += " --cel"
+	}
+	objs, _, err := install(h.meshlife, h.repo, args...)
+	if err != nil {
+		return err
+	}
+	if err := h.applyInstall(ctx, what, objs); err != nil {
+		return err
+	}
+	ky.policies = nil
+	for _, obj := range objs {
+		if obj.GetKind() == "ClusterPolicy" || obj.GetKind() == "ValidatingPolicy" {
+			ky.policies = append(ky.policies, obj)
+		}
+	}
+	ky.server, err = serverOf(ctx, h.k, h.cp, h.procs, h.meshlife, filepath.Join(h.dir, "kyverno-"+filepath.Base(cluster)), "meshlife-kyverno", port, objs)
+	if err != nil {
+		return err
+	}
+	if err := ky.server.start(ctx); err != nil {
+		return err
+	}
+	for _, policy := range ky.policies {
+		if err := waitUntil(ctx, 120*time.Second, "Kyverno reporting "+policy.GetKind()+" "+policy.GetName()+" ready", func() (bool, error) {
+			live, err := h.k.get(ctx, policy)
+			if err != nil {
+				return false, err
+			}
+			return policyReady(live), fmt.Errorf("status: %v", live.Object["status"])
+		}); err != nil {
+			return err
+		}
+	}
+	return h.waitCalled(ctx, ky.server, "kyverno", 120*time.Second)
+}
+
+// policyReady reads a ClusterPolicy's Ready condition or a ValidatingPolicy's
+// conditionStatus.ready.
+func policyReady(policy *unstructured.Unstructured) bool {
+	if ready, found, _ := unstructured.NestedBool(policy.Object, "status", "conditionStatus", "ready"); found {
+		return ready
+	}
+	conditions, _, _ := unstructured.NestedSlice(policy.Object, "status", "conditions")
+	for _, c := range conditions {
+		condition := c.(map[string]interface{})
+		if condition["type"] == "Ready" && condition["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// rotate: each policy's service caBundle first trusts a new CA beside the install's, then the
+// server's certificate files change under it.
+func (ky *kyvernoEngine) rotate() error {
+	ctx := context.Background()
+	h := ky.h
+	next, err := newAuthority("meshlife-rotated-ca")
+	if err != nil {
+		return err
+	}
+	for _, policy := range ky.policies {
+		live, err := h.k.get(ctx, policy)
+		if err != nil {
+			return err
+		}
+		rules, _, _ := unstructured.NestedSlice(live.Object, "spec", "rules")
+		for _, r := range rules {
+			contexts, _ := r.(map[string]interface{})["context"].([]interface{})
+			for _, c := range contexts {
+				service, ok, _ := unstructured.NestedMap(c.(map[string]interface{}), "apiCall", "service")
+				if !ok {
+					continue
+				}
+				service["caBundle"] = strings.TrimRight(service["caBundle"].(string), "\n") + "\n" + string(next.certPEM)
+				_ = unstructured.SetNestedMap(c.(map[string]interface{}), service, "apiCall", "service")
+			}
+		}
+		_ = unstructured.SetNestedSlice(live.Object, rules, "spec", "rules")
+		live.SetManagedFields(nil)
+		live.SetResourceVersion("")
+		delete(live.Object, "status")
+		if _, err := h.k.apply(ctx, live); err != nil {
+			return err
+		}
+	}
+	time.Sleep(3 * time.Second)
+	return rotateFiles(ky.server, next)
+}
+
+// securityChecks: a call without the install's token gets no verdict.
+func (ky *kyvernoEngine) securityChecks(ctx context.Context, s *scenario) error {
+	h := ky.h
+	caPEM, err := os.ReadFile(filepath.Join(ky.server.dir, "mounts", "tls", "ca.crt"))
+	if err != nil {
+		return err
+	}
+	jobJSON, _ := s.job.MarshalJSON()
+	body := fmt.Sprintf(`{"review":{"uid":"x","kind":{"group":"batch","version":"v1","kind":"Job"},"operation":"CREATE","namespace":%q,"object":%s,"namespaceObject":{"metadata":{"name":%q,"labels":{"istio-injection":"enabled"}}}},"parameters":{}}`,
+		s.namespace, jobJSON, s.namespace)
+	status, answer, err := postTLS(ky.server.url()+"/kyverno", caPEM, nil, body)
+	var reply struct {
+		Deny       bool          `json:"deny"`
+		Violations []interface{} `json:"violations"`
+		Error      string        `json:"error"`
+	}
+	_ = json.Unmarshal([]byte(answer), &reply)
+	h.check(err == nil && !reply.Deny && len(reply.Violations) == 0 && reply.Error != "",
+		"kyverno: a call without the token gets no verdict, only the reason (%d %q %v)", status, truncate(answer, 160), err)
+	return nil
+}
