@@ -342,21 +342,41 @@ func judgeExamples(ctx context.Context, k *kube, files []exampleFile, want map[s
 	return t, nil
 }
 
-// workloadCRDs are the custom kinds the examples hold, served as a cluster with their
-// operators installed serves them (schemas open: the operators' own are not in any module
-// this harness builds from).
+// workloadCRDs are the custom kinds meshlife reviews (the installs' policies name them),
+// served as a cluster with their operators installed serves them; the schemas are open, as the
+// operators' own are in no module this harness builds from. The examples hold Rollouts.
 func workloadCRDs() []*unstructured.Unstructured {
-	crd := objectFor("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "rollouts.argoproj.io")
-	crd.Object["spec"] = map[string]interface{}{
-		"group": "argoproj.io",
-		"scope": "Namespaced",
-		"names": map[string]interface{}{"kind": "Rollout", "listKind": "RolloutList", "plural": "rollouts", "singular": "rollout"},
-		"versions": []interface{}{map[string]interface{}{
-			"name": "v1alpha1", "served": true, "storage": true,
-			"schema": map[string]interface{}{"openAPIV3Schema": map[string]interface{}{
-				"type": "object", "x-kubernetes-preserve-unknown-fields": true,
-			}},
-		}},
+	kinds := []struct {
+		group, version, kind, plural, scope string
+	}{
+		{"argoproj.io", "v1alpha1", "Rollout", "rollouts", "Namespaced"},
+		{"argoproj.io", "v1alpha1", "AnalysisTemplate", "analysistemplates", "Namespaced"},
+		{"argoproj.io", "v1alpha1", "ClusterAnalysisTemplate", "clusteranalysistemplates", "Cluster"},
+		{"kubeflow.org", "v1beta1", "Experiment", "experiments", "Namespaced"},
+		{"kubeflow.org", "v1", "PyTorchJob", "pytorchjobs", "Namespaced"},
+		{"kubeflow.org", "v1", "TFJob", "tfjobs", "Namespaced"},
+		{"kubeflow.org", "v1", "MPIJob", "mpijobs", "Namespaced"},
+		{"kubeflow.org", "v1", "XGBoostJob", "xgboostjobs", "Namespaced"},
+		{"kubeflow.org", "v1", "PaddleJob", "paddlejobs", "Namespaced"},
+		{"kubeflow.org", "v1", "JAXJob", "jaxjobs", "Namespaced"},
+		{"jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets", "Namespaced"},
+		{"batch.volcano.sh", "v1alpha1", "Job", "jobs", "Namespaced"},
 	}
-	return []*unstructured.Unstructured{crd}
+	var out []*unstructured.Unstructured
+	for _, k := range kinds {
+		crd := objectFor("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", k.plural+"."+k.group)
+		crd.Object["spec"] = map[string]interface{}{
+			"group": k.group,
+			"scope": k.scope,
+			"names": map[string]interface{}{"kind": k.kind, "listKind": k.kind + "List", "plural": k.plural, "singular": strings.ToLower(k.kind)},
+			"versions": []interface{}{map[string]interface{}{
+				"name": k.version, "served": true, "storage": true,
+				"schema": map[string]interface{}{"openAPIV3Schema": map[string]interface{}{
+					"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+				}},
+			}},
+		}
+		out = append(out, crd)
+	}
+	return out
 }

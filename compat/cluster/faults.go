@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -240,4 +241,44 @@ func (s *scenario) faultChecks(ctx context.Context, engine string, srv **server,
 			engine, counts.judged, counts.other, counts.otherSamples, reloads, (*srv).metric("meshlife_tls_reloads_total{outcome=\"reloaded\"}"))
 	}
 	return nil
+}
+
+// floodCheck holds idle connections to the server from one source (no TLS handshake: the
+// cheapest flood any pod of a cluster can send) while the engine's own admissions go on: every
+// one must still be judged, within the engine's timeout.
+func (s *scenario) floodCheck(ctx context.Context, engine string, srv *server, idle int, timeout time.Duration) {
+	h := s.h
+	var conns []net.Conn
+	for i := 0; i < idle; i++ {
+		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", srv.routesPort), time.Second)
+		if err != nil {
+			break
+		}
+		conns = append(conns, conn)
+	}
+	defer func() {
+		for _, conn := range conns {
+			conn.Close()
+		}
+	}()
+	time.Sleep(time.Second)
+	const n = 20
+	judged := 0
+	var slowest time.Duration
+	for i := 0; i < n; i++ {
+		job := s.job.DeepCopy()
+		job.SetName(fmt.Sprintf("%s-flood-%d", s.job.GetName(), i))
+		started := time.Now()
+		v := verdictOf(h.k.create(ctx, job, true))
+		if took := time.Since(started); took > slowest {
+			slowest = took
+		}
+		if len(compare(s.want["enabled"], v, false)) == 0 {
+			judged++
+		}
+	}
+	shed := srv.metric(`meshlife_refusals_total{reason="connection_shed"}`)
+	h.check(judged == n && slowest < timeout,
+		"%s: %d idle connections held from one source: %d of %d admissions judged, the slowest in %v (the engine gives up at %v); %.0f connections shed",
+		engine, len(conns), judged, n, slowest.Round(time.Millisecond), timeout, shed)
 }

@@ -68,7 +68,20 @@ func (h *harness) applyInstall(ctx context.Context, what string, objs []*unstruc
 	if err != nil {
 		return fmt.Errorf("applying %s: %w", what, err)
 	}
-	h.check(len(warnings) == 0, "%s applies without a warning from the API server %v", what, warnings)
+	// Kyverno 1.17+ says so of every ClusterPolicy (the kind goes in 1.20): a fact of the
+	// engine, not of the install, printed for the reader; any other warning fails.
+	var others, kindNotices []string
+	for _, warning := range warnings {
+		if strings.HasPrefix(warning, "ClusterPolicy (kyverno.io) is deprecated") {
+			kindNotices = append(kindNotices, warning)
+		} else {
+			others = append(others, warning)
+		}
+	}
+	h.check(len(others) == 0, "%s applies without a warning from the API server %v", what, others)
+	if len(kindNotices) > 0 {
+		fmt.Printf("  note %s: Kyverno says of each ClusterPolicy: %q (the --cel install has none)\n", what, kindNotices[0])
+	}
 	return nil
 }
 

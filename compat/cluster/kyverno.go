@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,11 +57,14 @@ func (ky *kyvernoEngine) start(ctx context.Context) error {
 			return err
 		}
 	}
-	// Kyverno's policy webhooks always use the service port: the server listens on it too.
-	port, err := freePort()
+	// Kyverno registers its policy webhooks at https://SERVERIP/ (port 443 whatever
+	// --servicePort says), so it listens on 443 (the harness runs as root, as CI does).
+	port := 443
+	probe, err := net.Listen("tcp", "127.0.0.1:443")
 	if err != nil {
-		return err
+		return fmt.Errorf("Kyverno must listen on 127.0.0.1:443 (its policy webhooks name no port): %w", err)
 	}
+	probe.Close()
 	env := []string{
 		"KYVERNO_NAMESPACE=" + kyvernoNamespace, "KYVERNO_SERVICEACCOUNT_NAME=kyverno",
 		"KYVERNO_DEPLOYMENT=kyverno", "KYVERNO_POD_NAME=kyverno-0", "KYVERNO_SVC=kyverno-svc",
@@ -74,7 +78,7 @@ func (ky *kyvernoEngine) start(ctx context.Context) error {
 		// Since 1.18 the default blocklist holds loopback, where meshlife serve runs here;
 		// this keeps cloud metadata blocked and lets 127.0.0.1 through.
 		"--httpBlocklist", "169.254.169.254",
-		"--disableMetrics", "--admissionReports=true",
+		"--disableMetrics", "--admissionReports=true", "--v=1",
 	}, env)
 	if err != nil {
 		return err

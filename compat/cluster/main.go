@@ -29,6 +29,7 @@ func run() int {
 	gatekeeperModule := flag.String("gatekeeper-module", "", "Gatekeeper's module folder (its CRDs)")
 	kyvernoModule := flag.String("kyverno-module", "", "Kyverno's module folder (its CRDs)")
 	keep := flag.Bool("keep", false, "keep the work folder (logs, certificates) after the run")
+	hold := flag.Duration("hold-on-failure", 0, "on a failure, keep every process running this long (to look at the cluster with work-folder/admin.kubeconfig)")
 	benchN := flag.Int("bench", 300, "dry-run creates of the typical Deployment per latency figure (0: no figures)")
 	benchOnly := flag.Bool("bench-only", false, "only the latency figures: no examples, audit, faults or security checks")
 	markdown := flag.String("markdown", "", "write the latency table into this Markdown file (BENCHMARKS.md), replacing its section")
@@ -45,6 +46,10 @@ func run() int {
 	procs := newProcesses(dir)
 	h := &harness{meshlife: *meshlife, repo: *repo, bin: *bin, dir: dir, procs: procs, benchN: *benchN, markdown: *markdown, benchOnly: *benchOnly}
 	code := h.run(strings.Split(*engines, ","), *gatekeeperModule, *kyvernoModule)
+	if code != 0 && *hold > 0 {
+		fmt.Printf("cluster-compat: holding the cluster for %v: KUBECONFIG=%s\n", *hold, filepath.Join(dir, "admin.kubeconfig"))
+		time.Sleep(*hold)
+	}
 	procs.stopAll()
 	if code != 0 || *keep {
 		// The logs of every process, and the failure is in them.
@@ -148,7 +153,7 @@ func (h *harness) runWebhook(ctx context.Context) error {
 	if err := w.install(ctx, cluster); err != nil {
 		return err
 	}
-	if err := h.measure(ctx, "plain webhook (meshlife install webhook)", h.benchN); err != nil {
+	if err := h.measureWith(ctx, "plain webhook (meshlife install webhook)", h.benchN, w.server); err != nil {
 		return err
 	}
 	if h.benchOnly {
@@ -166,6 +171,7 @@ func (h *harness) runWebhook(ctx context.Context) error {
 	unjudged := func(v verdict) bool {
 		return v.err == nil && !v.refused && len(rulesIn(v.warnings...)) == 0
 	}
+	s.floodCheck(ctx, "webhook", w.server, 1500, 5*time.Second)
 	restart := func() error { return w.server.start(ctx) }
 	if err := s.faultChecks(ctx, "webhook", &w.server, unjudged, restart, w.rotate); err != nil {
 		return err
@@ -219,7 +225,7 @@ func (h *harness) runGatekeeper(ctx context.Context, module string) error {
 	if err := g.install(ctx, cluster); err != nil {
 		return err
 	}
-	if err := h.measure(ctx, "Gatekeeper + meshlife (External Data)", h.benchN); err != nil {
+	if err := h.measureWith(ctx, "Gatekeeper + meshlife (External Data)", h.benchN, g.server); err != nil {
 		return err
 	}
 	if h.benchOnly {
@@ -237,6 +243,8 @@ func (h *harness) runGatekeeper(ctx context.Context, module string) error {
 	if err := g.securityChecks(ctx); err != nil {
 		return err
 	}
+	// Gatekeeper calls the provider with its 3 s webhook timeout (the Provider's own is 2 s).
+	s.floodCheck(ctx, "gatekeeper", g.server, 1500, 2*time.Second)
 	restart := func() error { return g.server.start(ctx) }
 	if err := s.faultChecks(ctx, "gatekeeper", &g.server, unjudged, restart, g.rotate); err != nil {
 		return err
@@ -286,7 +294,7 @@ func (h *harness) runKyverno(ctx context.Context, module string) error {
 				if cel {
 					config = "Kyverno + meshlife (ValidatingPolicy pair, CEL http)"
 				}
-				if err := h.measure(ctx, config, h.benchN); err != nil {
+				if err := h.measureWith(ctx, config, h.benchN, ky.server); err != nil {
 					return err
 				}
 			}

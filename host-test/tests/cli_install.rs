@@ -616,3 +616,62 @@ fn install_kyverno_refuses_a_constraint_file_that_is_not_a_cluster_pair() {
     assert_eq!(code, 2);
     assert!(stderr.contains("between 1 and 30"), "{stderr}");
 }
+
+#[test]
+fn url_points_every_install_at_a_server_outside_the_cluster_and_its_certificate_names_it() {
+    let url = "https://127.0.0.1:9443";
+    let cases: [(&[&str], &str, fn(&[Value]) -> String); 4] = [
+        (&["gatekeeper"], "/validate", |all| {
+            find(all, "Provider")["spec"]["url"].as_str().unwrap().into()
+        }),
+        (&["webhook"], "/admission", |all| {
+            let webhook = &find(all, "ValidatingWebhookConfiguration")["webhooks"][0];
+            assert!(webhook["clientConfig"].get("service").is_none());
+            webhook["clientConfig"]["url"].as_str().unwrap().into()
+        }),
+        (&["kyverno"], "/kyverno", |all| {
+            find(all, "ClusterPolicy")["spec"]["rules"][0]["context"][1]["apiCall"]["service"]["url"]
+                .as_str()
+                .unwrap()
+                .into()
+        }),
+        (&["kyverno", "--cel"], "/kyverno", |all| {
+            let policy = serde_json::to_string(find(all, "ValidatingPolicy")).unwrap();
+            assert!(policy.contains("https://127.0.0.1:9443/kyverno"), "{policy}");
+            "https://127.0.0.1:9443/kyverno".into()
+        }),
+    ];
+    for (target, path, called) in cases {
+        let mut args = vec!["install"];
+        args.extend_from_slice(target);
+        args.extend_from_slice(&["--url", url]);
+        let (code, text, stderr) = meshlife(&args, None);
+        assert_eq!(code, 0, "{target:?}: {stderr}");
+        let all = documents(&text);
+        assert_eq!(called(&all), format!("{url}{path}"), "{target:?}");
+        assert!(!text.contains(".svc:8443/"), "{target:?} still names the Service");
+        // The serving certificate names the URL's host (an IP address SAN) beside the Service.
+        let secret = all
+            .iter()
+            .find(|document| document["kind"] == "Secret" && document["type"] == "kubernetes.io/tls")
+            .unwrap();
+        let pem = secret["stringData"]["tls.crt"].as_str().unwrap();
+        let der = rustls_pki_types::pem::PemObject::from_pem_slice(pem.as_bytes())
+            .map(|cert: rustls_pki_types::CertificateDer| cert.to_vec())
+            .unwrap();
+        let (_, certificate) = x509_parser::parse_x509_certificate(&der).unwrap();
+        let names = format!("{:?}", certificate.subject_alternative_name().unwrap().unwrap().value);
+        assert!(names.contains("127.0.0.1") || names.contains("[127, 0, 0, 1]"), "{names}");
+        assert!(names.contains(".svc"), "{names}");
+    }
+    for (bad, said) in [
+        ("http://127.0.0.1:9443", "https://"),
+        ("https://meshlife.example/admission", "only the scheme, host and port"),
+        ("https://meshlife.example:0", "port"),
+        ("https://", "no host"),
+    ] {
+        let (code, _, stderr) = meshlife(&["install", "webhook", "--url", bad], None);
+        assert_eq!(code, 2, "{bad}: {stderr}");
+        assert!(stderr.contains(said), "{bad}: {stderr}");
+    }
+}

@@ -94,7 +94,10 @@ fn parse_external_url(text: &str) -> Result<ExternalUrl, String> {
         format!("{text:?}: the URL must start with https:// (every engine calls meshlife serve over TLS)")
     })?;
     let authority = rest.trim_end_matches('/');
-    if authority.is_empty() || authority.contains(['/', '?', '#', '@']) {
+    if authority.is_empty() {
+        return Err(format!("{text:?}: the URL names no host"));
+    }
+    if authority.contains(['/', '?', '#', '@']) {
         return Err(format!(
             "{text:?}: give only the scheme, host and port (https://HOST[:PORT]); each engine's \
              path (/validate, /kyverno, /admission) is added by the install"

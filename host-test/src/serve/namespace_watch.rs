@@ -86,8 +86,8 @@ impl NamespaceWatch {
         };
         let config = kube::Config::infer()
             .await
-            .map_err(|error| unusable(error.to_string()))?;
-        let client = kube::Client::try_from(config).map_err(|error| unusable(error.to_string()))?;
+            .map_err(|error| unusable(error_chain(&error)))?;
+        let client = kube::Client::try_from(config).map_err(|error| unusable(error_chain(&error)))?;
         let api: kube::Api<Namespace> = kube::Api::all(client);
         first_list(&api).await.map_err(unusable)?;
         let fetcher = api.clone();
@@ -234,12 +234,28 @@ async fn first_list(api: &kube::Api<Namespace>) -> Result<(), String> {
                      `meshlife install webhook` grants get, list and watch",
                     status.message
                 ),
-                other => format!("{other}"),
+                other => error_chain(other),
             });
         }
         tracing::info!(%error, "the API server cannot be reached yet; trying again");
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
+}
+
+/// An error with its causes, which say what failed ("Connection refused", the certificate
+/// rustls refused) where the error itself says only "client error (Connect)".
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// A Namespace as the module reads `namespaceObject`: the name, labels and annotations; the

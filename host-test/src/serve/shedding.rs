@@ -196,7 +196,7 @@ mod tests {
         // A slot given back makes room without shedding.
         drop(flood);
         let mut shed_again = Vec::new();
-        let _ = served(table.admit(peer(3, 1), |stage| shed_again.push(stage)));
+        let _third = served(table.admit(peer(3, 1), |stage| shed_again.push(stage)));
         assert!(shed_again.is_empty());
         assert_eq!(table.len(), 3);
     }
