@@ -248,12 +248,24 @@ func (s *scenario) faultChecks(ctx context.Context, engine string, srv **server,
 // one must still be judged, within the engine's timeout.
 func (s *scenario) floodCheck(ctx context.Context, engine string, srv *server, idle int, timeout time.Duration) {
 	h := s.h
+	if err := s.label(ctx, "enabled"); err != nil {
+		h.fail("%s: %v", engine, err)
+		return
+	}
+	if _, err := s.converge(ctx, "enabled", 30*time.Second); err != nil {
+		h.fail("%s: before the flood: %v", engine, err)
+		return
+	}
 	var conns []net.Conn
-	for i := 0; i < idle; i++ {
-		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", srv.routesPort), time.Second)
+	failedInARow := 0
+	for attempt := 0; len(conns) < idle && failedInARow < 50 && attempt < 2*idle; attempt++ {
+		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", srv.routesPort), 200*time.Millisecond)
 		if err != nil {
-			break
+			// The listen backlog is full while the server sheds: go on filling it.
+			failedInARow++
+			continue
 		}
+		failedInARow = 0
 		conns = append(conns, conn)
 	}
 	defer func() {

@@ -462,6 +462,8 @@ fn install_kyverno_prints_a_server_and_policies_that_reach_it_with_the_token() {
     let (code, text, stderr) =
         meshlife(&["install", "kyverno", "--cel", "--namespace", "ml"], None);
     assert_eq!(code, 0, "{stderr}");
+    // Seen through Kyverno's own admission controller (compat/cluster): said on every print.
+    assert!(stderr.contains("Kyverno v1.19.0"), "{stderr}");
     let all = documents(&text);
     let cel: Vec<&Value> = all
         .iter()
@@ -620,9 +622,18 @@ fn install_kyverno_refuses_a_constraint_file_that_is_not_a_cluster_pair() {
 #[test]
 fn url_points_every_install_at_a_server_outside_the_cluster_and_its_certificate_names_it() {
     let url = "https://127.0.0.1:9443";
-    let cases: [(&[&str], &str, fn(&[Value]) -> String); 4] = [
+    // (install arguments, the engine's path, where the install says the server is)
+    type Case = (
+        &'static [&'static str],
+        &'static str,
+        fn(&[Value]) -> String,
+    );
+    let cases: [Case; 4] = [
         (&["gatekeeper"], "/validate", |all| {
-            find(all, "Provider")["spec"]["url"].as_str().unwrap().into()
+            find(all, "Provider")["spec"]["url"]
+                .as_str()
+                .unwrap()
+                .into()
         }),
         (&["webhook"], "/admission", |all| {
             let webhook = &find(all, "ValidatingWebhookConfiguration")["webhooks"][0];
@@ -637,7 +648,10 @@ fn url_points_every_install_at_a_server_outside_the_cluster_and_its_certificate_
         }),
         (&["kyverno", "--cel"], "/kyverno", |all| {
             let policy = serde_json::to_string(find(all, "ValidatingPolicy")).unwrap();
-            assert!(policy.contains("https://127.0.0.1:9443/kyverno"), "{policy}");
+            assert!(
+                policy.contains("https://127.0.0.1:9443/kyverno"),
+                "{policy}"
+            );
             "https://127.0.0.1:9443/kyverno".into()
         }),
     ];
@@ -649,24 +663,42 @@ fn url_points_every_install_at_a_server_outside_the_cluster_and_its_certificate_
         assert_eq!(code, 0, "{target:?}: {stderr}");
         let all = documents(&text);
         assert_eq!(called(&all), format!("{url}{path}"), "{target:?}");
-        assert!(!text.contains(".svc:8443/"), "{target:?} still names the Service");
+        assert!(
+            !text.contains(".svc:8443/"),
+            "{target:?} still names the Service"
+        );
         // The serving certificate names the URL's host (an IP address SAN) beside the Service.
         let secret = all
             .iter()
-            .find(|document| document["kind"] == "Secret" && document["type"] == "kubernetes.io/tls")
+            .find(|document| {
+                document["kind"] == "Secret" && document["type"] == "kubernetes.io/tls"
+            })
             .unwrap();
         let pem = secret["stringData"]["tls.crt"].as_str().unwrap();
         let der = rustls_pki_types::pem::PemObject::from_pem_slice(pem.as_bytes())
             .map(|cert: rustls_pki_types::CertificateDer| cert.to_vec())
             .unwrap();
         let (_, certificate) = x509_parser::parse_x509_certificate(&der).unwrap();
-        let names = format!("{:?}", certificate.subject_alternative_name().unwrap().unwrap().value);
-        assert!(names.contains("127.0.0.1") || names.contains("[127, 0, 0, 1]"), "{names}");
+        let names = format!(
+            "{:?}",
+            certificate
+                .subject_alternative_name()
+                .unwrap()
+                .unwrap()
+                .value
+        );
+        assert!(
+            names.contains("127.0.0.1") || names.contains("[127, 0, 0, 1]"),
+            "{names}"
+        );
         assert!(names.contains(".svc"), "{names}");
     }
     for (bad, said) in [
         ("http://127.0.0.1:9443", "https://"),
-        ("https://meshlife.example/admission", "only the scheme, host and port"),
+        (
+            "https://meshlife.example/admission",
+            "only the scheme, host and port",
+        ),
         ("https://meshlife.example:0", "port"),
         ("https://", "no host"),
     ] {

@@ -419,7 +419,10 @@ fn a_namespace_relabelled_mid_test_changes_the_next_verdict() {
     });
     let (lists, watches) = api.requests();
     // The start's list of one Namespace (does the configuration work?), then the watch's.
-    assert_eq!(lists, 2, "one list at start, one for the watch, then the watch");
+    assert_eq!(
+        lists, 2,
+        "one list at start, one for the watch, then the watch"
+    );
     assert!(watches >= 1);
     assert_eq!(
         hook.server
@@ -465,7 +468,11 @@ fn without_a_watch_the_parameters_decide_injection() {
     let api = KubeApi::start(&[namespace("batch", "disabled")]);
     for (api, extra, logged) in [
         (None, &[][..], "no Kubernetes configuration"),
-        (Some(&api), &["--no-namespace-watch"][..], "--no-namespace-watch"),
+        (
+            Some(&api),
+            &["--no-namespace-watch"][..],
+            "--no-namespace-watch",
+        ),
     ] {
         let hook = webhook(&[&constraint], api, extra);
         let client = Client::new(hook.server.routes, &hook.ca, None);
@@ -482,7 +489,8 @@ fn without_a_watch_the_parameters_decide_injection() {
             hook.server.log()
         );
         assert_eq!(
-            hook.server.metric("meshlife_namespace_watch{state=\"off\"}"),
+            hook.server
+                .metric("meshlife_namespace_watch{state=\"off\"}"),
             1.0,
             "{}",
             hook.server.metrics()
@@ -492,7 +500,11 @@ fn without_a_watch_the_parameters_decide_injection() {
 
 /// Runs `meshlife serve` with `kubeconfig` and returns its exit code and stderr, or `None`
 /// when it was still running after `limit` (it served).
-fn serve_with_kubeconfig(kubeconfig: &std::path::Path, extra: &[&str], limit: Duration) -> (Option<i32>, String) {
+fn serve_with_kubeconfig(
+    kubeconfig: &std::path::Path,
+    extra: &[&str],
+    limit: Duration,
+) -> (Option<i32>, String) {
     let ca = Authority::new("meshlife-test-ca");
     let volume = SecretVolume::new(&ca.server(), &ca.cert_pem);
     let mut command = Server::command(&volume, false, extra);
@@ -525,7 +537,10 @@ fn a_kubernetes_configuration_that_does_not_work_stops_the_server_with_the_reaso
     forbidding.forbid();
     let forbidden = forbidding.kubeconfig(dir.path());
     // A port nothing listens on (bound, then released).
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let unreachable = dir.path().join("unreachable");
     std::fs::write(
         &unreachable,
@@ -535,7 +550,11 @@ fn a_kubernetes_configuration_that_does_not_work_stops_the_server_with_the_reaso
     )
     .unwrap();
     let unreadable = dir.path().join("unreadable");
-    std::fs::write(&unreadable, "apiVersion: v1\nkind: Config\nclusters: [oops\n").unwrap();
+    std::fs::write(
+        &unreadable,
+        "apiVersion: v1\nkind: Config\nclusters: [oops\n",
+    )
+    .unwrap();
     for (kubeconfig, said) in [
         (&forbidden, "forbids listing Namespaces"),
         (&unreachable, "Connection refused"),
@@ -547,8 +566,11 @@ fn a_kubernetes_configuration_that_does_not_work_stops_the_server_with_the_reaso
         assert!(stderr.contains("--no-namespace-watch"), "{stderr}");
     }
     // The flag says to run without it: the server serves.
-    let (code, stderr) =
-        serve_with_kubeconfig(&forbidden, &["--no-namespace-watch"], Duration::from_secs(3));
+    let (code, stderr) = serve_with_kubeconfig(
+        &forbidden,
+        &["--no-namespace-watch"],
+        Duration::from_secs(3),
+    );
     assert_eq!(code, None, "{stderr}");
 }
 

@@ -37,7 +37,9 @@ fn a_connection_flood_from_one_peer_gives_way_to_callers_that_send_requests() {
         .collect();
     for _ in 0..16 {
         let mut stream = TcpStream::connect(server.routes).unwrap();
-        stream.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01]).unwrap();
+        stream
+            .write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01])
+            .unwrap();
         flood.push(stream);
     }
     let client = Client::new(server.routes, &ca, None);

@@ -90,7 +90,10 @@ spec:
 ---
 {template}
 {constraints}",
-        url = server.url(format!("https://{NAME}.{namespace}:{ROUTES_PORT}"), "/validate"),
+        url = server.url(
+            format!("https://{NAME}.{namespace}:{ROUTES_PORT}"),
+            "/validate"
+        ),
         ca_bundle = base64(tls.ca_pem.as_bytes()),
         template = TEMPLATE.trim_end(),
     );

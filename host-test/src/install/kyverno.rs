@@ -22,6 +22,13 @@ const SHIPPED_URL: &str = "https://meshlife.meshlife-system.svc:8443/kyverno";
 const CA_PLACEHOLDER: &str = "REPLACE_WITH_PEM_OF_THE_MESHLIFE_CA";
 
 const NAME: &str = "meshlife";
+
+/// Seen through Kyverno v1.19.0's own admission controller (compat/cluster).
+const KYVERNO_1_19_CEL_WARNING: &str = "meshlife: warning: Kyverno v1.19.0's admission controller \
+    cannot run these ValidatingPolicies: its CEL http library has no Post on http.Client(caBundle) \
+    (\"no such overload: Post(libs.mockAwareHTTPContext, ...)\"), and a Deny ValidatingPolicy whose \
+    expression fails refuses the object whatever its failurePolicy says, so meshlife-errors-cel \
+    would refuse every workload it matches. Use the ClusterPolicy pair (without --cel) on 1.19.0.";
 const TOKEN_SECRET: &str = "meshlife-kyverno-token";
 
 #[derive(Args, Debug)]
@@ -68,8 +75,12 @@ pub fn manifests(args: &KyvernoInstall) -> Result<String, String> {
         caller: "Kyverno",
     };
     let tls = make_certificates(&server.certificate_names())?;
-    let url = server.url(format!("https://{NAME}.{namespace}.svc:{ROUTES_PORT}"), "/kyverno");
+    let url = server.url(
+        format!("https://{NAME}.{namespace}.svc:{ROUTES_PORT}"),
+        "/kyverno",
+    );
     let (policies, kind) = if args.cel {
+        eprintln!("{KYVERNO_1_19_CEL_WARNING}");
         (VALIDATING_POLICIES, "ValidatingPolicy")
     } else {
         (CLUSTER_POLICIES, "ClusterPolicy")

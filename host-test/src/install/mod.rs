@@ -117,7 +117,9 @@ fn parse_external_url(text: &str) -> Result<ExternalUrl, String> {
     if let Some(port) = port
         && port.parse::<u16>().map_or(true, |port| port == 0)
     {
-        return Err(format!("{text:?}: the port must be a number from 1 to 65535"));
+        return Err(format!(
+            "{text:?}: the port must be a number from 1 to 65535"
+        ));
     }
     if host.is_empty() {
         return Err(format!("{text:?}: the URL names no host"));

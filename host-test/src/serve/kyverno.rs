@@ -135,7 +135,13 @@ const FINDING_SEPARATOR: &str = " | ";
 /// `text` with every control character (line breaks included) as a space.
 fn one_line(text: &str) -> String {
     text.chars()
-        .map(|character| if character.is_control() { ' ' } else { character })
+        .map(|character| {
+            if character.is_control() {
+                ' '
+            } else {
+                character
+            }
+        })
         .collect()
 }
 

@@ -104,10 +104,10 @@ pub fn raise_open_file_limit() -> Option<u64> {
             rlim_max: limit.rlim_max,
         };
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-            return Some(raised.rlim_cur as u64);
+            return Some(raised.rlim_cur);
         }
     }
-    Some(limit.rlim_cur as u64)
+    Some(limit.rlim_cur)
 }
 
 impl Limits {

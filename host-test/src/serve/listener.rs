@@ -19,6 +19,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use super::limits::Limits;
+use super::metrics::Metrics;
+use super::shedding::{Admission, ConnectionTable, Slot, Stage};
+use super::shutdown::{Lifecycle, Phase, reached};
+use super::tls::TlsState;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -26,11 +31,6 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use super::limits::Limits;
-use super::metrics::Metrics;
-use super::shedding::{Admission, ConnectionTable, Slot, Stage};
-use super::shutdown::{Lifecycle, Phase, reached};
-use super::tls::TlsState;
 
 /// What a route may know about the connection a request came on.
 #[derive(Clone, Debug)]
@@ -196,7 +196,11 @@ pub async fn serve<H: Handler>(listener: TcpListener, settings: ListenerSettings
         };
         let admission = table.admit(peer, |stage| {
             settings.metrics.refused("connection_shed");
-            tracing::debug!(listener = settings.name, ?stage, "at --max-connections: a connection gives way");
+            tracing::debug!(
+                listener = settings.name,
+                ?stage,
+                "at --max-connections: a connection gives way"
+            );
         });
         let guard = match admission {
             Admission::Serve(guard) => guard,
@@ -218,7 +222,7 @@ pub async fn serve<H: Handler>(listener: TcpListener, settings: ListenerSettings
     }
     drop(listener);
     tracing::info!(listener = settings.name, "stopped accepting connections");
-    while table.len() > 0 {
+    while !table.is_empty() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }

@@ -87,7 +87,8 @@ impl NamespaceWatch {
         let config = kube::Config::infer()
             .await
             .map_err(|error| unusable(error_chain(&error)))?;
-        let client = kube::Client::try_from(config).map_err(|error| unusable(error_chain(&error)))?;
+        let client =
+            kube::Client::try_from(config).map_err(|error| unusable(error_chain(&error)))?;
         let api: kube::Api<Namespace> = kube::Api::all(client);
         first_list(&api).await.map_err(unusable)?;
         let fetcher = api.clone();
@@ -205,7 +206,9 @@ fn configuration_source() -> Option<String> {
     }
     let token = std::path::Path::new(IN_CLUSTER_TOKEN);
     if std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() && token.exists() {
-        return Some(format!("the in-cluster service account ({IN_CLUSTER_TOKEN})"));
+        return Some(format!(
+            "the in-cluster service account ({IN_CLUSTER_TOKEN})"
+        ));
     }
     None
 }
@@ -224,7 +227,11 @@ async fn first_list(api: &kube::Api<Namespace>) -> Result<(), String> {
         let error = match tokio::time::timeout(FIRST_LIST_PATIENCE, api.list(&params)).await {
             Ok(Ok(_)) => return Ok(()),
             Ok(Err(error)) => error,
-            Err(_) => return Err(format!("no answer to a Namespace list within {FIRST_LIST_PATIENCE:?}")),
+            Err(_) => {
+                return Err(format!(
+                    "no answer to a Namespace list within {FIRST_LIST_PATIENCE:?}"
+                ));
+            }
         };
         let answered = matches!(&error, kube::Error::Api(_));
         if answered || tokio::time::Instant::now() >= deadline {

@@ -106,6 +106,10 @@ impl ConnectionTable {
         self.open.lock().map_or(0, |open| open.len())
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Takes a slot for a connection from `peer`, asking another to give way when the table
     /// is full. `shed` is told of each connection asked to give way.
     pub fn admit(
