@@ -267,16 +267,8 @@ func (ky *kyvernoEngine) benchThreeRules(ctx context.Context) error {
 	if err := h.applyInstall(ctx, "the three-rule ValidatingPolicy pair", peer); err != nil {
 		return err
 	}
-	for _, policy := range peer {
-		if err := waitUntil(ctx, 120*time.Second, "Kyverno reporting "+policy.GetName()+" ready", func() (bool, error) {
-			live, err := h.k.get(ctx, policy)
-			if err != nil {
-				return false, err
-			}
-			return policyReady(live), fmt.Errorf("status: %v", live.Object["status"])
-		}); err != nil {
-			return err
-		}
+	if err := ky.waitReady(ctx, peer); err != nil {
+		return err
 	}
 	if err := waitUntil(ctx, 60*time.Second, "the three-rule ValidatingPolicy judging", func() (bool, error) {
 		v := verdictOf(h.k.create(ctx, h.benchObject, true))

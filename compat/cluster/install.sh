@@ -7,6 +7,7 @@
 #                         the frameworks harness uses)
 #   kyverno               Kyverno v1.19.0's admission controller (compat/kyverno's go.mod, the
 #                         version the CLI harness uses, with its pod-security fork)
+#   kyverno-reports-controller  the same version's reports controller (PolicyReports)
 # The checks drive the API server with client-go (this module), not a kubectl of the machine.
 # Cold, on 2 cores: about 7 min for kube-apiserver, 1 for etcd; Gatekeeper's and Kyverno's
 # controllers reuse most of their harnesses' builds.
@@ -50,4 +51,5 @@ build kube-apiserver "$here" 0 ./cmd/kube-apiserver "$stamp"
 build etcd "$here" 0 ./cmd/etcd
 build gatekeeper "$compat/gatekeeper" 1 github.com/open-policy-agent/gatekeeper/v3
 build kyverno "$compat/kyverno" 1 github.com/kyverno/kyverno/cmd/kyverno
-echo "compat/cluster/bin: $("$bin/kube-apiserver" --version), etcd $("$bin/etcd" --version | sed -n 's/^etcd Version: //p'), gatekeeper v3.23.0, kyverno v1.19.0" >&2
+build kyverno-reports-controller "$compat/kyverno" 1 github.com/kyverno/kyverno/cmd/reports-controller
+echo "compat/cluster/bin: $("$bin/kube-apiserver" --version), etcd $("$bin/etcd" --version | sed -n 's/^etcd Version: //p'), gatekeeper v3.23.0, kyverno v1.19.0 (admission and reports controllers)" >&2

@@ -25,9 +25,17 @@ type kyvernoEngine struct {
 	h          *harness
 	module     string
 	controller *process
+	reports    *process
 	server     *server
 	policies   []*unstructured.Unstructured
+	// trustDir is the admission controller's SSL_CERT_DIR beside the system's, where the
+	// --cel install's ConfigMap meshlife-ca goes, as the documented mount puts it.
+	trustDir string
+	// nextCA is the CA a --cel rollover moves to, trusted ahead of it as an operator would.
+	nextCA *authority
 }
+
+const kyvernoPort = 443
 
 func (ky *kyvernoEngine) start(ctx context.Context) error {
 	h := ky.h
@@ -59,31 +67,19 @@ func (ky *kyvernoEngine) start(ctx context.Context) error {
 	}
 	// Kyverno registers its policy webhooks at https://SERVERIP/ (port 443 whatever
 	// --servicePort says), so it listens on 443 (the harness runs as root, as CI does).
-	port := 443
-	probe, err := net.Listen("tcp", "127.0.0.1:443")
+	probe, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", kyvernoPort))
 	if err != nil {
 		return fmt.Errorf("Kyverno must listen on 127.0.0.1:443 (its policy webhooks name no port): %w", err)
 	}
 	probe.Close()
-	env := []string{
-		"KYVERNO_NAMESPACE=" + kyvernoNamespace, "KYVERNO_SERVICEACCOUNT_NAME=kyverno",
-		"KYVERNO_DEPLOYMENT=kyverno", "KYVERNO_POD_NAME=kyverno-0", "KYVERNO_SVC=kyverno-svc",
-		"INIT_CONFIG=kyverno", "METRICS_CONFIG=kyverno-metrics",
-	}
-	ky.controller, err = h.procs.start("kyverno", filepath.Join(h.bin, "kyverno"), []string{
-		"--kubeconfig", h.cp.adminKC, "--serverIP", "127.0.0.1",
-		"--webhookServerPort", fmt.Sprint(port), "--servicePort", fmt.Sprint(port),
-		"--caSecretName", "kyverno-svc.kyverno.svc.kyverno-tls-ca",
-		"--tlsSecretName", "kyverno-svc.kyverno.svc.kyverno-tls-pair",
-		// Since 1.18 the default blocklist holds loopback, where meshlife serve runs here;
-		// this keeps cloud metadata blocked and lets 127.0.0.1 through.
-		"--httpBlocklist", "169.254.169.254",
-		"--disableMetrics", "--admissionReports=true", "--v=1",
-	}, env)
-	if err != nil {
+	ky.trustDir = filepath.Join(h.dir, "kyverno-meshlife-ca")
+	if err := os.MkdirAll(ky.trustDir, 0o755); err != nil {
 		return err
 	}
-	if err := waitHTTP(ctx, ky.controller, fmt.Sprintf("https://127.0.0.1:%d/health/liveness", port), 120*time.Second); err != nil {
+	if err := ky.startController(ctx); err != nil {
+		return err
+	}
+	if err := ky.startReports(); err != nil {
 		return err
 	}
 	return waitUntil(ctx, 120*time.Second, "Kyverno registering its resource webhooks", func() (bool, error) {
@@ -98,6 +94,61 @@ func (ky *kyvernoEngine) start(ctx context.Context) error {
 		}
 		return false, nil
 	})
+}
+
+// startController runs the admission controller as its Deployment does, with the
+// SSL_CERT_DIR that `meshlife install kyverno --cel` asks for.
+func (ky *kyvernoEngine) startController(ctx context.Context) error {
+	h := ky.h
+	env := []string{
+		"KYVERNO_NAMESPACE=" + kyvernoNamespace, "KYVERNO_SERVICEACCOUNT_NAME=kyverno",
+		"KYVERNO_DEPLOYMENT=kyverno", "KYVERNO_POD_NAME=kyverno-0", "KYVERNO_SVC=kyverno-svc",
+		"INIT_CONFIG=kyverno", "METRICS_CONFIG=kyverno-metrics",
+		"SSL_CERT_DIR=/etc/ssl/certs:" + ky.trustDir,
+	}
+	var err error
+	ky.controller, err = h.procs.start("kyverno", filepath.Join(h.bin, "kyverno"), []string{
+		"--kubeconfig", h.cp.adminKC, "--serverIP", "127.0.0.1",
+		"--webhookServerPort", fmt.Sprint(kyvernoPort), "--servicePort", fmt.Sprint(kyvernoPort),
+		"--caSecretName", "kyverno-svc.kyverno.svc.kyverno-tls-ca",
+		"--tlsSecretName", "kyverno-svc.kyverno.svc.kyverno-tls-pair",
+		// Since 1.18 the default blocklist holds loopback, where meshlife serve runs here;
+		// this keeps cloud metadata blocked and lets 127.0.0.1 through.
+		"--httpBlocklist", "169.254.169.254",
+		"--disableMetrics", "--admissionReports=true", "--v=1",
+	}, env)
+	if err != nil {
+		return err
+	}
+	return waitHTTP(ctx, ky.controller, fmt.Sprintf("https://127.0.0.1:%d/health/liveness", kyvernoPort), 120*time.Second)
+}
+
+// trustCEL is the step `meshlife install kyverno --cel` prints: the install's ConfigMap
+// meshlife-ca where the admission controller's SSL_CERT_DIR reads it (with the CA of the
+// rollover ahead), then the admission controller restarted, since Go reads its roots once.
+func (ky *kyvernoEngine) trustCEL(ctx context.Context, objs []*unstructured.Unstructured) error {
+	var caPEM string
+	for _, obj := range objs {
+		if obj.GetKind() == "ConfigMap" && obj.GetName() == "meshlife-ca" && obj.GetNamespace() == kyvernoNamespace {
+			caPEM, _, _ = unstructured.NestedString(obj.Object, "data", "meshlife-ca.crt")
+		}
+	}
+	if !strings.Contains(caPEM, "BEGIN CERTIFICATE") {
+		return fmt.Errorf("meshlife install kyverno --cel printed no ConfigMap %s/meshlife-ca with a CA", kyvernoNamespace)
+	}
+	next, err := newAuthority("meshlife-rotated-ca")
+	if err != nil {
+		return err
+	}
+	ky.nextCA = next
+	for name, data := range map[string][]byte{"meshlife-ca.crt": []byte(caPEM), "meshlife-next-ca.crt": next.certPEM} {
+		if err := os.WriteFile(filepath.Join(ky.trustDir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	ky.controller.stop(20 * time.Second)
+	ky.h.procs.forget(ky.controller)
+	return ky.startController(ctx)
 }
 
 // install applies `meshlife install kyverno --constraint CLUSTER [--cel] --url ...`, runs its
@@ -129,6 +180,11 @@ func (ky *kyvernoEngine) install(ctx context.Context, cluster string, cel bool) 
 	if err := h.applyInstall(ctx, what, objs); err != nil {
 		return err
 	}
+	if cel {
+		if err := ky.trustCEL(ctx, objs); err != nil {
+			return err
+		}
+	}
 	ky.policies = nil
 	for _, obj := range objs {
 		if obj.GetKind() == "ClusterPolicy" || obj.GetKind() == "ValidatingPolicy" {
@@ -142,9 +198,17 @@ func (ky *kyvernoEngine) install(ctx context.Context, cluster string, cel bool) 
 	if err := ky.server.start(ctx); err != nil {
 		return err
 	}
-	for _, policy := range ky.policies {
+	if err := ky.waitReady(ctx, ky.policies); err != nil {
+		return err
+	}
+	return h.waitCalled(ctx, ky.server, "kyverno", 120*time.Second)
+}
+
+// waitReady waits until Kyverno reports each policy ready.
+func (ky *kyvernoEngine) waitReady(ctx context.Context, policies []*unstructured.Unstructured) error {
+	for _, policy := range policies {
 		if err := waitUntil(ctx, 120*time.Second, "Kyverno reporting "+policy.GetKind()+" "+policy.GetName()+" ready", func() (bool, error) {
-			live, err := h.k.get(ctx, policy)
+			live, err := ky.h.k.get(ctx, policy)
 			if err != nil {
 				return false, err
 			}
@@ -153,7 +217,7 @@ func (ky *kyvernoEngine) install(ctx context.Context, cluster string, cel bool) 
 			return err
 		}
 	}
-	return h.waitCalled(ctx, ky.server, "kyverno", 120*time.Second)
+	return nil
 }
 
 // policyReady reads a ClusterPolicy's Ready condition or a ValidatingPolicy's
@@ -170,6 +234,11 @@ func policyReady(policy *unstructured.Unstructured) bool {
 		}
 	}
 	return false
+}
+
+// rotateCEL: the server's certificate files change to the CA trustCEL staged.
+func (ky *kyvernoEngine) rotateCEL() error {
+	return rotateFiles(ky.server, ky.nextCA)
 }
 
 // rotate: each policy's service caBundle first trusts a new CA beside the install's, then the

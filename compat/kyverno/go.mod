@@ -7,6 +7,7 @@ replace k8s.io/pod-security-admission => github.com/kyverno/pod-security-admissi
 tool (
 	github.com/kyverno/kyverno/cmd/cli/kubectl-kyverno
 	github.com/kyverno/kyverno/cmd/kyverno
+	github.com/kyverno/kyverno/cmd/reports-controller
 )
 
 require sigs.k8s.io/yaml v1.6.0

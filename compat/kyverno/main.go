@@ -246,14 +246,13 @@ func sortedKeys(set map[string]bool) []string {
 
 // installedPolicies takes the policies `meshlife install kyverno [--constraint FILE]` prints
 // (the ClusterPolicy pair, and with --cel the ValidatingPolicy pair), with the harness's CA in
-// place of the one the install made, and returns them with the install's token. Two changes
-// more, which the Kyverno CLI needs (README-kyverno.md):
-//   - v1.19's fake client cannot GET /api/v1/namespaces/NAME (it parses NAME as a namespace
-//     with no resource), so the ClusterPolicies' Namespace fetch is dropped and the values
-//     file supplies `meshlifeNamespace` instead;
-//   - its mock-aware CEL http context does not survive http.Client(caBundle) ("no such
-//     overload: Post(libs.mockAwareHTTPContext, ...)"), so the CEL policies call http.Post
-//     and the CLI trusts the CA through SSL_CERT_FILE.
+// place of the one the install made, and returns them with the install's token. One change
+// more, which the Kyverno CLI needs (README-kyverno.md): v1.19's fake client cannot GET
+// /api/v1/namespaces/NAME (it parses NAME as a namespace with no resource), so the
+// ClusterPolicies' Namespace fetch is dropped and the values file supplies
+// `meshlifeNamespace` instead. The CEL pair's http.Post trusts the system roots, which the
+// CLI is given through SSL_CERT_FILE, as the install's ConfigMap meshlife-ca is given to the
+// admission controller in a cluster.
 func installedPolicies(meshlife, repo, dir, cluster, caPEM string) ([]string, string, error) {
 	var paths []string
 	token := ""
@@ -299,8 +298,15 @@ func installedPolicies(meshlife, repo, dir, cluster, caPEM string) ([]string, st
 		// The CEL pair comes from a second install with a token of its own: the server takes
 		// the first's, so the CEL pair is given it too.
 		rendered = regexp.MustCompile(`Bearer [0-9a-f]{64}`).ReplaceAllString(rendered, "Bearer "+token)
-		if found := certificate.FindAllString(rendered, -1); len(found) != 2 {
-			return nil, "", fmt.Errorf("%d CA certificates in the installed %ss, not 2", len(found), kind)
+		// The ClusterPolicies carry the CA in each service call; the ValidatingPolicies none.
+		// meshlife-errors-cel calls twice (its match condition and, for the message, its
+		// variable), the others once.
+		cas, calls := 2, 2
+		if cel {
+			cas, calls = 0, 3
+		}
+		if found := certificate.FindAllString(rendered, -1); len(found) != cas {
+			return nil, "", fmt.Errorf("%d CA certificates in the installed %ss, not %d", len(found), kind, cas)
 		}
 		rendered = certificate.ReplaceAllStringFunc(rendered, func(block string) string {
 			indent := certificate.FindStringSubmatch(block)[1]
@@ -310,16 +316,14 @@ func installedPolicies(meshlife, repo, dir, cluster, caPEM string) ([]string, st
 			}
 			return strings.Join(lines, "\n")
 		})
-		if cel {
-			rendered = strings.ReplaceAll(rendered, "http.Client(variables.caBundle).Post(", "http.Post(")
-		} else {
+		if !cel {
 			if strings.Count(rendered, namespaceFetch) != 2 {
 				return nil, "", errors.New("the Namespace fetch of both ClusterPolicy rules is not where the harness expects it")
 			}
 			rendered = strings.ReplaceAll(rendered, namespaceFetch, "")
 		}
-		if strings.Count(rendered, "Bearer "+token) != 2 || strings.Count(rendered, installedURL) != 2 {
-			return nil, "", fmt.Errorf("the installed %ss do not both call %s with the token", kind, installedURL)
+		if strings.Count(rendered, "Bearer "+token) != calls || strings.Count(rendered, installedURL) != calls {
+			return nil, "", fmt.Errorf("the installed %ss do not make their %d calls to %s with the token", kind, calls, installedURL)
 		}
 		path := filepath.Join(dir, strings.ToLower(kind)+".yaml")
 		if err := os.WriteFile(path, []byte(rendered), 0o644); err != nil {
@@ -449,8 +453,11 @@ func kyvernoApply(kyverno, dir string, policies []string, file, caPEM string) (m
 		}
 		r := result.Resources[0]
 		obj := object{r.Kind, r.Namespace, r.Name}
-		switch result.Result {
-		case "pass", "fail":
+		switch {
+		case result.Result == "pass" || result.Result == "fail":
+		case result.Result == "skip" && result.Policy == "meshlife-errors-cel":
+			// Its match condition is meshlife's `deny`: false, so nothing to refuse.
+			continue
 		default:
 			return nil, fmt.Errorf("%s under %s: result %q: %s", obj, result.Policy, result.Result, result.Message)
 		}
@@ -462,6 +469,17 @@ func kyvernoApply(kyverno, dir string, policies []string, file, caPEM string) (m
 			rules[match[1]] = true
 		}
 		verdicts[obj][result.Policy] = verdict{failed: result.Result == "fail", rules: sortedKeys(rules)}
+	}
+	// meshlife-errors-cel makes its call in a match condition (`.deny == true`), so an object
+	// meshlife does not refuse gets no result of it. That is its pass, not a silent one: the
+	// same call from meshlife-warnings-cel judged the object (an unreachable server or a
+	// refused token is an error there, which fails this run).
+	for _, byPolicy := range verdicts {
+		if _, judged := byPolicy["meshlife-warnings-cel"]; judged {
+			if _, refused := byPolicy["meshlife-errors-cel"]; !refused {
+				byPolicy["meshlife-errors-cel"] = verdict{}
+			}
+		}
 	}
 	return verdicts, nil
 }

@@ -462,22 +462,50 @@ fn install_kyverno_prints_a_server_and_policies_that_reach_it_with_the_token() {
     let (code, text, stderr) =
         meshlife(&["install", "kyverno", "--cel", "--namespace", "ml"], None);
     assert_eq!(code, 0, "{stderr}");
-    // Seen through Kyverno's own admission controller (compat/cluster): said on every print.
-    assert!(stderr.contains("Kyverno v1.19.0"), "{stderr}");
+    // The step apply cannot take: Kyverno's http.Post trusts its own system roots only.
+    assert!(
+        stderr.contains("kubectl -n kyverno patch deployment kyverno-admission-controller")
+            && stderr.contains("SSL_CERT_DIR"),
+        "{stderr}"
+    );
     let all = documents(&text);
+    let trusted = all
+        .iter()
+        .find(|document| {
+            document["kind"] == "ConfigMap" && document["metadata"]["name"] == "meshlife-ca"
+        })
+        .expect("the ConfigMap meshlife-ca");
+    assert_eq!(trusted["metadata"]["namespace"], "kyverno");
+    let served_ca = all
+        .iter()
+        .filter_map(|document| document["stringData"]["ca.crt"].as_str())
+        .next()
+        .expect("the server's TLS Secret holds its CA");
+    assert_eq!(
+        trusted["data"]["meshlife-ca.crt"].as_str().unwrap().trim(),
+        served_ca.trim()
+    );
     let cel: Vec<&Value> = all
         .iter()
         .filter(|document| document["kind"] == "ValidatingPolicy")
         .collect();
     assert_eq!(cel.len(), 2);
-    let call = cel[0]["spec"]["variables"][1]["expression"]
-        .as_str()
-        .unwrap();
-    assert!(
-        call.contains("https://meshlife.ml.svc:8443/kyverno"),
-        "{call}"
-    );
-    assert!(call.contains("\"Authorization\": \"Bearer "), "{call}");
+    // meshlife-errors-cel decides in its match condition (failurePolicy governs only those
+    // errors) and asks again in its variable for the message; the warnings policy asks once.
+    let calls = [
+        &cel[0]["spec"]["matchConditions"][1]["expression"],
+        &cel[0]["spec"]["variables"][0]["expression"],
+        &cel[1]["spec"]["variables"][0]["expression"],
+    ];
+    for call in calls {
+        let call = call.as_str().unwrap();
+        assert!(call.starts_with("http.Post("), "{call}");
+        assert!(
+            call.contains("https://meshlife.ml.svc:8443/kyverno"),
+            "{call}"
+        );
+        assert!(call.contains("\"Authorization\": \"Bearer "), "{call}");
+    }
 
     // meshlife follows its own rules on what it installs.
     let (code, report, stderr) = meshlife(&["check", "-"], Some(&text));

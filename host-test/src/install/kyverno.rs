@@ -23,12 +23,19 @@ const CA_PLACEHOLDER: &str = "REPLACE_WITH_PEM_OF_THE_MESHLIFE_CA";
 
 const NAME: &str = "meshlife";
 
-/// Seen through Kyverno v1.19.0's own admission controller (compat/cluster).
-const KYVERNO_1_19_CEL_WARNING: &str = "meshlife: warning: Kyverno v1.19.0's admission controller \
-    cannot run these ValidatingPolicies: its CEL http library has no Post on http.Client(caBundle) \
-    (\"no such overload: Post(libs.mockAwareHTTPContext, ...)\"), and a Deny ValidatingPolicy whose \
-    expression fails refuses the object whatever its failurePolicy says, so meshlife-errors-cel \
-    would refuse every workload it matches. Use the ClusterPolicy pair (without --cel) on 1.19.0.";
+/// The one step `kubectl apply` cannot take for the ValidatingPolicy pair: CEL's `http.Post`
+/// trusts only the admission controller's system roots (validating-policies.yaml says why).
+const CEL_TRUST_STEP: &str = "meshlife: one more step for the ValidatingPolicy pair: Kyverno's \
+    CEL http.Post trusts only its admission controller's system roots, so meshlife's CA (the \
+    ConfigMap kyverno/meshlife-ca in this output) must be added to them, and the admission \
+    controller restarted whenever that CA changes. After applying this output:\n  \
+    kubectl -n kyverno patch deployment kyverno-admission-controller --patch \
+    '{\"spec\":{\"template\":{\"spec\":{\"volumes\":[{\"name\":\"meshlife-ca\",\
+    \"configMap\":{\"name\":\"meshlife-ca\"}}],\"containers\":[{\"name\":\"kyverno\",\
+    \"env\":[{\"name\":\"SSL_CERT_DIR\",\"value\":\"/etc/ssl/certs:/etc/meshlife-ca\"}],\
+    \"volumeMounts\":[{\"name\":\"meshlife-ca\",\"mountPath\":\"/etc/meshlife-ca\",\
+    \"readOnly\":true}]}]}}}}'\n\
+    (or the Helm values in constraints/kyverno/validating-policies.yaml's header).";
 const TOKEN_SECRET: &str = "meshlife-kyverno-token";
 
 #[derive(Args, Debug)]
@@ -80,7 +87,7 @@ pub fn manifests(args: &KyvernoInstall) -> Result<String, String> {
         "/kyverno",
     );
     let (policies, kind) = if args.cel {
-        eprintln!("{KYVERNO_1_19_CEL_WARNING}");
+        eprintln!("{CEL_TRUST_STEP}");
         (VALIDATING_POLICIES, "ValidatingPolicy")
     } else {
         (CLUSTER_POLICIES, "ClusterPolicy")
@@ -216,7 +223,8 @@ fn with_header_token(text: &str, token: &str) -> Result<String, String> {
 
 fn with_cel_token(text: &str, token: &str) -> Result<String, String> {
     const HEADERS: &str = r#"{"Content-Type": "application/json"})"#;
-    if text.matches(HEADERS).count() != 2 {
+    // meshlife-errors-cel calls twice (its match condition and its variable), the warnings once.
+    if text.matches(HEADERS).count() != 3 {
         return Err("the shipped ValidatingPolicies' headers are not where expected".into());
     }
     Ok(text.replace(
@@ -243,17 +251,42 @@ fn with_yaml_parameters(text: &str, index: usize, parameters: &Value) -> Result<
     ))
 }
 
-/// Replaces the `index`th policy's parameters (the CEL map after `"parameters": `).
+/// Replaces every parameters map (the CEL map after `"parameters": `) of the `index`th policy:
+/// meshlife-errors-cel sends the same parameters from its match condition and its variable.
 fn with_cel_parameters(text: &str, index: usize, parameters: &Value) -> Result<String, String> {
     const START: &str = "          \"parameters\": dyn({\n";
     const END: &str = "          })\n";
-    let (start, end) = nth_block(text, index, START, END)?;
-    Ok(format!(
-        "{}          \"parameters\": dyn({})\n{}",
-        &text[..start],
-        cel_literal(parameters),
-        &text[end + END.len()..]
-    ))
+    const POLICY_NAMES: [&str; 2] = [
+        "name: meshlife-errors-cel\n",
+        "name: meshlife-warnings-cel\n",
+    ];
+    let policy_start = text
+        .find(POLICY_NAMES[index])
+        .ok_or("the shipped ValidatingPolicies are not where expected")?;
+    let policy_end = text[policy_start..]
+        .find("\n---\n")
+        .map_or(text.len(), |offset| policy_start + offset);
+    let (head, policy, tail) = (
+        &text[..policy_start],
+        &text[policy_start..policy_end],
+        &text[policy_end..],
+    );
+    let blocks = policy.matches(START).count();
+    if blocks == 0 {
+        return Err("the shipped ValidatingPolicies' parameters are not where expected".into());
+    }
+    let mut policy = policy.to_string();
+    // The last first: replacing a block moves the ones after it.
+    for block in (0..blocks).rev() {
+        let (start, end) = nth_block(&policy, block, START, END)?;
+        policy = format!(
+            "{}          \"parameters\": dyn({})\n{}",
+            &policy[..start],
+            cel_literal(parameters),
+            &policy[end + END.len()..]
+        );
+    }
+    Ok(format!("{head}{policy}{tail}"))
 }
 
 /// Where the `index`th block from `start` to the next `end` begins and where `end` begins.
@@ -337,10 +370,15 @@ mod tests {
             second.contains(r#""parameters": dyn({"kubernetesMinorVersion": dyn(29)})"#),
             "{second}"
         );
+        // meshlife-errors-cel's match condition and variable send the same parameters.
         let first = &text[..text.find("name: meshlife-warnings-cel").unwrap()];
-        assert!(
-            first.contains(r#""parameters": dyn({"minSeverity": dyn("error")})"#),
+        assert_eq!(
+            first
+                .matches(r#""parameters": dyn({"minSeverity": dyn("error")})"#)
+                .count(),
+            2,
             "{first}"
         );
+        assert!(!first.contains("kubernetesMinorVersion"), "{first}");
     }
 }

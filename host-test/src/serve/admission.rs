@@ -256,7 +256,7 @@ pub fn short_warnings(findings: &[&Finding]) -> Vec<String> {
     let mut warnings = Vec::new();
     let mut total = 0;
     for (index, finding) in findings.iter().enumerate() {
-        let warning = cut(&printable(&finding.msg), WARNING_LIMIT);
+        let warning = cut(&super::one_line(&finding.msg), WARNING_LIMIT);
         let left = findings.len() - index - 1;
         // Room is kept for the line that says how many were left out.
         let reserve = if left > 0 { SUMMARY_ROOM } else { 0 };
@@ -272,18 +272,6 @@ pub fn short_warnings(findings: &[&Finding]) -> Vec<String> {
         warnings.push(warning);
     }
     warnings
-}
-
-fn printable(text: &str) -> String {
-    text.chars()
-        .map(|character| {
-            if character.is_control() {
-                ' '
-            } else {
-                character
-            }
-        })
-        .collect()
 }
 
 /// `text` in at most `limit` bytes, cut at a character boundary and marked when cut.

@@ -20,6 +20,7 @@ use meshlife_policy::{Severity, Violation};
 use serde::Serialize;
 
 use super::metrics::RequestOutcome;
+use super::one_line;
 use super::routes::{
     Answer, BodyError, Routes, finding_lines, input_shape_problem, json_response, violations_of,
 };
@@ -131,19 +132,6 @@ fn answer(violations: &[Violation]) -> Answer {
 
 /// Between the findings of `message`: one line, read as a list.
 const FINDING_SEPARATOR: &str = " | ";
-
-/// `text` with every control character (line breaks included) as a space.
-fn one_line(text: &str) -> String {
-    text.chars()
-        .map(|character| {
-            if character.is_control() {
-                ' '
-            } else {
-                character
-            }
-        })
-        .collect()
-}
 
 /// The body as the module's input text, or why it is not one.
 ///
@@ -275,10 +263,5 @@ mod tests {
             let problem = read_input(bad.as_bytes()).unwrap_err();
             assert!(problem.contains("review text"), "{problem}");
         }
-    }
-
-    #[test]
-    fn texts_for_kyverno_are_one_line() {
-        assert_eq!(one_line("a\nb\tc\r"), "a b c ");
     }
 }

@@ -382,3 +382,25 @@ async fn reload_certificates(tls: Arc<TlsState>, every: Duration, metrics: Arc<m
         }
     }
 }
+
+/// `text` with every control character (line breaks included) as a space: what the engines
+/// show of a finding (an API server warning, a Kyverno message) is one line.
+pub(crate) fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|character| {
+            if character.is_control() {
+                ' '
+            } else {
+                character
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn texts_for_the_engines_are_one_line() {
+        assert_eq!(super::one_line("a\nb\tc\r"), "a b c ");
+    }
+}
