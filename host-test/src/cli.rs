@@ -258,7 +258,12 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         eprintln!("meshlife: note: {note}");
     }
 
-    crate::namespaces::apply_default_namespace(&mut loaded.objects, &args.namespace);
+    let moved = crate::namespaces::apply_default_namespace(&mut loaded.objects, &args.namespace);
+    if let Some(note) =
+        crate::namespaces::default_namespace_note(&loaded.objects, moved, &args.namespace)
+    {
+        eprintln!("meshlife: note: {note}");
+    }
     let namespaces = NamespaceDefinitions::from_objects(&loaded.objects);
     let mut notices: Vec<String> = namespaces
         .conflicts()
@@ -650,13 +655,19 @@ fn no_object_error(paths: &[String], loaded: &manifests::LoadedInputs) -> InputE
             loaded.skipped.len()
         ));
     }
-    let stdin_hint = if loaded
+    let stdin_empty = loaded
+        .skipped
+        .iter()
+        .any(|skip| skip.file == manifests::STDIN_NAME && skip.reason == manifests::EMPTY_STDIN);
+    let stdin_hint = if stdin_empty {
+        "; an empty stdin is what a failed command before the pipe leaves (`set -o pipefail` \
+         makes the shell fail on it)"
+    } else if loaded
         .files
         .iter()
         .any(|file| file == manifests::STDIN_NAME)
     {
-        "; an empty stdin is what a failed command before the pipe leaves (`set -o pipefail` \
-         makes the shell fail on it)"
+        "; stdin held documents, none of them a Kubernetes object (each needs apiVersion and kind)"
     } else {
         ""
     };

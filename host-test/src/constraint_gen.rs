@@ -857,6 +857,12 @@ fn rule_list(flag: &str, entries: &[String]) -> Result<Vec<String>, String> {
     let cleaned = non_empty(entries);
     for entry in &cleaned {
         if catalogue::find(entry).is_none() {
+            if let Some(nearest) = crate::rule_reference::nearest_rules(entry) {
+                return Err(format!(
+                    "{flag}: {entry:?} is not a rule id or name; did you mean {nearest}? \
+                     (`meshlife rules` lists them all)"
+                ));
+            }
             let known: Vec<&str> = catalogue::RULES.iter().map(|rule| rule.id).collect();
             return Err(format!(
                 "{flag}: {entry:?} is not a rule id or name; the rules are {}",

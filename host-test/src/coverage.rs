@@ -162,11 +162,8 @@ pub fn not_meshed_reason(reason: &NotMeshed, namespace_facts: &NamespaceFacts) -
             "opted out with the {} {key}: {value:?}",
             if *is_label { "label" } else { "annotation" }
         ),
-        NotMeshed::NamespaceInjectionDisabled { namespace } => {
-            format!(
-                "{} has istio-injection: disabled",
-                namespace_name(namespace)
-            )
+        NotMeshed::NamespaceInjectionDisabled { namespace, key } => {
+            format!("{} has {key}: disabled", namespace_name(namespace))
         }
         NotMeshed::HostNetwork => "hostNetwork: true (no injector touches such a pod)".into(),
         NotMeshed::SystemNamespace { namespace } => {

@@ -281,6 +281,9 @@ pub fn item_text(item: Option<usize>, inner_items: &[usize]) -> String {
         .collect()
 }
 
+/// Why stdin was skipped when nothing at all came through the pipe.
+pub const EMPTY_STDIN: &str = "no document on stdin (did the command before the pipe fail?)";
+
 /// A file or document that was read but holds nothing to judge: a template to render first,
 /// or YAML that is not a Kubernetes object (`values.yaml`, a compose file). Listed, never
 /// silent; `--strict` makes each an error.
@@ -445,7 +448,7 @@ pub fn load_with_progress(
         {
             contents.skipped.push(Skipped {
                 reason: if name == STDIN_NAME {
-                    "no document on stdin (did the command before the pipe fail?)".into()
+                    EMPTY_STDIN.into()
                 } else {
                     "no document in the file (empty, or only comments and `---`)".into()
                 },

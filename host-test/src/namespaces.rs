@@ -61,6 +61,39 @@ pub fn is_cluster_scoped(group: &str, kind: &str) -> bool {
         || (kind.starts_with("Cluster") && kind.len() > "Cluster".len())
 }
 
+/// When objects were put in `namespace` for naming none while the input defines other
+/// Namespaces, the likelier intent: `kubectl apply -n` into one of those.
+pub fn default_namespace_note(
+    objects: &[ManifestObject],
+    moved: usize,
+    namespace: &str,
+) -> Option<String> {
+    if moved == 0 {
+        return None;
+    }
+    let defined: Vec<&str> = objects
+        .iter()
+        .filter(|object| object.kind == "Namespace" && object.group().is_empty())
+        .map(|object| object.name.as_str())
+        .collect();
+    if defined.is_empty() || defined.contains(&namespace) {
+        return None;
+    }
+    let objects_word = if moved == 1 {
+        "object names"
+    } else {
+        "objects name"
+    };
+    Some(format!(
+        "{moved} {objects_word} no namespace and {} judged in `{namespace}`, as `kubectl apply` \
+         would put them, while the input defines Namespace {}: if they belong there, check with \
+         `-n {}`",
+        if moved == 1 { "is" } else { "are" },
+        defined.join(", "),
+        defined[0]
+    ))
+}
+
 /// Puts every namespaced object without a namespace into `namespace`, in the object itself too
 /// (the module reads `metadata.namespace`, as it would after `kubectl apply`). AdmissionReviews
 /// are left as they are: their request says where the object is. Returns how many moved.
@@ -275,16 +308,14 @@ pub fn facts_disagreement(
     namespace_object: &Value,
     manifest_file: &str,
 ) -> Vec<String> {
+    // (by its name, by "*")
     let listed = |mesh: &str| {
-        parameters
+        let entries: Vec<&str> = parameters
             .pointer(&format!("/{mesh}/injectedNamespaces"))
             .and_then(Value::as_array)
-            .is_some_and(|entries| {
-                entries
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .any(|entry| entry == "*" || entry == namespace)
-            })
+            .map(|entries| entries.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        (entries.contains(&namespace), entries.contains(&"*"))
     };
     let label = |key: &str| {
         namespace_object
@@ -301,7 +332,9 @@ pub fn facts_disagreement(
     let mut disagreements = Vec::new();
     let istio_on = label("istio-injection") == Some("enabled")
         || (label("istio-injection").is_none() && label("istio.io/rev").is_some());
-    if listed("istio") && !istio_on {
+    // Against a "*", a Namespace's explicit opt-out wins (policy/src/mesh.rs): nothing to say.
+    let (by_name, by_wildcard) = listed("istio");
+    if (by_name || (by_wildcard && label("istio-injection") != Some("disabled"))) && !istio_on {
         let says = match label("istio-injection") {
             Some(value) => format!("istio-injection: {value}"),
             None => "no istio-injection or istio.io/rev label".into(),
@@ -311,7 +344,10 @@ pub fn facts_disagreement(
              its Namespace manifest in {manifest_file} says otherwise ({says}); the facts win"
         ));
     }
-    if listed("linkerd") && !matches!(annotation("linkerd.io/inject"), Some("enabled" | "ingress"))
+    let (by_name, by_wildcard) = listed("linkerd");
+    let linkerd_opt_out = annotation("linkerd.io/inject") == Some("disabled");
+    if (by_name || (by_wildcard && !linkerd_opt_out))
+        && !matches!(annotation("linkerd.io/inject"), Some("enabled" | "ingress"))
     {
         let says = match annotation("linkerd.io/inject") {
             Some(value) => format!("linkerd.io/inject: {value}"),

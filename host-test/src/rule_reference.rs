@@ -110,30 +110,38 @@ fn anchor(rule: &Rule) -> String {
 }
 
 fn unknown(wanted: &str) -> String {
+    match nearest_rules(wanted) {
+        Some(candidates) => format!(
+            "no rule `{wanted}`; did you mean {candidates}? (`meshlife rules` lists them all)"
+        ),
+        None => {
+            let ids: Vec<&str> = RULES.iter().map(|rule| rule.id).collect();
+            format!(
+                "no rule `{wanted}`; the rules are: {} (ids or names; `meshlife rules` lists them)",
+                ids.join(", ")
+            )
+        }
+    }
+}
+
+/// The rules nearest to a misspelt id or name (`ML301 (job-sidecar-never-exits)`, joined by
+/// "or"), when one is near enough to be what was meant.
+pub fn nearest_rules(wanted: &str) -> Option<String> {
     let wanted_lower = wanted.trim().to_ascii_lowercase();
     let distance_to = |rule: &Rule| {
         edit_distance(&wanted_lower, &rule.id.to_ascii_lowercase())
             .min(edit_distance(&wanted_lower, rule.name))
     };
-    let best = RULES.iter().map(distance_to).min().unwrap_or(usize::MAX);
-    let close_enough = best <= 2.max(wanted_lower.len() / 4);
-    if close_enough {
-        let candidates: Vec<String> = RULES
-            .iter()
-            .filter(|rule| distance_to(rule) == best)
-            .map(|rule| format!("{} ({})", rule.id, rule.name))
-            .collect();
-        format!(
-            "no rule `{wanted}`; did you mean {}? (`meshlife rules` lists them all)",
-            candidates.join(" or ")
-        )
-    } else {
-        let ids: Vec<&str> = RULES.iter().map(|rule| rule.id).collect();
-        format!(
-            "no rule `{wanted}`; the rules are: {} (ids or names; `meshlife rules` lists them)",
-            ids.join(", ")
-        )
+    let best = RULES.iter().map(distance_to).min()?;
+    if best > 2.max(wanted_lower.len() / 4) {
+        return None;
     }
+    let candidates: Vec<String> = RULES
+        .iter()
+        .filter(|rule| distance_to(rule) == best)
+        .map(|rule| format!("{} ({})", rule.id, rule.name))
+        .collect();
+    Some(candidates.join(" or "))
 }
 
 /// Edit distance counting a swap of two neighbours as one edit (`ML310` is one from `ML301`).

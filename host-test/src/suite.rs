@@ -119,8 +119,32 @@ pub fn run_verify(args: &VerifyArgs) -> u8 {
         .map(|suite| runner.run_suite(suite))
         .collect();
     let mut report = render(&results, args.verbose);
-    if !found.errors.is_empty() && report.ends_with("PASS\n") {
-        // A suite that could not be read did not pass.
+    // A --run that selects nothing verified nothing: no pass. (Suites skipped by their own
+    // `skip: true` say so on their line, as gator does.)
+    let cases_run = results
+        .iter()
+        .flat_map(|suite| &suite.tests)
+        .filter(|test| !test.skipped)
+        .map(|test| {
+            test.cases
+                .iter()
+                .filter(|case| !case.skipped)
+                .count()
+                .max(1)
+        })
+        .sum::<usize>();
+    let nothing_run = args.run.is_some() && found.errors.is_empty() && cases_run == 0;
+    if nothing_run {
+        let tests: usize = results.iter().map(|suite| suite.tests.len()).sum();
+        eprintln!(
+            "meshlife: error: no test ran: {} suite(s) with {tests} test(s) found, and --run \
+             {:?} matches none of them (nor any case not skipped); nothing was verified",
+            results.len(),
+            args.run.as_deref().unwrap_or_default()
+        );
+    }
+    if (!found.errors.is_empty() || nothing_run) && report.ends_with("PASS\n") {
+        // A suite that could not be read, or no test run at all, did not pass.
         report.truncate(report.len() - "PASS\n".len());
         report.push_str("FAIL\n");
     }
@@ -129,7 +153,8 @@ pub fn run_verify(args: &VerifyArgs) -> u8 {
         return EXIT_BROKEN;
     }
 
-    let broken = !found.errors.is_empty() || results.iter().any(SuiteResult::is_broken);
+    let broken =
+        nothing_run || !found.errors.is_empty() || results.iter().any(SuiteResult::is_broken);
     if broken {
         EXIT_BROKEN
     } else if results.iter().any(SuiteResult::is_failure) {

@@ -207,6 +207,81 @@ fn facts_win_over_a_namespace_stub_and_the_run_says_so() {
 }
 
 #[test]
+fn objects_without_a_namespace_beside_a_namespace_manifest_get_a_hint() {
+    let workspace = Workspace::new();
+    let input = stream(&[
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n  labels:\n    istio-injection: enabled\n"
+            .to_string(),
+        HELM_JOB.to_string(),
+    ]);
+    // kubectl's rule stays: the Job is in `default`, where nothing injects it.
+    let outcome = workspace.run_with_stdin(&["check", "-"], &input);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains(
+            "note: 1 object names no namespace and is judged in `default`, as `kubectl apply` \
+             would put them, while the input defines Namespace shop: if they belong there, check \
+             with `-n shop`"
+        ),
+        "{outcome:?}"
+    );
+    // Following the hint judges it where it belongs.
+    let outcome = workspace.run_with_stdin(&["check", "-", "-n", "shop"], &input);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    assert!(!outcome.stderr.contains("check with `-n"), "{outcome:?}");
+}
+
+#[test]
+fn a_namespace_that_opts_out_beats_a_wildcard_in_the_facts() {
+    let workspace = Workspace::new();
+    for (mesh, opt_out, flags) in [
+        (
+            "istio",
+            "  labels:\n    istio-injection: disabled\n",
+            ["--istio", "1.26", "--istio-injected-namespaces", "*"],
+        ),
+        (
+            "linkerd",
+            "  annotations:\n    linkerd.io/inject: disabled\n",
+            ["--linkerd", "2.19", "--linkerd-injected-namespaces", "*"],
+        ),
+    ] {
+        workspace.write(
+            "app.yaml",
+            &stream(&[
+                format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: reports\n{opt_out}"),
+                unlabelled_job("reports"),
+            ]),
+        );
+        let mut args = vec!["check", "app.yaml"];
+        args.extend(flags);
+        let outcome = workspace.run(&args);
+        // The Job would get ML301 (an error) if "*" won: Istio's and Linkerd's injectors never
+        // see this namespace.
+        assert_eq!(outcome.code, 0, "{mesh}: {outcome:?}");
+        assert!(!outcome.stdout.contains("ML301"), "{mesh}: {outcome:?}");
+        let key = if mesh == "istio" {
+            "istio-injection"
+        } else {
+            "linkerd.io/inject"
+        };
+        assert!(
+            outcome
+                .stdout
+                .contains(&format!("reports has {key}: disabled"))
+                || outcome
+                    .stderr
+                    .contains(&format!("reports has {key}: disabled")),
+            "{mesh}: the not-meshed summary names the opt-out: {outcome:?}"
+        );
+        assert!(
+            !outcome.stderr.contains("the facts win"),
+            "{mesh}: {outcome:?}"
+        );
+    }
+}
+
+#[test]
 fn overlays_each_take_their_own_namespace_definition_and_the_conflict_is_reported() {
     let workspace = Workspace::new();
     // A kustomize layout: the base's Namespace is a stub, the prod overlay turns injection on.

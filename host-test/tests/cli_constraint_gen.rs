@@ -550,6 +550,28 @@ fn other_bad_flags_are_errors_naming_the_flag() {
 }
 
 #[test]
+fn a_misspelt_rule_gets_the_nearest_one_suggested() {
+    let outcome = generate("--kubernetes 1.31 --istio 1.26 --rules ML31");
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains(
+            "--rules: \"ML31\" is not a rule id or name; did you mean ML301 (job-sidecar-never-exits)?"
+        ),
+        "{outcome:?}"
+    );
+    // As `meshlife rules ML31` suggests.
+    let workspace = Workspace::new();
+    let outcome = workspace.run(&["rules", "ML31"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("did you mean ML301 (job-sidecar-never-exits)?"),
+        "{outcome:?}"
+    );
+}
+
+#[test]
 fn output_file_and_stdout() {
     let workspace = Workspace::new();
     let args = ["constraint", "--kubernetes", "1.31", "--istio", "1.26"];

@@ -835,6 +835,16 @@ fn an_input_without_any_object_is_an_error_unless_allowed() {
         "{outcome:?}"
     );
     assert!(outcome.stderr.contains("--allow-empty"), "{outcome:?}");
+    // Something came through the pipe, just not Kubernetes: no talk of an empty stdin.
+    let outcome = workspace.run_with_stdin(&["check", "-"], "{\"foo\":1}\n");
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(!outcome.stderr.contains("empty stdin"), "{outcome:?}");
+    assert!(
+        outcome.stderr.contains(
+            "stdin held documents, none of them a Kubernetes object (each needs apiVersion and kind)"
+        ),
+        "{outcome:?}"
+    );
     let outcome = workspace.run_with_stdin(&["check", "-", "--allow-empty"], "");
     assert_eq!(outcome.code, 0, "{outcome:?}");
     assert!(outcome.stdout.contains("1 input skipped"), "{outcome:?}");

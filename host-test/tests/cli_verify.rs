@@ -439,6 +439,17 @@ fn run_filters_tests_and_cases_like_gator() {
     let outcome = suites.verify(&["--run", "a//b//c", "filter.yaml"]);
     assert_eq!(outcome.code, 2, "{outcome:?}");
     assert!(outcome.stderr.contains("at most one \"//\""), "{outcome:?}");
+
+    // A filter that selects nothing verified nothing: not a pass.
+    let outcome = suites.verify(&["--run", "nomatch", "filter.yaml"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(outcome.stdout.ends_with("FAIL\n"), "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("no test ran: 1 suite(s) with 2 test(s) found, and --run \"nomatch\" matches none of them"),
+        "{outcome:?}"
+    );
 }
 
 #[test]

@@ -204,9 +204,14 @@ pub enum NotMeshed {
         is_label: bool,
         value: String,
     },
-    /// The Namespace object turns Istio injection off (`istio-injection: disabled`).
+    /// The Namespace object turns injection off: the label `istio-injection: disabled`, or
+    /// the annotation `linkerd.io/inject: disabled` (`key` says which). Against a `"*"` in the
+    /// facts this opt-out wins: the injector never sees such a namespace.
     #[serde(rename_all = "camelCase")]
-    NamespaceInjectionDisabled { namespace: Option<String> },
+    NamespaceInjectionDisabled {
+        namespace: Option<String>,
+        key: &'static str,
+    },
     /// `hostNetwork: true`: neither injector touches the pod.
     HostNetwork,
     /// `kube-system` or `kube-public`.
@@ -540,19 +545,19 @@ fn istio_predicted(workload: &Workload, settings: &Settings) -> Result<(), NotMe
     }
     let istio = &settings.raw.istio;
     // The facts describe the cluster; a Namespace manifest beside the workload may be a bare
-    // stub, so a namespace the facts list as injected is injected whatever it says.
-    let namespace_injection = if in_list(&istio.injected_namespaces, namespace) {
-        Some(true)
-    } else {
-        match workload.namespace_label("istio-injection") {
-            Some("enabled") => Some(true),
-            Some("disabled") => Some(false),
-            _ => workload.namespace_label("istio.io/rev").map(|_| true),
-        }
+    // stub, so a namespace the facts name as injected is injected whatever it says. A "*" is
+    // not a statement about this namespace: its own `istio-injection: disabled` wins.
+    let label = workload.namespace_label("istio-injection");
+    let namespace_injection = match (listed(&istio.injected_namespaces, namespace), label) {
+        (Listed::ByName, _) => Some(true),
+        (Listed::ByWildcard, Some("disabled")) | (Listed::No, Some("disabled")) => Some(false),
+        (Listed::ByWildcard, _) | (Listed::No, Some("enabled")) => Some(true),
+        (Listed::No, _) => workload.namespace_label("istio.io/rev").map(|_| true),
     };
     if namespace_injection == Some(false) {
         return Err(NotMeshed::NamespaceInjectionDisabled {
             namespace: namespace_name(workload),
+            key: "istio-injection",
         });
     }
     // The webhooks select pods by namespace label or by pod *label* (`sidecar.istio.io/inject:
@@ -601,9 +606,20 @@ fn linkerd_predicted(workload: &Workload, settings: &Settings) -> Result<(), Not
         value if enabled(value) => true,
         _ => {
             let namespace = workload.namespace.as_deref().unwrap_or("");
-            // As for Istio, the facts win over a Namespace manifest.
-            enabled(workload.namespace_annotation(LINKERD_INJECT))
-                || in_list(&settings.raw.linkerd.injected_namespaces, namespace)
+            let annotation = workload.namespace_annotation(LINKERD_INJECT);
+            // As for Istio, the facts win over a Namespace manifest when they name the
+            // namespace; against a "*", its own `linkerd.io/inject: disabled` wins.
+            match listed(&settings.raw.linkerd.injected_namespaces, namespace) {
+                Listed::ByName => true,
+                Listed::ByWildcard if annotation == Some("disabled") => {
+                    return Err(NotMeshed::NamespaceInjectionDisabled {
+                        namespace: namespace_name(workload),
+                        key: LINKERD_INJECT,
+                    });
+                }
+                Listed::ByWildcard => true,
+                Listed::No => enabled(annotation),
+            }
         }
     };
     if meshed {
@@ -614,7 +630,26 @@ fn linkerd_predicted(workload: &Workload, settings: &Settings) -> Result<(), Not
 }
 
 fn in_list(list: &[String], namespace: &str) -> bool {
-    list.iter().any(|entry| entry == "*" || entry == namespace)
+    listed(list, namespace) != Listed::No
+}
+
+/// How a list of the facts holds a namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listed {
+    ByName,
+    /// Only by `"*"`: every namespace, this one not in particular.
+    ByWildcard,
+    No,
+}
+
+fn listed(list: &[String], namespace: &str) -> Listed {
+    if list.iter().any(|entry| entry == namespace) {
+        Listed::ByName
+    } else if list.iter().any(|entry| entry == "*") {
+        Listed::ByWildcard
+    } else {
+        Listed::No
+    }
 }
 
 /// Go's `strconv.ParseBool`, which Linkerd uses for its boolean annotations.

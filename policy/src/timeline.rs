@@ -464,7 +464,7 @@ fn not_meshed_phrase(reason: &NotMeshed) -> String {
         } => "the namespace is unknown and nothing on the pod asks for a proxy".into(),
         NotMeshed::NoMeshSignal { .. } => "nothing asks for a proxy".into(),
         NotMeshed::OptedOut { key, value, .. } => format!("{key}: {value}"),
-        NotMeshed::NamespaceInjectionDisabled { .. } => "istio-injection: disabled".into(),
+        NotMeshed::NamespaceInjectionDisabled { key, .. } => format!("{key}: disabled"),
         NotMeshed::HostNetwork => "hostNetwork: true".into(),
         NotMeshed::SystemNamespace { namespace } => format!("{namespace} is never injected"),
         NotMeshed::Ambient { .. } => "Istio ambient, no in-pod proxy".into(),

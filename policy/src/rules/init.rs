@@ -363,9 +363,11 @@ fn simple_commands(words: &[&str]) -> Vec<Vec<String>> {
 }
 
 /// Splits a shell script into simple commands: at `;`, `&`, `|`, newlines, parentheses,
-/// braces and backticks, dropping redirections' `&`.
+/// braces and backticks, dropping redirections' `&` and the comments (a shebang line too).
 fn script_commands(script: &str) -> Vec<Vec<String>> {
-    let script = script.replace(">&", ">").replace("&>", ">");
+    let script = without_expansions(&without_comments(script))
+        .replace(">&", ">")
+        .replace("&>", ">");
     script
         .split([';', '&', '|', '\n', '(', ')', '{', '}', '`'])
         .map(|segment| {
@@ -377,6 +379,62 @@ fn script_commands(script: &str) -> Vec<Vec<String>> {
         })
         .filter(|segment| !segment.is_empty())
         .collect()
+}
+
+/// The script without its comments: a `#` that begins a word outside quotes (at a line's
+/// start, after a blank or after `;`, `&` or `|`) comments out the rest of its line, as in sh.
+/// `$#` and `${#name}` are not comments.
+fn without_comments(script: &str) -> String {
+    let mut out = String::with_capacity(script.len());
+    for line in script.split_inclusive('\n') {
+        let mut quote: Option<char> = None;
+        let mut previous: Option<char> = None;
+        let mut comment_at = None;
+        for (index, character) in line.char_indices() {
+            match quote {
+                Some(open) if character == open => quote = None,
+                Some(_) => {}
+                None if character == '\'' || character == '"' => quote = Some(character),
+                None if character == '#'
+                    && previous.is_none_or(|before| {
+                        before.is_whitespace() || matches!(before, ';' | '&' | '|')
+                    }) =>
+                {
+                    comment_at = Some(index);
+                    break;
+                }
+                None => {}
+            }
+            previous = Some(character);
+        }
+        match comment_at {
+            Some(index) => {
+                out.push_str(&line[..index]);
+                if line.ends_with('\n') {
+                    out.push('\n');
+                }
+            }
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
+/// The script with each `${...}` as a plain `$_`: its braces (and a `#` inside, `${#name}`)
+/// are not the script's own.
+fn without_expansions(script: &str) -> String {
+    let mut out = String::with_capacity(script.len());
+    let mut rest = script;
+    while let Some(start) = rest.find("${") {
+        let Some(length) = rest[start..].find('}') else {
+            break;
+        };
+        out.push_str(&rest[..start]);
+        out.push_str("$_");
+        rest = &rest[start + length + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 enum Segment {
