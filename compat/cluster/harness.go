@@ -32,8 +32,6 @@ type harness struct {
 	benchN      int
 	markdown    string
 	benchOnly   bool
-	// notChecked says what the run could not check, and why: printed at the end of every run.
-	notChecked []string
 }
 
 // checkedClusters are the cluster files the examples are judged under (none with -bench-only).

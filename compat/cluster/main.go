@@ -130,9 +130,6 @@ func (h *harness) run(engines []string, gatekeeperModule, kyvernoModule string) 
 	for _, line := range h.summary {
 		fmt.Println("  " + line)
 	}
-	for _, line := range h.notChecked {
-		fmt.Println("  NOT CHECKED " + line)
-	}
 	if h.failures > 0 {
 		fmt.Printf("cluster-compat: FAIL (%d failed checks or differences)\n", h.failures)
 		return 1

@@ -65,6 +65,7 @@ func (ky *kyvernoEngine) reportsCheck(ctx context.Context, engine, cluster, warn
 	var objects []created
 	warned, clean := 0, 0
 	for _, file := range h.files {
+		prepared := false
 		for _, obj := range file.objects {
 			key := exampleKey(file.path, obj)
 			e := want[key]
@@ -77,8 +78,11 @@ func (ky *kyvernoEngine) reportsCheck(ctx context.Context, engine, cluster, warn
 			default:
 				continue
 			}
-			if err := prepareNamespaces(ctx, h.k, file); err != nil {
-				return err
+			if !prepared {
+				if err := prepareNamespaces(ctx, h.k, file); err != nil {
+					return err
+				}
+				prepared = true
 			}
 			v := verdictOf(h.k.create(ctx, obj, false))
 			if v.word() != e.word() {
