@@ -337,7 +337,7 @@ pub fn run_check(args: &CheckArgs) -> u8 {
             ));
         }
     }
-    notices.extend(disagreements);
+    notices.extend(crate::namespaces::facts_win_notices(&disagreements));
     // Each reviewed object's mesh decision, in words, for what the run did not judge; once per
     // object (its first evaluation: several constraints would ask the same question twice).
     let mut first_job = BTreeMap::new();
@@ -481,7 +481,10 @@ pub fn run_check(args: &CheckArgs) -> u8 {
     } else {
         String::new()
     };
-    let exemptions = loaded.objects.iter().filter_map(Exemption::of).collect();
+    let exemptions: Vec<Exemption> = loaded.objects.iter().filter_map(Exemption::of).collect();
+    for exemption in &exemptions {
+        notices.extend(exemption.unknown_entry_warnings());
+    }
     // Moved, not copied: a long stream's objects are most of what the run holds.
     let objects = loaded
         .objects

@@ -77,9 +77,11 @@ pub struct ConstraintArgs {
     #[arg(long, value_name = "NAME", default_value = "mesh-lifecycle", value_parser = parse_name)]
     pub name: String,
 
-    /// Gatekeeper's `spec.enforcementAction`.
-    #[arg(long, value_enum, default_value = "deny", value_name = "ACTION")]
-    pub enforcement: Enforcement,
+    /// One constraint named NAME with this `spec.enforcementAction`. Without it: the pair the
+    /// shipped cluster files use, NAME-errors (deny the error findings; a provider outage
+    /// admits) and NAME-warnings (warn on every other finding; an outage shows as a warning).
+    #[arg(long, value_enum, value_name = "ACTION")]
+    pub enforcement: Option<Enforcement>,
 
     /// Write the constraint to FILE instead of stdout (`-`: stdout).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -123,30 +125,24 @@ pub struct ClusterFactArgs {
         long,
         value_name = "true|false",
         value_parser = parse_switch,
-        requires = "istio",
         help_heading = "Istio",
     )]
     pub istio_native_sidecars: Option<bool>,
 
     /// meshConfig.defaultConfig.holdApplicationUntilProxyStarts is on.
-    #[arg(long, requires = "istio", help_heading = "Istio")]
+    #[arg(long, help_heading = "Istio")]
     pub istio_hold: bool,
 
     /// Helm values.global.proxy.holdApplicationUntilProxyStarts is on (a pod cannot switch it off).
-    #[arg(long, requires = "istio", help_heading = "Istio")]
+    #[arg(long, help_heading = "Istio")]
     pub istio_hold_forced: bool,
 
     /// istio-cni captures traffic (no istio-init container).
-    #[arg(long, requires = "istio", help_heading = "Istio")]
+    #[arg(long, help_heading = "Istio")]
     pub istio_cni: bool,
 
     /// meshConfig.defaultConfig.terminationDrainDuration, a Go duration (default 5s).
-    #[arg(
-        long,
-        value_name = "DURATION",
-        requires = "istio",
-        help_heading = "Istio"
-    )]
+    #[arg(long, value_name = "DURATION", help_heading = "Istio")]
     pub istio_drain: Option<String>,
 
     /// Namespaces with Istio injection on, whatever their Namespace object says (`*`: all).
@@ -154,7 +150,6 @@ pub struct ClusterFactArgs {
         long,
         value_name = "NS,...",
         value_delimiter = ',',
-        requires = "istio",
         help_heading = "Istio"
     )]
     pub istio_injected_namespaces: Vec<String>,
@@ -164,13 +159,12 @@ pub struct ClusterFactArgs {
         long,
         value_name = "NS,...",
         value_delimiter = ',',
-        requires = "istio",
         help_heading = "Istio"
     )]
     pub istio_ambient_namespaces: Vec<String>,
 
     /// UID of istio-proxy (default 1337; OpenShift assigns another).
-    #[arg(long, value_name = "UID", requires = "istio", help_heading = "Istio")]
+    #[arg(long, value_name = "UID", help_heading = "Istio")]
     pub istio_proxy_uid: Option<u32>,
 
     /// Installed Linkerd version (`linkerd version`): 2.19, stable-2.14.10, edge-26.5.2.
@@ -187,7 +181,6 @@ pub struct ClusterFactArgs {
         long,
         value_name = "true|false",
         value_parser = parse_switch,
-        requires = "linkerd",
         help_heading = "Linkerd",
     )]
     pub linkerd_native_sidecars: Option<bool>,
@@ -197,17 +190,16 @@ pub struct ClusterFactArgs {
         long,
         value_name = "true|false",
         value_parser = parse_switch,
-        requires = "linkerd",
         help_heading = "Linkerd",
     )]
     pub linkerd_await: Option<bool>,
 
     /// linkerd-cni captures traffic (no linkerd-init container).
-    #[arg(long, requires = "linkerd", help_heading = "Linkerd")]
+    #[arg(long, help_heading = "Linkerd")]
     pub linkerd_cni: bool,
 
     /// Helm proxy.enableShutdownEndpoint is on (the proxy's /shutdown admin endpoint).
-    #[arg(long, requires = "linkerd", help_heading = "Linkerd")]
+    #[arg(long, help_heading = "Linkerd")]
     pub linkerd_shutdown_endpoint: bool,
 
     /// Namespaces with Linkerd injection on, whatever their Namespace object says (`*`: all).
@@ -215,18 +207,12 @@ pub struct ClusterFactArgs {
         long,
         value_name = "NS,...",
         value_delimiter = ',',
-        requires = "linkerd",
         help_heading = "Linkerd"
     )]
     pub linkerd_injected_namespaces: Vec<String>,
 
     /// UID of linkerd-proxy (default 2102).
-    #[arg(
-        long,
-        value_name = "UID",
-        requires = "linkerd",
-        help_heading = "Linkerd"
-    )]
+    #[arg(long, value_name = "UID", help_heading = "Linkerd")]
     pub linkerd_proxy_uid: Option<u32>,
 
     /// Findings below this severity are dropped.
@@ -517,11 +503,12 @@ pub fn parse_name(text: &str) -> Result<String, String> {
 // ---------------------------------------------------------------------------------------------
 // Generation
 
-/// The generated constraint: its YAML text, the parameters it holds, and advice for stderr.
+/// The generated constraints: their YAML text, the parameters each holds, and advice for stderr.
 #[derive(Debug)]
 pub struct Generated {
     pub yaml: String,
-    pub parameters: Value,
+    /// Each constraint's name and parameters, in the order of the documents.
+    pub constraints: Vec<(String, Value)>,
     pub warnings: Vec<String>,
 }
 
@@ -534,7 +521,7 @@ pub fn run_constraint(args: &ConstraintArgs) -> u8 {
             return EXIT_ERROR;
         }
     };
-    if let Err(error) = validate(args, &generated) {
+    if let Err(error) = validate(&generated) {
         eprintln!("meshlife: error: {error}");
         return EXIT_ERROR;
     }
@@ -558,54 +545,59 @@ pub fn run_constraint(args: &ConstraintArgs) -> u8 {
     EXIT_WRITTEN
 }
 
-/// Reads the written YAML back and has the policy module judge its parameters, exactly as
-/// `meshlife check --constraint` does: what is written must be what `check` and Gatekeeper use.
-fn validate(args: &ConstraintArgs, generated: &Generated) -> Result<(), String> {
-    let document: Value = serde_yaml_ng::from_str(&generated.yaml)
-        .map_err(|error| format!("the generated constraint is not valid YAML: {error}"))?;
-    let parameters = document
-        .pointer("/spec/parameters")
-        .cloned()
-        .unwrap_or_default();
-    if parameters != generated.parameters {
+/// Reads the written YAML back as `meshlife check --constraint` does, and has the policy module
+/// judge each constraint's parameters: what is written must be what `check` and Gatekeeper use.
+fn validate(generated: &Generated) -> Result<(), String> {
+    let engine = Engine::embedded().map_err(|error| format!("{error:#}"))?;
+    let read_back = crate::constraint::parse_constraints_text("(generated)", &generated.yaml)
+        .map_err(|error| format!("the generated YAML does not read back: {error}"))?;
+    let intended: Vec<(&str, &Value)> = generated
+        .constraints
+        .iter()
+        .map(|(name, parameters)| (name.as_str(), parameters))
+        .collect();
+    let found: Vec<(&str, &Value)> = read_back
+        .iter()
+        .map(|constraint| (constraint.name.as_str(), &constraint.parameters))
+        .collect();
+    if found != intended {
         return Err(format!(
-            "the generated YAML holds other parameters than intended: {parameters} instead of {}",
-            generated.parameters
+            "the generated YAML holds other constraints than intended: {found:?} instead of \
+             {intended:?}"
         ));
     }
-    let engine = Engine::embedded().map_err(|error| format!("{error:#}"))?;
-    let constraint = Constraint {
-        file: "(generated)".into(),
-        document: 0,
-        name: args.name.clone(),
-        parameters,
-        matcher: Default::default(),
-        enforcement_action: args.enforcement.action(),
-    };
-    constraint
-        .validate_parameters(&engine)
-        .map_err(|error| error.to_string())
+    for constraint in &read_back {
+        constraint
+            .validate_parameters(&engine)
+            .map_err(|error| error.to_string())?;
+    }
+    Ok(())
 }
 
-/// Builds the constraint for `args`. Errors name the flag at fault.
+/// Builds the constraint, or the pair, for `args`. Errors name the flag at fault.
 pub fn generate(args: &ConstraintArgs) -> Result<Generated, String> {
-    generate_document(args, true)
+    let roles: &[Role] = match args.enforcement {
+        Some(enforcement) => &[Role::Single(enforcement)],
+        None => &[Role::Errors, Role::Warnings],
+    };
+    generate_documents(args, roles, true)
 }
 
-/// The constraint `meshlife constraint` writes for these facts (its default name, deny), as
-/// `meshlife check` reads it, so a quick run without a file judges exactly as that file would.
-/// Returns the warnings about the facts too.
+/// The constraint `meshlife constraint --enforcement deny` writes for these facts (its default
+/// name), as `meshlife check` reads it, so a quick run without a file judges the findings the
+/// cluster's constraints would (each once, where the pair repeats a denied ML401 or ML403 as a
+/// warning). Returns the warnings about the facts too.
 pub fn constraint_for_check(facts: ClusterFactArgs) -> Result<(Constraint, Vec<String>), String> {
     let args = ConstraintArgs {
         facts,
         name: "mesh-lifecycle".into(),
-        enforcement: Enforcement::Deny,
+        enforcement: Some(Enforcement::Deny),
         output: None,
         exclude_namespaces: None,
         provider_failure: None,
     };
     // The warning about info findings denying admission is about Gatekeeper, not this run.
-    let generated = generate_document(&args, false)?;
+    let generated = generate_documents(&args, &[Role::Single(Enforcement::Deny)], false)?;
     let mut constraints = crate::constraint::parse_constraints_text(FACTS_SOURCE, &generated.yaml)
         .map_err(|error| {
             format!("the constraint made from the flags does not read back: {error}")
@@ -626,43 +618,138 @@ impl ClusterFactArgs {
     }
 }
 
-fn generate_document(
+/// Which constraint a document is: one with the chosen action, or one of the pair the cluster
+/// files use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Single(Enforcement),
+    /// NAME-errors: deny, error findings only, a provider outage admits (unless
+    /// `--provider-failure report`).
+    Errors,
+    /// NAME-warnings: warn on everything NAME-errors does not deny, an outage is reported.
+    Warnings,
+}
+
+/// The rules whose findings are always errors (their row of docs/rules.md says `error` and
+/// nothing else): NAME-errors denies all of them, so NAME-warnings leaves them out. ML401 and
+/// ML403 are not here: each is an error in some cases and a warning in others.
+pub const ALWAYS_ERROR_RULES: [&str; 4] = ["ML104", "ML301", "ML302", "ML405"];
+
+impl Role {
+    fn enforcement(self) -> Enforcement {
+        match self {
+            Role::Single(enforcement) => enforcement,
+            Role::Errors => Enforcement::Deny,
+            Role::Warnings => Enforcement::Warn,
+        }
+    }
+
+    fn name(self, base: &str) -> String {
+        match self {
+            Role::Single(_) => base.to_string(),
+            Role::Errors => format!("{base}-errors"),
+            Role::Warnings => format!("{base}-warnings"),
+        }
+    }
+
+    fn provider_failure(self, chosen: Option<ProviderFailure>) -> ProviderFailure {
+        match self {
+            Role::Single(enforcement) => {
+                chosen.unwrap_or_else(|| ProviderFailure::default_for(enforcement))
+            }
+            Role::Errors => chosen.unwrap_or(ProviderFailure::Ignore),
+            // Where an outage shows while NAME-errors admits: always reported.
+            Role::Warnings => ProviderFailure::Report,
+        }
+    }
+
+    /// The facts as this constraint holds them: the pair splits the findings by severity.
+    fn facts(self, facts: &Facts) -> Facts {
+        let mut facts = facts.clone();
+        match self {
+            Role::Single(_) => {}
+            Role::Errors => facts.min_severity = Some(MinSeverity::Error),
+            Role::Warnings => {
+                for rule in ALWAYS_ERROR_RULES {
+                    if !facts.exclude_rules.iter().any(|given| given == rule) {
+                        facts.exclude_rules.push(rule.to_string());
+                    }
+                }
+            }
+        }
+        facts
+    }
+}
+
+fn generate_documents(
     args: &ConstraintArgs,
+    roles: &[Role],
     warn_about_info_denials: bool,
 ) -> Result<Generated, String> {
     let facts = Facts::from_args(args)?;
     let mut warnings = Vec::new();
-    let provider_failure = args
-        .provider_failure
-        .unwrap_or_else(|| ProviderFailure::default_for(args.enforcement));
-    let mut parameters = parameters_section(&facts, &mut warnings);
-    parameters.push(
-        "providerFailure",
-        Value::from(provider_failure.as_str()),
-        provider_failure_comment(args.enforcement, provider_failure),
-    );
-    let parameters = Parameters {
-        yaml: Yaml::Map(parameters.entries),
-        value: Value::Object(parameters.value),
-    };
     if warn_about_info_denials
-        && args.enforcement == Enforcement::Deny
+        && args.enforcement == Some(Enforcement::Deny)
         && facts.min_severity.is_none()
     {
         warnings.push(
             "--enforcement deny without --min-severity: Gatekeeper rejects objects for every \
              finding, info ones (ML303 job-no-deadline, ML404 long-lived-streams) included; \
-             consider --min-severity warning or error"
+             consider --min-severity warning or error, or leave out --enforcement for the pair \
+             that denies errors and warns on the rest"
                 .into(),
         );
     }
+    let mut yaml = header(args, &facts, roles);
+    let mut constraints = Vec::new();
+    for (index, role) in roles.iter().enumerate() {
+        // The facts' advice (an unsupported native sidecar, say) is given once.
+        let mut ignored = Vec::new();
+        let role_warnings = if index == 0 {
+            &mut warnings
+        } else {
+            &mut ignored
+        };
+        let (document, parameters) = constraint_document(args, &facts, *role, role_warnings)?;
+        if index > 0 {
+            yaml.push_str("---\n");
+        }
+        document.render_entries(0, &mut yaml);
+        constraints.push((role.name(&args.name), parameters));
+    }
+    Ok(Generated {
+        yaml,
+        constraints,
+        warnings,
+    })
+}
 
+/// One MeshLifecycle constraint as YAML, and its parameters as they read back.
+fn constraint_document(
+    args: &ConstraintArgs,
+    facts: &Facts,
+    role: Role,
+    warnings: &mut Vec<String>,
+) -> Result<(Yaml, Value), String> {
+    let facts = role.facts(facts);
+    let enforcement = role.enforcement();
+    let provider_failure = role.provider_failure(args.provider_failure);
+    let mut parameters = parameters_section(&facts, role, warnings);
+    parameters.push(
+        "providerFailure",
+        Value::from(provider_failure.as_str()),
+        provider_failure_comment(enforcement, provider_failure),
+    );
+    let parameters = Parameters {
+        yaml: Yaml::Map(parameters.entries),
+        value: Value::Object(parameters.value),
+    };
     let spec = Yaml::Map(vec![
         Entry::new(
             "enforcementAction",
-            Yaml::plain(args.enforcement.action().as_str()),
+            Yaml::plain(enforcement.action().as_str()),
         )
-        .comment(enforcement_comment(args.enforcement, facts.min_severity)),
+        .comment(enforcement_comment(role, &args.name, facts.min_severity)),
         Entry::new("match", match_section(args, &facts)?),
         Entry::new("parameters", parameters.yaml).comment(parameters_comment(&facts)),
     ]);
@@ -674,20 +761,18 @@ fn generate_document(
         Entry::new("kind", Yaml::plain(CONSTRAINT_KIND)),
         Entry::new(
             "metadata",
-            Yaml::Map(vec![Entry::new("name", Yaml::string(&args.name))]),
+            Yaml::Map(vec![Entry::new(
+                "name",
+                Yaml::string(&role.name(&args.name)),
+            )]),
         ),
         Entry::new("spec", spec),
     ]);
-    let mut yaml = header(args, &facts);
-    document.render_entries(0, &mut yaml);
-    Ok(Generated {
-        yaml,
-        parameters: parameters.value,
-        warnings,
-    })
+    Ok((document, parameters.value))
 }
 
 /// The cluster's facts, validated, with the derived parameter values.
+#[derive(Clone)]
 struct Facts {
     kubernetes: u32,
     istio: Option<IstioFacts>,
@@ -701,6 +786,7 @@ struct Facts {
     exit_markers: Vec<String>,
 }
 
+#[derive(Clone)]
 struct IstioFacts {
     version: IstioVersion,
     native: bool,
@@ -718,6 +804,7 @@ struct IstioFacts {
     proxy_uid: Option<u32>,
 }
 
+#[derive(Clone)]
 struct LinkerdFacts {
     version: LinkerdVersion,
     native: bool,
@@ -732,6 +819,7 @@ struct LinkerdFacts {
 
 impl Facts {
     fn from_args(args: &ConstraintArgs) -> Result<Facts, String> {
+        mesh_flags_need_their_version(&args.facts)?;
         let kubernetes = args.facts.kubernetes.as_ref().map_or_else(
             || meshlife_policy::params::Parameters::default().kubernetes_minor_version,
             |version| version.minor,
@@ -825,6 +913,98 @@ impl Facts {
     }
 }
 
+/// A mesh's flags describe one install of it, and what injection produces depends on its
+/// version (the native-sidecar default, the hold and drain settings it reads), so they need
+/// `--istio` or `--linkerd`. clap's `requires` says only "required argument not provided"; this
+/// says why and shows the line to type.
+fn mesh_flags_need_their_version(facts: &ClusterFactArgs) -> Result<(), String> {
+    let istio_flags = [
+        (
+            "--istio-native-sidecars",
+            facts.istio_native_sidecars.is_some(),
+        ),
+        ("--istio-hold", facts.istio_hold),
+        ("--istio-hold-forced", facts.istio_hold_forced),
+        ("--istio-cni", facts.istio_cni),
+        ("--istio-drain", facts.istio_drain.is_some()),
+        (
+            "--istio-injected-namespaces",
+            !facts.istio_injected_namespaces.is_empty(),
+        ),
+        (
+            "--istio-ambient-namespaces",
+            !facts.istio_ambient_namespaces.is_empty(),
+        ),
+        ("--istio-proxy-uid", facts.istio_proxy_uid.is_some()),
+    ];
+    let linkerd_flags = [
+        (
+            "--linkerd-native-sidecars",
+            facts.linkerd_native_sidecars.is_some(),
+        ),
+        ("--linkerd-await", facts.linkerd_await.is_some()),
+        ("--linkerd-cni", facts.linkerd_cni),
+        (
+            "--linkerd-shutdown-endpoint",
+            facts.linkerd_shutdown_endpoint,
+        ),
+        (
+            "--linkerd-injected-namespaces",
+            !facts.linkerd_injected_namespaces.is_empty(),
+        ),
+        ("--linkerd-proxy-uid", facts.linkerd_proxy_uid.is_some()),
+    ];
+    let given = |flags: &[(&'static str, bool)]| -> Vec<&'static str> {
+        flags
+            .iter()
+            .filter(|(_, on)| *on)
+            .map(|(name, _)| *name)
+            .collect()
+    };
+    let mut problems = Vec::new();
+    if facts.istio.is_none() {
+        let orphans = given(&istio_flags);
+        if !orphans.is_empty() {
+            problems.push(format!(
+                "{} describe{} an Istio install, so {} --istio VERSION (`istioctl version`): \
+                 what injection produces depends on the version (native sidecars by default \
+                 from 1.27 on Kubernetes 1.33, the hold and drain settings it reads): add, for \
+                 example, `--istio 1.26` (your version)",
+                orphans.join(", "),
+                if orphans.len() == 1 { "s" } else { "" },
+                if orphans.len() == 1 {
+                    "it needs"
+                } else {
+                    "they need"
+                },
+            ));
+        }
+    }
+    if facts.linkerd.is_none() {
+        let orphans = given(&linkerd_flags);
+        if !orphans.is_empty() {
+            problems.push(format!(
+                "{} describe{} a Linkerd install, so {} --linkerd VERSION (`linkerd version`): \
+                 what injection produces depends on the version (native sidecars by default \
+                 from 2.20, proxy-await from 2.11): add, for example, `--linkerd 2.19` (your \
+                 version)",
+                orphans.join(", "),
+                if orphans.len() == 1 { "s" } else { "" },
+                if orphans.len() == 1 {
+                    "it needs"
+                } else {
+                    "they need"
+                },
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
 static NAMESPACE_PATTERN: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[a-z0-9*]([-a-z0-9*]*)?$").expect("a valid regex"));
 
@@ -881,7 +1061,7 @@ fn rule(id: &str) -> String {
     }
 }
 
-fn header(args: &ConstraintArgs, facts: &Facts) -> String {
+fn header(args: &ConstraintArgs, facts: &Facts, roles: &[Role]) -> String {
     let mut cluster = vec![format!(
         "kubernetes 1.{} (lowest kubelet)",
         facts.kubernetes
@@ -915,17 +1095,43 @@ fn header(args: &ConstraintArgs, facts: &Facts) -> String {
         });
     }
     let mut text = String::new();
+    let names: Vec<String> = roles
+        .iter()
+        .map(|role| format!("{:?}", role.name(&args.name)))
+        .collect();
     comment(
         0,
         &format!(
-            "MeshLifecycle constraint {:?}, written by `meshlife constraint` (meshlife {}) for a \
+            "MeshLifecycle constraint{} {}, written by `meshlife constraint` (meshlife {}) for a \
              cluster running {}.",
-            args.name,
+            if names.len() == 1 { "" } else { "s" },
+            names.join(" and "),
             env!("CARGO_PKG_VERSION"),
             cluster.join(", ")
         ),
         &mut text,
     );
+    if roles.len() > 1 {
+        comment(
+            0,
+            &format!(
+                "Two constraints, applied together, as the cluster files of \
+                 constraints/gatekeeper/clusters/ are: {errors} denies the error findings \
+                 (certain breakage: Jobs that never finish, drains the kubelet cuts, pods that \
+                 cannot start); {warnings} returns every other finding to `kubectl apply` as a \
+                 warning and lists it in audit, without blocking. When the provider fails, \
+                 {errors} admits the object ({provider}) and {warnings} reports an ML000 \
+                 warning, so an outage never blocks and always shows. For one constraint, give \
+                 --enforcement.",
+                errors = Role::Errors.name(&args.name),
+                warnings = Role::Warnings.name(&args.name),
+                provider = Role::Errors
+                    .provider_failure(args.provider_failure)
+                    .as_str(),
+            ),
+            &mut text,
+        );
+    }
     comment(
         0,
         "Needs the meshlifecycle ConstraintTemplate (constraints/gatekeeper/template.yaml) and the \
@@ -938,8 +1144,8 @@ fn header(args: &ConstraintArgs, facts: &Facts) -> String {
     text
 }
 
-fn enforcement_comment(enforcement: Enforcement, min_severity: Option<MinSeverity>) -> String {
-    match enforcement {
+fn enforcement_comment(role: Role, base: &str, min_severity: Option<MinSeverity>) -> String {
+    let action = match role.enforcement() {
         Enforcement::Deny => {
             let which = match min_severity {
                 None | Some(MinSeverity::Info) => {
@@ -960,6 +1166,14 @@ fn enforcement_comment(enforcement: Enforcement, min_severity: Option<MinSeverit
                                 status.violations); nothing is rejected or shown at admission, \
                                 and meshlife check reports them without failing."
             .into(),
+    };
+    match role {
+        Role::Warnings => format!(
+            "{action} Every finding {} does not deny, and the ML401 and ML403 errors it denies \
+             again.",
+            Role::Errors.name(base)
+        ),
+        Role::Single(_) | Role::Errors => action,
     }
 }
 
@@ -1139,7 +1353,7 @@ fn provider_failure_comment(enforcement: Enforcement, mode: ProviderFailure) -> 
     format!("Read by the template only: {effect}")
 }
 
-fn parameters_section(facts: &Facts, warnings: &mut Vec<String>) -> ParameterMap {
+fn parameters_section(facts: &Facts, role: Role, warnings: &mut Vec<String>) -> ParameterMap {
     let k = facts.kubernetes;
     let mut top = ParameterMap::default();
     top.push(
@@ -1189,11 +1403,15 @@ fn parameters_section(facts: &Facts, warnings: &mut Vec<String>) -> ParameterMap
         );
     }
     top.push_list("rules", &facts.rules, "Only these rules run.".into());
-    top.push_list(
-        "excludeRules",
-        &facts.exclude_rules,
-        "These rules never run.".into(),
-    );
+    let exclude_comment = match role {
+        Role::Warnings => format!(
+            "These rules never run here: the ones whose findings are always errors, which \
+             the deny constraint blocks ({}), and any left out of both.",
+            ALWAYS_ERROR_RULES.map(rule).join(", ")
+        ),
+        Role::Single(_) | Role::Errors => "These rules never run.".into(),
+    };
+    top.push_list("excludeRules", &facts.exclude_rules, exclude_comment);
     top.push_list(
         "exemptNamespaces",
         &facts.exempt_namespaces,

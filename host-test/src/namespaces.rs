@@ -71,11 +71,17 @@ pub fn default_namespace_note(
     if moved == 0 {
         return None;
     }
-    let defined: Vec<&str> = objects
-        .iter()
-        .filter(|object| object.kind == "Namespace" && object.group().is_empty())
-        .map(|object| object.name.as_str())
-        .collect();
+    // Once each, in the order of the input: a folder often defines the same Namespace in
+    // several files.
+    let mut defined: Vec<&str> = Vec::new();
+    for object in objects {
+        if object.kind == "Namespace"
+            && object.group().is_empty()
+            && !defined.contains(&object.name.as_str())
+        {
+            defined.push(object.name.as_str());
+        }
+    }
     if defined.is_empty() || defined.contains(&namespace) {
         return None;
     }
@@ -84,13 +90,18 @@ pub fn default_namespace_note(
     } else {
         "objects name"
     };
+    let (namespaces, hint) = match defined.as_slice() {
+        [only] => (format!("Namespace {only}"), format!("`-n {only}`")),
+        several => (
+            format!("Namespaces {}", several.join(", ")),
+            "`-n NAMESPACE`, one run per namespace".to_string(),
+        ),
+    };
     Some(format!(
         "{moved} {objects_word} no namespace and {} judged in `{namespace}`, as `kubectl apply` \
-         would put them, while the input defines Namespace {}: if they belong there, check with \
-         `-n {}`",
+         would put them, while the input defines {namespaces}: if they belong there, check with \
+         {hint}",
         if moved == 1 { "is" } else { "are" },
-        defined.join(", "),
-        defined[0]
     ))
 }
 
@@ -299,15 +310,28 @@ fn folder_of(file: &str) -> Option<PathBuf> {
     })
 }
 
+/// A Namespace manifest that leaves injection off while the constraint's facts list its
+/// namespace as injected: the facts win (they describe the cluster; the manifest may be a bare
+/// stub), and the run says so, once per mesh ([`facts_win_notices`]).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FactsDisagreement {
+    /// `Istio` or `Linkerd`.
+    pub mesh: &'static str,
+    pub namespace: String,
+    /// `ns.yaml (document 1)`.
+    pub manifest: String,
+    /// What the manifest says instead: `no istio-injection or istio.io/rev label`.
+    pub says: String,
+}
+
 /// Where the constraint's facts list `namespace` as injected while its Namespace manifest does
-/// not turn injection on: the facts win (they describe the cluster; the manifest may be a bare
-/// stub), and the run says so. `parameters` is the constraint's `spec.parameters`.
+/// not turn injection on. `parameters` is the constraint's `spec.parameters`.
 pub fn facts_disagreement(
     parameters: &Value,
     namespace: &str,
     namespace_object: &Value,
     manifest_file: &str,
-) -> Vec<String> {
+) -> Vec<FactsDisagreement> {
     // (by its name, by "*")
     let listed = |mesh: &str| {
         let entries: Vec<&str> = parameters
@@ -329,6 +353,12 @@ pub fn facts_disagreement(
             .and_then(|annotations| annotations.get(key))
             .and_then(Value::as_str)
     };
+    let disagreement = |mesh: &'static str, says: String| FactsDisagreement {
+        mesh,
+        namespace: namespace.to_string(),
+        manifest: manifest_file.to_string(),
+        says,
+    };
     let mut disagreements = Vec::new();
     let istio_on = label("istio-injection") == Some("enabled")
         || (label("istio-injection").is_none() && label("istio.io/rev").is_some());
@@ -339,10 +369,7 @@ pub fn facts_disagreement(
             Some(value) => format!("istio-injection: {value}"),
             None => "no istio-injection or istio.io/rev label".into(),
         };
-        disagreements.push(format!(
-            "the facts list namespace {namespace} as Istio-injected (istio.injectedNamespaces), \
-             its Namespace manifest in {manifest_file} says otherwise ({says}); the facts win"
-        ));
+        disagreements.push(disagreement("Istio", says));
     }
     let (by_name, by_wildcard) = listed("linkerd");
     let linkerd_opt_out = annotation("linkerd.io/inject") == Some("disabled");
@@ -353,13 +380,47 @@ pub fn facts_disagreement(
             Some(value) => format!("linkerd.io/inject: {value}"),
             None => "no linkerd.io/inject annotation".into(),
         };
-        disagreements.push(format!(
-            "the facts list namespace {namespace} as Linkerd-injected \
-             (linkerd.injectedNamespaces), its Namespace manifest in {manifest_file} says \
-             otherwise ({says}); the facts win"
-        ));
+        disagreements.push(disagreement("Linkerd", says));
     }
     disagreements
+}
+
+/// One line per mesh for the run's disagreements: a `"*"` in the facts can disagree with every
+/// Namespace manifest of a folder, and a line each buries the rest of the output.
+pub fn facts_win_notices(
+    disagreements: &std::collections::BTreeSet<FactsDisagreement>,
+) -> Vec<String> {
+    let mut notices = Vec::new();
+    for mesh in ["Istio", "Linkerd"] {
+        let theirs: Vec<&FactsDisagreement> = disagreements
+            .iter()
+            .filter(|disagreement| disagreement.mesh == mesh)
+            .collect();
+        let parameter = format!("{}.injectedNamespaces", mesh.to_ascii_lowercase());
+        match theirs.as_slice() {
+            [] => {}
+            [one] => notices.push(format!(
+                "the facts list namespace {} as {mesh}-injected ({parameter}), its Namespace \
+                 manifest in {} says otherwise ({}); the facts win",
+                one.namespace, one.manifest, one.says
+            )),
+            several => {
+                let names: Vec<&str> = several.iter().map(|d| d.namespace.as_str()).collect();
+                let manifests: Vec<String> = several
+                    .iter()
+                    .map(|d| format!("{} in {}: {}", d.namespace, d.manifest, d.says))
+                    .collect();
+                notices.push(format!(
+                    "the facts list {} namespaces as {mesh}-injected ({parameter}): {}; their \
+                     Namespace manifests say otherwise ({}); the facts win",
+                    several.len(),
+                    names.join(", "),
+                    manifests.join("; ")
+                ));
+            }
+        }
+    }
+    notices
 }
 
 #[cfg(test)]
@@ -506,16 +567,73 @@ mod tests {
         let parameters = json!({"istio": {"injectedNamespaces": ["*"]}});
         let said = facts_disagreement(&parameters, "shop", &stub, "ns.yaml (document 1)");
         assert_eq!(said.len(), 1);
-        assert!(
-            said[0].contains("no istio-injection or istio.io/rev label"),
-            "{said:?}"
-        );
+        assert_eq!(said[0].says, "no istio-injection or istio.io/rev label");
         assert!(facts_disagreement(&parameters, "shop", &on, "ns.yaml").is_empty());
         assert!(facts_disagreement(&json!({}), "shop", &stub, "ns.yaml").is_empty());
         let linkerd = json!({"linkerd": {"injectedNamespaces": ["shop"]}});
         assert_eq!(
             facts_disagreement(&linkerd, "shop", &stub, "ns.yaml").len(),
             1
+        );
+    }
+
+    /// A folder defining Namespace shop in several files named it once per file, and suggested
+    /// `-n` with the first of several namespaces.
+    #[test]
+    fn the_default_namespace_note_names_each_namespace_once() {
+        let objects = vec![
+            object("a/ns.yaml", "Namespace", "", "shop", json!({})),
+            object("b/ns.yaml", "Namespace", "", "shop", json!({})),
+            object("c/job.yaml", "Job", "", "migrate", json!({})),
+        ];
+        let note = default_namespace_note(&objects, 1, "default").unwrap();
+        assert!(
+            note.ends_with(
+                "while the input defines Namespace shop: if they belong there, check with `-n shop`"
+            ),
+            "{note}"
+        );
+        let mut objects = objects;
+        objects.push(object("d/ns.yaml", "Namespace", "", "reports", json!({})));
+        let note = default_namespace_note(&objects, 1, "default").unwrap();
+        assert!(
+            note.ends_with("defines Namespaces shop, reports: if they belong there, check with `-n NAMESPACE`, one run per namespace"),
+            "{note}"
+        );
+    }
+
+    /// With `"*"` facts, a folder of Namespace stubs gave one "the facts win" line each.
+    #[test]
+    fn disagreements_are_one_line_per_mesh() {
+        let stub = |name: &str| json!({"metadata": {"name": name}});
+        let parameters = json!({"istio": {"injectedNamespaces": ["*"]}});
+        let all: std::collections::BTreeSet<FactsDisagreement> = ["shop", "reports", "ledger"]
+            .into_iter()
+            .flat_map(|name| {
+                facts_disagreement(&parameters, name, &stub(name), &format!("{name}.yaml"))
+            })
+            .collect();
+        let notices = facts_win_notices(&all);
+        assert_eq!(notices.len(), 1, "{notices:?}");
+        assert!(
+            notices[0].starts_with(
+                "the facts list 3 namespaces as Istio-injected (istio.injectedNamespaces): \
+                 ledger, reports, shop; their Namespace manifests say otherwise (ledger in \
+                 ledger.yaml: no istio-injection or istio.io/rev label; reports in"
+            ),
+            "{notices:?}"
+        );
+        let one: std::collections::BTreeSet<FactsDisagreement> =
+            facts_disagreement(&parameters, "shop", &stub("shop"), "shop.yaml")
+                .into_iter()
+                .collect();
+        assert_eq!(
+            facts_win_notices(&one),
+            [
+                "the facts list namespace shop as Istio-injected (istio.injectedNamespaces), its \
+              Namespace manifest in shop.yaml says otherwise (no istio-injection or istio.io/rev \
+              label); the facts win"
+            ]
         );
     }
 }

@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use meshlife_policy::catalogue::RULES;
 use meshlife_policy::{Severity, Violation};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -147,6 +148,8 @@ pub struct Exemption {
     pub reason: Option<String>,
     /// The annotation sits on a controller's own metadata, where the policy does not read it.
     pub misplaced: bool,
+    /// Entries that name no rule (`ML31`): they exempt nothing.
+    pub unknown: Vec<String>,
 }
 
 impl Exemption {
@@ -178,13 +181,55 @@ impl Exemption {
         } else {
             return None;
         };
+        let rules = annotation(metadata, EXEMPT_ANNOTATION).unwrap_or_default();
+        // Split as the policy splits it (policy/src/evaluate.rs).
+        let unknown = rules
+            .split(',')
+            .map(str::trim)
+            .filter(|entry| !entry.is_empty() && *entry != "*")
+            .filter(|entry| !RULES.iter().any(|rule| rule.is_named_by(entry)))
+            .map(str::to_string)
+            .collect();
         Some(Exemption {
             identity: ObjectIdentity::of(object),
-            rules: annotation(metadata, EXEMPT_ANNOTATION).unwrap_or_default(),
+            rules,
             reason: annotation(metadata, EXEMPT_REASON_ANNOTATION)
                 .filter(|reason| !reason.trim().is_empty()),
             misplaced,
+            unknown,
         })
+    }
+
+    /// Whether the policy exempts anything by it: read where it reads it, naming at least one
+    /// rule (or `*`).
+    pub fn applies(&self) -> bool {
+        let named = self
+            .rules
+            .split(',')
+            .map(str::trim)
+            .filter(|entry| !entry.is_empty())
+            .count();
+        !self.misplaced && named > self.unknown.len()
+    }
+
+    /// `meshlife.io/exempt names "ML31", which is not a rule (did you mean ML301
+    /// (job-sidecar-never-exits)?)`, one per unknown entry.
+    pub fn unknown_entry_warnings(&self) -> Vec<String> {
+        self.unknown
+            .iter()
+            .map(|entry| {
+                let suggestion = match crate::rule_reference::nearest_rules(entry) {
+                    Some(nearest) => format!("did you mean {nearest}?"),
+                    None => "`meshlife rules` lists the ids and names".to_string(),
+                };
+                format!(
+                    "{}: {}: {EXEMPT_ANNOTATION} names {entry:?}, which is not a rule, so it \
+                     exempts nothing ({suggestion})",
+                    self.identity.file,
+                    self.identity.title()
+                )
+            })
+            .collect()
     }
 }
 
@@ -241,12 +286,14 @@ impl Report {
         } else if not_failing > 0 {
             line.push_str(" (none failing the run)");
         }
-        if !self.exemptions.is_empty() {
-            let _ = write!(
-                line,
-                "; {} in use",
-                plural(self.exemptions.len(), "exemption")
-            );
+        // Only the exemptions the policy applies: a misplaced or misspelt one exempts nothing.
+        let applied = self
+            .exemptions
+            .iter()
+            .filter(|exemption| exemption.applies())
+            .count();
+        if applied > 0 {
+            let _ = write!(line, "; {} in use", plural(applied, "exemption"));
         }
         line.push_str(&self.not_judged);
         if !self.errors.is_empty() {
@@ -403,9 +450,14 @@ fn render_text(report: &Report, colour: bool) -> String {
                 None => format!("no reason given ({EXEMPT_REASON_ANNOTATION} is not set)"),
             };
             let misplaced = if exemption.misplaced {
-                " [on the controller's metadata, where meshlife does not read it: move it to the pod template]"
+                " [on the controller's metadata, where meshlife does not read it: move it to the pod template]".to_string()
+            } else if !exemption.unknown.is_empty() {
+                format!(
+                    " [not a rule, exempting nothing: {}]",
+                    exemption.unknown.join(", ")
+                )
             } else {
-                ""
+                String::new()
             };
             let _ = writeln!(
                 out,

@@ -1,9 +1,9 @@
 //! `meshlife rules`: the rule catalogue on the command line. Without an argument, one line per
-//! rule (id, name, usual severity, summary) from `meshlife_policy::catalogue`, the table the
-//! policy itself selects rules by; with an id or a name, that rule's entry of docs/rules.md
-//! (what goes wrong, when it fires, the fix, how to exempt), embedded at build time so the CLI
-//! and the reference cannot drift apart. The examples stay in docs/rules.md, which the entry
-//! links to.
+//! rule (id, name, the severities it fires at, summary) from `meshlife_policy::catalogue`, the
+//! table the policy itself selects rules by; with an id or a name, that rule's entry of
+//! docs/rules.md (what goes wrong, when it fires, the fix, how to exempt) as plain text,
+//! embedded at build time so the CLI and the reference cannot drift apart. The examples stay in
+//! docs/rules.md, whose published address the entry ends with.
 
 use std::fmt::Write as _;
 
@@ -45,24 +45,28 @@ pub fn run_rules(args: &RulesArgs) -> u8 {
     }
 }
 
-/// `ML301  job-sidecar-never-exits  error    The classic sidecar ...`, one line per rule.
+/// `ML301  job-sidecar-never-exits  error          The classic sidecar ...`, one line per rule;
+/// a rule that fires at more than one severity shows them all, its usual one first
+/// (`warning/error`).
 pub fn list() -> String {
     let name_width = RULES.iter().map(|rule| rule.name.len()).max().unwrap_or(0);
+    let severities: Vec<String> = RULES.iter().map(severities).collect();
+    let severity_width = severities.iter().map(String::len).max().unwrap_or(0);
     let mut out = String::new();
-    for rule in RULES {
+    for (rule, severity) in RULES.iter().zip(&severities) {
         let _ = writeln!(
             out,
-            "{}  {:<name_width$}  {:<7}  {}",
-            rule.id,
-            rule.name,
-            rule.severity.as_str(),
-            rule.summary
+            "{}  {:<name_width$}  {:<severity_width$}  {}",
+            rule.id, rule.name, severity, rule.summary
         );
     }
     out
 }
 
-/// The full entry of the rule named by `wanted` (id or name), or an error with a suggestion.
+/// The full entry of the rule named by `wanted` (id or name), or an error with a suggestion:
+/// plain text (no Markdown emphasis, links reduced to their words), since it is read in a
+/// terminal, and the address of the entry in the published docs, since an installed binary has
+/// no repository beside it.
 pub fn entry(wanted: &str) -> Result<String, String> {
     let rule = catalogue::find(wanted).ok_or_else(|| unknown(wanted))?;
     let heading = format!("### {} {}", rule.id, rule.name);
@@ -73,16 +77,119 @@ pub fn entry(wanted: &str) -> Result<String, String> {
         "{} {} ({})\n{}\n\n{}\n\n",
         rule.id,
         rule.name,
-        rule.severity.as_str(),
+        plain(&severity_phrase(rule)),
         rule.summary,
-        section.trim()
+        plain(section.trim())
     );
-    let _ = writeln!(
-        out,
-        "Examples and the full reference: docs/rules.md#{}",
-        anchor(rule)
-    );
+    let _ = writeln!(out, "Examples and the full reference: {}", docs_url(rule));
     Ok(out)
+}
+
+/// Where a rule's entry is published: its section of docs/rules.md in the repository.
+pub fn docs_url(rule: &Rule) -> String {
+    format!(
+        "{}/blob/main/docs/rules.md#{}",
+        env!("CARGO_PKG_REPOSITORY"),
+        anchor(rule)
+    )
+}
+
+/// The severity column of the rule's row in docs/rules.md's table (`warning (error when the wait
+/// reaches the grace period)`): the catalogue holds the usual severity only, and the table says
+/// when a finding is raised or lowered. The catalogue's severity when the row is missing.
+fn severity_text(rule: &Rule) -> String {
+    let row_start = format!("| [{}](", rule.id);
+    RULES_MD
+        .lines()
+        .find(|line| line.starts_with(&row_start))
+        .and_then(|row| row.split('|').nth(3))
+        .map(|column| column.trim().to_string())
+        .unwrap_or_else(|| rule.severity.as_str().to_string())
+}
+
+/// A Markdown table as `header: value` lines, one block per row: a terminal does not align it.
+fn plain_tables(markdown: &str) -> String {
+    let cells = |line: &str| -> Vec<String> {
+        line.trim()
+            .trim_matches('|')
+            .split('|')
+            .map(|cell| cell.trim().to_string())
+            .collect()
+    };
+    let mut out = String::with_capacity(markdown.len());
+    let mut header: Option<Vec<String>> = None;
+    for line in markdown.split_inclusive('\n') {
+        if !line.trim_start().starts_with('|') {
+            header = None;
+            out.push_str(line);
+            continue;
+        }
+        let row = cells(line);
+        match &header {
+            None => header = Some(row),
+            Some(_)
+                if row
+                    .iter()
+                    .all(|cell| cell.chars().all(|c| c == '-' || c == ':')) => {}
+            Some(names) => {
+                for (name, value) in names.iter().zip(&row) {
+                    let name = name[..1].to_ascii_uppercase() + &name[1..];
+                    let _ = writeln!(out, "{name}: {value}");
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `warning; error when the wait reaches the grace period`, for the entry's first line.
+fn severity_phrase(rule: &Rule) -> String {
+    let text = severity_text(rule);
+    match text.strip_suffix(')').and_then(|t| t.split_once(" (")) {
+        Some((usual, when)) => format!("{usual}; {when}"),
+        None => text,
+    }
+}
+
+/// Every severity the rule fires at, its usual one first: `warning/error`.
+fn severities(rule: &Rule) -> String {
+    let text = severity_text(rule);
+    let mut found = vec![rule.severity.as_str()];
+    for word in text.split(|c: char| !c.is_ascii_alphabetic()) {
+        if ["error", "warning", "info"].contains(&word) && !found.contains(&word) {
+            found.push(word);
+        }
+    }
+    found.join("/")
+}
+
+/// Markdown as a terminal shows it: `**bold**` and `*em*` markers dropped, `[words](target)`
+/// reduced to `words` (the targets are this document's anchors or files of the repository, which
+/// an installed binary does not have), backquotes kept (they mark values to type).
+fn plain(markdown: &str) -> String {
+    let without_emphasis = plain_tables(&markdown.replace("**", ""));
+    let mut out = String::with_capacity(without_emphasis.len());
+    let mut rest = without_emphasis.as_str();
+    while let Some(open) = rest.find('[') {
+        let after = &rest[open + 1..];
+        let link = after.find("](").and_then(|close| {
+            let target = &after[close + 2..];
+            target.find(')').map(|end| (close, close + 2 + end + 1))
+        });
+        match link {
+            Some((close, consumed)) if !after[..close].contains(['[', ']', '\n']) => {
+                out.push_str(&rest[..open]);
+                out.push_str(&after[..close]);
+                rest = &after[consumed..];
+            }
+            _ => {
+                out.push_str(&rest[..=open]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The text under `heading` up to the first example (or the next heading).
@@ -180,6 +287,38 @@ mod tests {
         assert_eq!(edit_distance("ml310", "ml303"), 2);
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("abc", "abc"), 0);
+    }
+
+    #[test]
+    fn a_table_becomes_one_line_per_cell() {
+        assert_eq!(
+            plain("Intro\n\n| severity | meshes |\n|---|---|\n| error | Istio, Linkerd |\n\nAfter"),
+            "Intro\n\nSeverity: error\nMeshes: Istio, Linkerd\n\nAfter"
+        );
+    }
+
+    #[test]
+    fn markdown_links_and_emphasis_become_plain_words() {
+        assert_eq!(
+            plain(
+                "**Fix**: `c[1]` see [Kyverno conflicts](#conflicts) and [the CLI](cli.md), `x[0]` [a]"
+            ),
+            "Fix: `c[1]` see Kyverno conflicts and the CLI, `x[0]` [a]"
+        );
+    }
+
+    #[test]
+    fn every_catalogue_rule_has_a_row_whose_severities_start_with_its_usual_one() {
+        for rule in RULES {
+            let row_start = format!("| [{}](", rule.id);
+            assert!(RULES_MD.contains(&row_start), "{} has no row", rule.id);
+            assert!(
+                severity_text(rule).starts_with(rule.severity.as_str()),
+                "{}: {}",
+                rule.id,
+                severity_text(rule)
+            );
+        }
     }
 
     #[test]

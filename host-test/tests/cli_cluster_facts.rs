@@ -115,7 +115,12 @@ fn facts_on_the_command_line_judge_as_the_constraint_they_make() {
     ];
     let from_flags =
         workspace.run(&[&["check", "job.yaml", "-o", "json"][..], &flags[..]].concat());
-    workspace.write_constraint("constraint.yaml", &flags);
+    // One deny constraint, as the flags make for `check` (the default pair repeats ML401 and
+    // ML403 errors as warnings).
+    workspace.write_constraint(
+        "constraint.yaml",
+        &[&flags[..], &["--enforcement", "deny"]].concat(),
+    );
     let from_file = workspace.run(&[
         "check",
         "job.yaml",
@@ -168,6 +173,51 @@ fn facts_and_a_constraint_file_together_are_refused() {
         outcome
             .stderr
             .contains("--constraint and the cluster-fact flags"),
+        "{outcome:?}"
+    );
+}
+
+/// clap's `requires` said only "the following required arguments were not provided: --istio".
+#[test]
+fn mesh_flags_without_their_mesh_version_say_why_the_version_is_needed() {
+    let workspace = Workspace::new();
+    workspace.write("job.yaml", &unlabelled_job("reports"));
+    for command in ["check", "constraint"] {
+        let mut args = vec![command];
+        if command == "check" {
+            args.push("job.yaml");
+        } else {
+            // `constraint` needs the Kubernetes version and a mesh: here the other mesh.
+            args.extend(["--kubernetes", "1.31", "--linkerd", "2.19"]);
+        }
+        args.extend(["--istio-injected-namespaces", "reports", "--istio-cni"]);
+        let outcome = workspace.run(&args);
+        assert_eq!(outcome.code, 2, "{command}: {outcome:?}");
+        assert!(
+            outcome.stderr.contains(
+                "--istio-cni, --istio-injected-namespaces describe an Istio install, so they \
+                 need --istio VERSION (`istioctl version`): what injection produces depends on \
+                 the version"
+            ),
+            "{command}: {outcome:?}"
+        );
+        assert!(
+            outcome
+                .stderr
+                .contains("add, for example, `--istio 1.26` (your version)"),
+            "{command}: {outcome:?}"
+        );
+        assert!(
+            !outcome.stderr.contains("required arguments"),
+            "{command}: {outcome:?}"
+        );
+    }
+    let outcome = workspace.run(&["check", "job.yaml", "--linkerd-cni"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("--linkerd-cni describes a Linkerd install, so it needs --linkerd VERSION"),
         "{outcome:?}"
     );
 }

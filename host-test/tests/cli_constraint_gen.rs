@@ -10,6 +10,7 @@ mod cli_support;
 use std::path::PathBuf;
 
 use cli_support::*;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// The repository's `examples/` folder.
@@ -31,9 +32,16 @@ fn generate(flags: &str) -> Outcome {
     Workspace::new().run(&args)
 }
 
-/// The generated constraint, parsed; panics (with the output) unless it was written.
+/// The generated constraint, parsed; panics (with the output) unless it was written. One
+/// constraint: `--enforcement deny` unless the flags choose an action (without one, `meshlife
+/// constraint` writes the pair, tested by `the_default_is_the_pair_the_cluster_files_use`).
 fn constraint(flags: &str) -> Value {
-    let outcome = generate(flags);
+    let flags = if flags.contains("--enforcement") {
+        flags.to_string()
+    } else {
+        format!("{flags} --enforcement deny")
+    };
+    let outcome = generate(&flags);
     assert_eq!(outcome.code, 0, "{flags}: {outcome:?}");
     serde_yaml_ng::from_str(&outcome.stdout)
         .unwrap_or_else(|error| panic!("not YAML ({error}):\n{}", outcome.stdout))
@@ -104,8 +112,15 @@ fn every_generated_constraint_is_accepted_by_check_on_the_examples() {
         // Findings were really produced, and under the generated constraint.
         let findings = outcome.json();
         assert!(!findings.is_empty(), "{flags}: {outcome:?}");
+        let names = if flags.contains("--enforcement") {
+            vec![name.to_string()]
+        } else {
+            vec![format!("{name}-errors"), format!("{name}-warnings")]
+        };
         assert!(
-            findings.iter().all(|finding| finding["constraint"] == name),
+            findings
+                .iter()
+                .all(|finding| names.iter().any(|name| finding["constraint"] == *name)),
             "{flags}: {outcome:?}"
         );
     }
@@ -359,20 +374,25 @@ fn comments_explain_each_fact() {
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }
-    // Every line of the parameters has a comment right above it (or is one).
-    let lines: Vec<&str> = classic.stdout.lines().collect();
-    let start = lines
-        .iter()
-        .position(|line| line.trim() == "parameters:")
-        .unwrap();
-    for index in start + 1..lines.len() {
-        if !lines[index].trim_start().starts_with('#') {
-            assert!(
-                lines[index - 1].trim_start().starts_with('#'),
-                "no comment above {:?}:\n{}",
-                lines[index],
-                classic.stdout
-            );
+    // Every line of the parameters, in each constraint of the pair, has a comment right above
+    // it (or is one).
+    let documents: Vec<&str> = classic.stdout.split("\n---\n").collect();
+    assert_eq!(documents.len(), 2, "{classic:?}");
+    for document in documents {
+        let lines: Vec<&str> = document.lines().collect();
+        let start = lines
+            .iter()
+            .position(|line| line.trim() == "parameters:")
+            .unwrap();
+        for index in start + 1..lines.len() {
+            if !lines[index].trim_start().starts_with('#') {
+                assert!(
+                    lines[index - 1].trim_start().starts_with('#'),
+                    "no comment above {:?}:\n{}",
+                    lines[index],
+                    classic.stdout
+                );
+            }
         }
     }
 
@@ -597,8 +617,78 @@ fn output_file_and_stdout() {
 
 #[test]
 fn deny_without_min_severity_warns_about_info_findings() {
-    let deny = generate("--kubernetes 1.31 --istio 1.26");
+    let deny = generate("--kubernetes 1.31 --istio 1.26 --enforcement deny");
     assert!(deny.stderr.contains("--min-severity"), "{deny:?}");
-    let quiet = generate("--kubernetes 1.31 --istio 1.26 --min-severity warning");
+    let quiet =
+        generate("--kubernetes 1.31 --istio 1.26 --enforcement deny --min-severity warning");
     assert_eq!(quiet.stderr, "", "{quiet:?}");
+    // The default pair denies errors only: nothing to warn about.
+    let pair = generate("--kubernetes 1.31 --istio 1.26");
+    assert_eq!(pair.stderr, "", "{pair:?}");
+}
+
+/// Every generated document, parsed.
+fn documents(text: &str) -> Vec<Value> {
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|document| Value::deserialize(document).expect("a YAML document"))
+        .collect()
+}
+
+/// Without `--enforcement`, the pair the cluster files use: one deny constraint for the error
+/// findings with a provider outage admitting, one warn constraint for the rest with the outage
+/// reported. It wrote one deny constraint at minSeverity info, which blocks on info findings.
+#[test]
+fn the_default_is_the_pair_the_cluster_files_use() {
+    let outcome = generate("--kubernetes 1.31 --istio 1.26 --exclude-rules ML404 --name prod");
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    let pair = documents(&outcome.stdout);
+    assert_eq!(pair.len(), 2, "{outcome:?}");
+    let (errors, warnings) = (&pair[0], &pair[1]);
+    assert_eq!(errors["metadata"]["name"], "prod-errors");
+    assert_eq!(errors["spec"]["enforcementAction"], "deny");
+    assert_eq!(errors["spec"]["parameters"]["minSeverity"], "error");
+    assert_eq!(
+        errors["spec"]["parameters"]["excludeRules"],
+        json!(["ML404"])
+    );
+    assert_eq!(errors["spec"]["parameters"]["providerFailure"], "ignore");
+    assert_eq!(warnings["metadata"]["name"], "prod-warnings");
+    assert_eq!(warnings["spec"]["enforcementAction"], "warn");
+    assert!(warnings["spec"]["parameters"].get("minSeverity").is_none());
+    assert_eq!(
+        warnings["spec"]["parameters"]["excludeRules"],
+        json!(["ML404", "ML104", "ML301", "ML302", "ML405"])
+    );
+    assert_eq!(warnings["spec"]["parameters"]["providerFailure"], "report");
+    // The same facts and the same match in both.
+    assert_eq!(errors["spec"]["match"], warnings["spec"]["match"]);
+    assert_eq!(
+        errors["spec"]["parameters"]["istio"],
+        warnings["spec"]["parameters"]["istio"]
+    );
+    // Fail closed on request: the deny constraint reports an outage; warnings always do.
+    let closed =
+        documents(&generate("--kubernetes 1.31 --istio 1.26 --provider-failure report").stdout);
+    assert_eq!(closed[0]["spec"]["parameters"]["providerFailure"], "report");
+    assert_eq!(closed[1]["spec"]["parameters"]["providerFailure"], "report");
+
+    // Under the pair, an info finding never fails `check` (it would under a deny constraint at
+    // minSeverity info), and an error finding does.
+    let info_only = check_under(
+        "--kubernetes 1.31 --istio 1.26",
+        &[&example("istio/job-quitquitquit-no-deadline.yaml")],
+    );
+    let rules = info_only.rules();
+    assert!(rules.contains(&"ML303".to_string()), "{info_only:?}");
+    assert_eq!(info_only.code, 0, "{info_only:?}");
+    let job = check_under(
+        "--kubernetes 1.31 --istio 1.26",
+        &[&example("istio/job-classic-no-exit.yaml")],
+    );
+    assert_eq!(job.code, 1, "{job:?}");
+    assert!(
+        job.json().iter().any(|finding| finding["rule"] == "ML301"
+            && finding["constraint"] == "mesh-lifecycle-errors"),
+        "{job:?}"
+    );
 }

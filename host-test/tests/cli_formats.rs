@@ -129,6 +129,55 @@ fn exemptions_in_use_are_listed_with_their_reason() {
     );
 }
 
+/// A misspelt rule in `meshlife.io/exempt` exempts nothing: it was listed and counted as in
+/// use. Now it is a warning naming the nearest rule, and only exemptions the policy applies are
+/// counted (one on a controller's own metadata, which the policy ignores, is not).
+#[test]
+fn misspelt_and_misplaced_exemptions_are_not_counted_and_the_misspelling_is_a_warning() {
+    let workspace = Workspace::new();
+    let misspelt = meshed_deployment("legacy", "shop").replace(
+        "    metadata:\n      labels:\n",
+        "    metadata:\n      annotations:\n        meshlife.io/exempt: ML11\n        meshlife.io/exempt-reason: \"legacy\"\n      labels:\n",
+    );
+    let misplaced = meshed_deployment("other", "shop").replacen(
+        "metadata:\n",
+        "metadata:\n  annotations:\n    meshlife.io/exempt: ML101\n",
+        1,
+    );
+    let applied = meshed_deployment("third", "shop").replace(
+        "    metadata:\n      labels:\n",
+        "    metadata:\n      annotations:\n        meshlife.io/exempt: ML101\n      labels:\n",
+    );
+    workspace.write("exempt.yaml", &stream(&[misspelt, misplaced, applied]));
+    let outcome = workspace.run(&["check", "exempt.yaml"]);
+    let text = &outcome.stdout;
+    assert!(
+        outcome.stderr.contains(
+            "meshlife: warning: exempt.yaml: Deployment shop/legacy (document 1): \
+             meshlife.io/exempt names \"ML11\", which is not a rule, so it exempts nothing (did \
+             you mean ML101 (startup-no-hold)?)"
+        ),
+        "{outcome:?}"
+    );
+    assert!(
+        text.contains("ML11 — reason: legacy [not a rule, exempting nothing: ML11]"),
+        "{text}"
+    );
+    // The misspelt one did not exempt its ML101, the misplaced one neither.
+    assert_eq!(
+        text.matches("warning ML101 startup-no-hold").count(),
+        2,
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .ends_with("; 1 exemption in use"),
+        "{text}"
+    );
+}
+
 /// A minimal element tree from quick-xml events: enough to check the JUnit structure.
 #[derive(Debug, Default)]
 struct Element {

@@ -111,8 +111,99 @@ fn the_listed_kinds_are_the_ones_the_module_reviews() {
     assert!(WorkloadKind::of("Experiment", Some("argoproj.io/v1alpha1")).is_none());
 }
 
-/// Rules whose findings are always errors; ML403 is an error only in one case.
-const ERROR_RULES: [&str; 5] = ["ML104", "ML301", "ML302", "ML401", "ML405"];
+/// Rules whose findings are always errors (the warn constraints leave them out); ML401 and
+/// ML403 are errors in some cases and warnings in others, so the warn constraints keep them.
+const ERROR_RULES: [&str; 4] = ["ML104", "ML301", "ML302", "ML405"];
+
+/// The always-error rules are the rows of docs/rules.md's table whose severity is `error` and
+/// nothing else, and `meshlife constraint` leaves the same ones out of its warn constraint.
+#[test]
+fn the_always_error_rules_are_the_ones_the_rule_table_says_are() {
+    let table = std::fs::read_to_string(workspace_root().join("docs/rules.md")).unwrap();
+    let from_table: BTreeSet<String> = table
+        .lines()
+        .filter(|line| line.starts_with("| [ML"))
+        .filter(|line| line.split('|').nth(3).map(str::trim) == Some("error"))
+        .map(|line| line[3..8].to_string())
+        .collect();
+    let listed: BTreeSet<String> = ERROR_RULES.iter().map(|rule| rule.to_string()).collect();
+    assert_eq!(from_table, listed);
+    assert_eq!(
+        meshlife::constraint_gen::ALWAYS_ERROR_RULES
+            .iter()
+            .map(|rule| rule.to_string())
+            .collect::<BTreeSet<_>>(),
+        listed
+    );
+}
+
+/// A drain exactly as long as the grace period is an ML401 warning: the deny constraint drops
+/// it (below error), so the warn constraint must report it. The cluster files left ML401 out of
+/// the warn constraint, and the warning was lost.
+#[test]
+fn an_ml401_warning_is_reported_by_the_warn_constraint_of_every_classic_istio_cluster() {
+    let workspace = cli_support::Workspace::new();
+    workspace.write(
+        "drain.yaml",
+        r#"apiVersion: v1
+kind: Namespace
+metadata:
+  name: shop
+  labels:
+    istio-injection: enabled
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: shop
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+      annotations:
+        proxy.istio.io/config: '{"holdApplicationUntilProxyStarts": true}'
+    spec:
+      terminationGracePeriodSeconds: 5
+      containers:
+        - name: web
+          image: registry.example/web:1
+          readinessProbe:
+            httpGet: {path: /ready, port: 8080}
+"#,
+    );
+    // Classic proxies: a native one's drain is judged otherwise (no ML401 at equality).
+    let classic_istio = CLUSTER_FILES
+        .iter()
+        .filter(|file| file.starts_with("istio") && !file.contains("native"));
+    for file in classic_istio {
+        let constraint = workspace_root()
+            .join("constraints/gatekeeper/clusters")
+            .join(file);
+        let outcome = workspace.run(&[
+            "check",
+            "drain.yaml",
+            "--constraint",
+            constraint.to_str().unwrap(),
+            "-o",
+            "json",
+        ]);
+        let ml401: Vec<Value> = outcome
+            .json()
+            .into_iter()
+            .filter(|finding| finding["rule"] == "ML401")
+            .collect();
+        assert_eq!(ml401.len(), 1, "{file}: {outcome:?}");
+        assert_eq!(ml401[0]["severity"], "warning", "{file}: {outcome:?}");
+        assert_eq!(
+            ml401[0]["constraint"], "mesh-lifecycle-warnings",
+            "{file}: {outcome:?}"
+        );
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // A structural-schema validator for the subset of OpenAPI v3 the template uses.
