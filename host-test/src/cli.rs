@@ -481,6 +481,7 @@ pub fn run_check(args: &CheckArgs) -> u8 {
     } else {
         String::new()
     };
+    locate_findings(&loaded.objects, &mut findings);
     let exemptions: Vec<Exemption> = loaded.objects.iter().filter_map(Exemption::of).collect();
     for exemption in &exemptions {
         notices.extend(exemption.unknown_entry_warnings());
@@ -542,6 +543,26 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         EXIT_FINDINGS
     } else {
         EXIT_OK
+    }
+}
+
+/// Each finding's line and column in its file, for the files that can be read again (not stdin)
+/// and objects that are documents of their own (a List item's path starts inside the List).
+fn locate_findings(objects: &[manifests::ManifestObject], findings: &mut [Vec<Finding>]) {
+    let mut texts: BTreeMap<&str, Option<String>> = BTreeMap::new();
+    for (object, findings) in objects.iter().zip(findings.iter_mut()) {
+        if findings.is_empty() || object.item.is_some() || object.file == manifests::STDIN_NAME {
+            continue;
+        }
+        let text = texts
+            .entry(object.file.as_str())
+            .or_insert_with(|| std::fs::read_to_string(&object.file).ok());
+        let Some(text) = text else {
+            continue;
+        };
+        for finding in findings.iter_mut() {
+            finding.location = crate::source_location::locate(text, object.line, &finding.path);
+        }
     }
 }
 

@@ -20,4 +20,5 @@ pub mod report;
 pub mod rule_reference;
 pub mod serve;
 pub mod services;
+pub mod source_location;
 pub mod suite;

@@ -88,6 +88,9 @@ pub struct Finding {
     pub fails_run: bool,
     /// Where `check --explain` drew it on the object's timeline, in words.
     pub timeline_place: Option<String>,
+    /// 1-based line and column of `path` in the file, when its text could be followed there
+    /// (`crate::source_location`); reports fall back to the object's first line.
+    pub location: Option<(usize, usize)>,
 }
 
 impl Finding {
@@ -113,6 +116,7 @@ impl Finding {
             constraint: constraint.name.clone(),
             fails_run,
             timeline_place: None,
+            location: None,
         }
     }
 }
@@ -412,9 +416,11 @@ fn render_text(report: &Report, colour: bool) -> String {
                 if !finding.constraint.is_empty() {
                     let _ = write!(marker, " (constraint {})", printable(&finding.constraint));
                 }
+                let (line, column) = finding.location.unwrap_or((object.identity.line.max(1), 1));
                 let _ = writeln!(
                     out,
-                    "    {} {} {}{}  at {}",
+                    "    {}:{line}:{column}: {} {} {}{}  at {}",
+                    printable(group.file),
                     palette.severity(finding.severity),
                     printable(&finding.rule),
                     printable(&finding.check),
@@ -425,7 +431,11 @@ fn render_text(report: &Report, colour: bool) -> String {
                         printable(&finding.path)
                     }
                 );
-                let _ = writeln!(out, "      {}", printable(&finding.msg));
+                // The message repeats the `[ML301 job-sidecar-never-exits]` just printed above
+                // it (other formats need it: a message stands alone there).
+                let header = format!("[{} {}] ", finding.rule, finding.check);
+                let message = finding.msg.strip_prefix(&header).unwrap_or(&finding.msg);
+                let _ = writeln!(out, "      {}", printable(message));
                 if !finding.fix.is_empty() {
                     let fix = printable(&finding.fix);
                     let _ = writeln!(out, "      {} {fix}", palette.paint("2", "fix:"));
@@ -707,6 +717,14 @@ fn sarif_uri(file: &str) -> String {
     }
 }
 
+/// The finding's field when the file's text was followed there, else the object's first line.
+fn sarif_region(identity: &ObjectIdentity, finding: &Finding) -> Value {
+    match finding.location {
+        Some((line, column)) => json!({"startLine": line, "startColumn": column}),
+        None => json!({"startLine": identity.line.max(1)}),
+    }
+}
+
 fn render_sarif(report: &Report) -> String {
     // Rules come from the findings: a rule table of the whole catalogue would list rules
     // the module at hand may not have.
@@ -721,15 +739,22 @@ fn render_sarif(report: &Report) -> String {
         .enumerate()
         .map(|(index, rule)| (*rule, index))
         .collect();
+    // Code-scanning UIs show a rule's help beside each alert: the fix, not only the name.
     let rule_descriptors: Vec<Value> = rules
         .iter()
         .map(|(id, (name, severity))| {
-            json!({
+            let mut descriptor = json!({
                 "id": id,
                 "name": name,
                 "shortDescription": {"text": format!("{id} {name}")},
                 "defaultConfiguration": {"level": sarif_level(*severity)},
-            })
+            });
+            if let Some(help) = crate::rule_reference::help(id) {
+                descriptor["fullDescription"] = json!({"text": help.full_description});
+                descriptor["help"] = json!({"text": help.text, "markdown": help.markdown});
+                descriptor["helpUri"] = json!(help.uri);
+            }
+            descriptor
         })
         .collect();
     let results: Vec<Value> = report
@@ -748,7 +773,7 @@ fn render_sarif(report: &Report) -> String {
                 "locations": [{
                     "physicalLocation": {
                         "artifactLocation": {"uri": sarif_uri(&identity.file)},
-                        "region": {"startLine": identity.line.max(1)},
+                        "region": sarif_region(identity, finding),
                     },
                     "logicalLocations": [{
                         "fullyQualifiedName": format!("{qualified_name}:{}", finding.path),
@@ -895,11 +920,14 @@ fn render_github(report: &Report) -> String {
             message.push_str("\nfix: ");
             message.push_str(&finding.fix);
         }
+        let position = match finding.location {
+            Some((line, column)) => format!("line={line},col={column}"),
+            None => format!("line={}", identity.line.max(1)),
+        };
         let _ = writeln!(
             out,
-            "::{command} file={},line={},title={}::{}",
+            "::{command} file={},{position},title={}::{}",
             github_property(&identity.file),
-            identity.line.max(1),
             github_property(&title),
             github_data(&message)
         );

@@ -85,6 +85,49 @@ pub fn entry(wanted: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// A rule's reference as SARIF's reportingDescriptor wants it: the full description (the summary
+/// and what goes wrong at runtime), the entry as plain text and as Markdown whose links work
+/// outside the repository, and the entry's published address.
+pub struct RuleHelp {
+    pub full_description: String,
+    pub text: String,
+    pub markdown: String,
+    pub uri: String,
+}
+
+pub fn help(id: &str) -> Option<RuleHelp> {
+    let rule = catalogue::find(id)?;
+    let heading = format!("### {} {}", rule.id, rule.name);
+    let section = section(RULES_MD, &heading)?.trim();
+    let uri = docs_url(rule);
+    let what_goes_wrong = section
+        .split("\n\n")
+        .find(|paragraph| paragraph.starts_with("**What goes wrong"))
+        .map(|paragraph| {
+            plain(paragraph)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        });
+    let full_description = match what_goes_wrong {
+        Some(paragraph) => format!("{} {paragraph}", rule.summary),
+        None => rule.summary.to_string(),
+    };
+    let page = uri.split('#').next().unwrap_or_default();
+    Some(RuleHelp {
+        full_description,
+        text: format!(
+            "{}\n\nExamples and the full reference: {uri}",
+            plain(section)
+        ),
+        markdown: format!(
+            "{}\n\n[Examples and the full reference]({uri})",
+            section.replace("](#", &format!("]({page}#"))
+        ),
+        uri,
+    })
+}
+
 /// Where a rule's entry is published: its section of docs/rules.md in the repository.
 pub fn docs_url(rule: &Rule) -> String {
     format!(

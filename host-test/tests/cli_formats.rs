@@ -372,6 +372,48 @@ fn sarif_is_version_2_1_0_with_rules_results_and_locations() {
     assert_eq!(runs[0]["invocations"][0]["executionSuccessful"], true);
 }
 
+/// Code-scanning UIs show a rule's help beside each alert: the descriptor carried only the id
+/// and name.
+#[test]
+fn sarif_rules_carry_their_description_help_and_address() {
+    let outcome = fixture().run(&["check", "jobs.yaml", "web.yaml", "-o", "sarif"]);
+    let sarif: Value = serde_json::from_str(&outcome.stdout).expect("SARIF is JSON");
+    let rules = sarif["runs"][0]["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap();
+    let ml301 = rules
+        .iter()
+        .find(|rule| rule["id"] == "ML301")
+        .expect("ML301");
+    let full = ml301["fullDescription"]["text"].as_str().unwrap();
+    assert!(
+        full.starts_with("Batch pod with a classic proxy and nothing that stops it")
+            && full.contains("What goes wrong at runtime. A Job completes when every container"),
+        "{full}"
+    );
+    let help = ml301["help"]["text"].as_str().unwrap();
+    assert!(
+        help.contains("Fix, one of:") && help.contains("quitquitquit"),
+        "{help}"
+    );
+    assert!(!help.contains("**"), "{help}");
+    let markdown = ml301["help"]["markdown"].as_str().unwrap();
+    assert!(markdown.contains("**Fix**"), "{markdown}");
+    assert!(
+        !markdown.contains("](#"),
+        "anchors resolve outside the repository: {markdown}"
+    );
+    assert_eq!(
+        ml301["helpUri"],
+        "https://github.com/meshlife/meshlife/blob/main/docs/rules.md#ml301-job-sidecar-never-exits"
+    );
+    for rule in rules {
+        for field in ["fullDescription", "help", "helpUri"] {
+            assert!(rule.get(field).is_some(), "{field} in {rule}");
+        }
+    }
+}
+
 #[test]
 fn sarif_carries_input_errors_as_notifications() {
     let workspace = Workspace::new();
@@ -431,6 +473,8 @@ fn tap_13_has_a_plan_and_a_test_point_per_object() {
     assert!(outcome.stdout.contains("  ...\n"));
 }
 
+/// Annotations point at the field the finding names (`spec.template.spec`), so the pull
+/// request shows them on that line; ML303's absent `spec.activeDeadlineSeconds` at `spec`.
 #[test]
 fn github_annotations_point_at_file_and_line() {
     let outcome = fixture().run(&["check", "jobs.yaml", "web.yaml", "-o", "github"]);
@@ -442,17 +486,17 @@ fn github_annotations_point_at_file_and_line() {
         .collect();
     assert_eq!(commands.len(), 4, "{}", outcome.stdout);
     assert!(commands.iter().any(|c| {
-        c.starts_with("::error file=jobs.yaml,line=1,title=ML301 job-sidecar-never-exits")
+        c.starts_with("::error file=jobs.yaml,line=11,col=5,title=ML301 job-sidecar-never-exits")
     }));
     assert!(
         commands
             .iter()
-            .any(|c| c.starts_with("::warning file=web.yaml,line=1,title=ML101"))
+            .any(|c| c.starts_with("::warning file=web.yaml,line=14,col=5,title=ML101"))
     );
     assert!(
         commands
             .iter()
-            .any(|c| c.starts_with("::notice file=jobs.yaml,line=1,title=ML303"))
+            .any(|c| c.starts_with("::notice file=jobs.yaml,line=6,col=1,title=ML303"))
     );
     for command in &commands {
         let (properties, message) = command[2..]
@@ -472,7 +516,7 @@ fn github_annotations_point_at_file_and_line() {
 }
 
 #[test]
-fn github_line_is_the_objects_first_key_not_the_separator() {
+fn github_line_counts_from_the_top_of_the_file_not_the_document() {
     let workspace = Workspace::new();
     workspace.write(
         "two.yaml",
@@ -480,8 +524,9 @@ fn github_line_is_the_objects_first_key_not_the_separator() {
     );
     let outcome = workspace.run(&["check", "two.yaml", "-o", "github"]);
     let plain_lines = plain_deployment("a", "b").lines().count();
-    // Line plain_lines + 1 is the `---`; the Job's `apiVersion` is the line after it.
-    let expected = format!("::error file=two.yaml,line={},", plain_lines + 2);
+    // Line plain_lines + 1 is the `---`; the Job's `apiVersion` is the line after it, and its
+    // `spec.template.spec` ten lines further.
+    let expected = format!("::error file=two.yaml,line={},col=5,", plain_lines + 2 + 10);
     assert!(
         outcome.stdout.contains(&expected),
         "{expected} in {}",
@@ -523,13 +568,19 @@ fn every_format_counts_documents_from_1_and_points_at_the_first_key() {
         assert_eq!(finding["line"], job_line as u64, "{finding}");
     }
 
+    // SARIF and GitHub point at the field the finding names (`spec.template.spec` for ML101 and
+    // ML301; ML303's `spec.activeDeadlineSeconds` is absent, so its parent `spec`).
+    let field_position = |rule: &str| match rule {
+        "ML303" => (job_line + 5, 1),
+        _ => (job_line + 10, 5),
+    };
     let sarif: Value = serde_json::from_str(&run("sarif")).unwrap();
     for result in sarif["runs"][0]["results"].as_array().unwrap() {
         assert_eq!(result["properties"]["document"], 2, "{result}");
-        assert_eq!(
-            result["locations"][0]["physicalLocation"]["region"]["startLine"], job_line as u64,
-            "{result}"
-        );
+        let (line, column) = field_position(result["ruleId"].as_str().unwrap());
+        let region = &result["locations"][0]["physicalLocation"]["region"];
+        assert_eq!(region["startLine"], line as u64, "{result}");
+        assert_eq!(region["startColumn"], column as u64, "{result}");
     }
 
     let junit = run("junit");
@@ -546,9 +597,33 @@ fn every_format_counts_documents_from_1_and_points_at_the_first_key() {
 
     let github = run("github");
     for line in github.lines().filter(|line| line.starts_with("::")) {
-        assert!(line.contains(&format!(",line={job_line},")), "{line}");
+        let rule = &line[line.find("title=").unwrap() + 6..][..5];
+        let (field_line, column) = field_position(rule);
+        assert!(
+            line.contains(&format!(",line={field_line},col={column},")),
+            "{line}"
+        );
         assert!(line.contains("(document 2)"), "{line}");
     }
+
+    // Text: `file:line:column:` on every finding, and the message without the
+    // `[ML301 job-sidecar-never-exits]` printed just before it.
+    let text = run("text");
+    let findings: Vec<&str> = text
+        .lines()
+        .filter(|line| line.starts_with("    jobs.yaml:"))
+        .collect();
+    assert_eq!(findings.len(), 3, "{text}");
+    for rule in ["ML101", "ML301", "ML303"] {
+        let (line, column) = field_position(rule);
+        assert!(
+            findings.iter().any(|finding| finding
+                .starts_with(&format!("    jobs.yaml:{line}:{column}: "))
+                && finding.contains(rule)),
+            "{rule} at {line}:{column} in {text}"
+        );
+    }
+    assert!(!text.contains("      [ML"), "{text}");
 
     // Errors count the same way, with the line the parser names or the document's first key.
     workspace.write(

@@ -344,6 +344,7 @@ mod tests {
             constraint: String::new(),
             fails_run: false,
             timeline_place: None,
+            location: None,
         }
     }
 
