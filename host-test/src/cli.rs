@@ -140,6 +140,13 @@ pub struct CheckArgs {
     #[arg(long)]
     pub explain: bool,
 
+    /// Judge the meshes' own namespaces too (istio-system, istio-ingress, istio-egress,
+    /// linkerd, linkerd-viz, linkerd-jaeger, linkerd-multicluster, linkerd-cni), which are not
+    /// judged by default, as the generated constraints exclude them. A --constraint file's own
+    /// match decides instead.
+    #[arg(long)]
+    pub include_control_planes: bool,
+
     /// The cluster's facts, as `meshlife constraint` takes them; instead of `--constraint`.
     #[command(flatten)]
     pub facts: crate::constraint_gen::ClusterFactArgs,
@@ -293,6 +300,16 @@ pub fn run_check(args: &CheckArgs) -> u8 {
     // One evaluation per (object, matching constraint).
     let mut jobs: Vec<(usize, usize)> = Vec::new();
     for (object_index, object) in loaded.objects.iter().enumerate() {
+        // A mesh's own control plane (linkerd-identity runs without a proxy on purpose): not
+        // judged, as the generated constraints leave it out; a constraint file decides itself.
+        if args.constraints.is_empty()
+            && !args.include_control_planes
+            && object.is_reviewed_kind()
+            && crate::constraint_gen::is_control_plane_namespace(&object.namespace)
+        {
+            coverage.control_plane.push(object_note(object));
+            continue;
+        }
         let mut matched = false;
         for (constraint_index, constraint) in constraints.iter().enumerate() {
             match constraint.matches(object, namespace_object_of(object)) {
@@ -525,10 +542,11 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         let objects = report.objects.len();
         let seconds = |from: Instant, to: Instant| to.duration_since(from).as_secs_f64();
         eprintln!(
-            "meshlife: {objects} objects, {} files, {} evaluations in {elapsed:.3} s ({:.0} objects/s; \
+            "meshlife: {}, {}, {} in {elapsed:.3} s ({:.0} objects/s; \
              module {:.3} s, reading {:.3} s, evaluating {:.3} s, reporting {:.3} s)",
-            report.files.len(),
-            jobs.len(),
+            report::plural(objects, "object"),
+            report::plural(report.files.len(), "file"),
+            report::plural(jobs.len(), "evaluation"),
             objects as f64 / elapsed.max(1e-9),
             seconds(started, module_loaded),
             seconds(module_loaded, inputs_read),
@@ -624,6 +642,7 @@ fn load_constraints(args: &CheckArgs, engine: &Engine) -> Result<Vec<Constraint>
     constraints_of(
         &args.constraints,
         &args.facts,
+        args.include_control_planes,
         crate::files::ReadLimit::flag(args.max_file_size),
         engine,
     )
@@ -635,6 +654,7 @@ fn load_constraints(args: &CheckArgs, engine: &Engine) -> Result<Vec<Constraint>
 pub fn constraints_of(
     constraint_files: &[PathBuf],
     facts: &crate::constraint_gen::ClusterFactArgs,
+    include_control_planes: bool,
     limit: crate::files::ReadLimit,
     engine: &Engine,
 ) -> Result<Vec<Constraint>, String> {
@@ -646,7 +666,8 @@ pub fn constraints_of(
                     .into(),
             );
         }
-        let (constraint, warnings) = crate::constraint_gen::constraint_for_check(facts.clone())?;
+        let (constraint, warnings) =
+            crate::constraint_gen::constraint_for_check(facts.clone(), include_control_planes)?;
         for warning in warnings {
             eprintln!("meshlife: warning: {warning}");
         }

@@ -587,13 +587,28 @@ pub fn generate(args: &ConstraintArgs) -> Result<Generated, String> {
 /// name), as `meshlife check` reads it, so a quick run without a file judges the findings the
 /// cluster's constraints would (each once, where the pair repeats a denied ML401 or ML403 as a
 /// warning). Returns the warnings about the facts too.
-pub fn constraint_for_check(facts: ClusterFactArgs) -> Result<(Constraint, Vec<String>), String> {
+/// With `include_control_planes`, the meshes' own namespaces are matched too (`check
+/// --include-control-planes`); Kubernetes' and Gatekeeper's stay excluded.
+pub fn constraint_for_check(
+    facts: ClusterFactArgs,
+    include_control_planes: bool,
+) -> Result<(Constraint, Vec<String>), String> {
+    let exclude_namespaces = include_control_planes.then(|| {
+        [
+            "kube-system",
+            "kube-public",
+            "kube-node-lease",
+            "gatekeeper-system",
+        ]
+        .map(String::from)
+        .to_vec()
+    });
     let args = ConstraintArgs {
         facts,
         name: "mesh-lifecycle".into(),
         enforcement: Some(Enforcement::Deny),
         output: None,
-        exclude_namespaces: None,
+        exclude_namespaces,
         provider_failure: None,
     };
     // The warning about info findings denying admission is about Gatekeeper, not this run.
@@ -616,6 +631,28 @@ impl ClusterFactArgs {
     pub fn any_given(&self) -> bool {
         *self != ClusterFactArgs::default()
     }
+}
+
+/// Istio's control plane and gateways (the istio/gateway chart's usual namespaces): their
+/// lifecycle is Istio's, not a workload owner's.
+pub const ISTIO_CONTROL_PLANE: [&str; 3] = ["istio-system", "istio-ingress", "istio-egress"];
+/// Linkerd's control plane and extensions, whose own pods are injected and some deliberately
+/// so (linkerd-identity starts before any proxy can).
+pub const LINKERD_CONTROL_PLANE: [&str; 4] = [
+    "linkerd",
+    "linkerd-viz",
+    "linkerd-jaeger",
+    "linkerd-multicluster",
+];
+/// linkerd-cni's own namespace, when it is installed.
+pub const LINKERD_CNI_NAMESPACE: &str = "linkerd-cni";
+
+/// Whether `namespace` is a mesh's own: `meshlife check` leaves it unjudged, as the generated
+/// constraints exclude it, unless `--include-control-planes`.
+pub fn is_control_plane_namespace(namespace: &str) -> bool {
+    ISTIO_CONTROL_PLANE.contains(&namespace)
+        || LINKERD_CONTROL_PLANE.contains(&namespace)
+        || namespace == LINKERD_CNI_NAMESPACE
 }
 
 /// Which constraint a document is: one with the chosen action, or one of the pair the cluster
@@ -1236,22 +1273,15 @@ fn match_section(args: &ConstraintArgs, facts: &Facts) -> Result<Yaml, String> {
                 ),
             );
             if facts.istio.is_some() {
-                excluded.push(
-                    Item::list(&["istio-system", "istio-ingress", "istio-egress"]).comment(
-                        "Istio's control plane and gateways: their lifecycle is Istio's, not a \
+                excluded.push(Item::list(&ISTIO_CONTROL_PLANE).comment(
+                    "Istio's control plane and gateways: their lifecycle is Istio's, not a \
                      workload owner's.",
-                    ),
-                );
+                ));
             }
             if let Some(linkerd) = &facts.linkerd {
-                let mut names = vec![
-                    "linkerd",
-                    "linkerd-viz",
-                    "linkerd-jaeger",
-                    "linkerd-multicluster",
-                ];
+                let mut names = LINKERD_CONTROL_PLANE.to_vec();
                 if linkerd.cni {
-                    names.push("linkerd-cni");
+                    names.push(LINKERD_CNI_NAMESPACE);
                 }
                 excluded.push(Item::list(&names).comment(
                     "Linkerd's control plane and extensions, whose own pods are injected.",

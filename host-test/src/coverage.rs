@@ -24,6 +24,9 @@ pub struct Coverage {
     pub unmatched: BTreeMap<String, Vec<String>>,
     /// Reason → workloads judged as not meshed.
     pub not_meshed: BTreeMap<String, Vec<String>>,
+    /// Workloads in a mesh's own control-plane namespace, not judged (`check
+    /// --include-control-planes` judges them).
+    pub control_plane: Vec<String>,
 }
 
 impl Coverage {
@@ -45,6 +48,12 @@ impl Coverage {
         if self.unmatched_count() > 0 {
             parts.push(
                 plural(self.unmatched_count(), "object", "objects") + " outside every constraint",
+            );
+        }
+        if !self.control_plane.is_empty() {
+            parts.push(
+                plural(self.control_plane.len(), "workload", "workloads")
+                    + " in mesh control planes",
             );
         }
         if self.not_meshed_count() > 0 {
@@ -88,6 +97,16 @@ impl Coverage {
             "not checked, outside every constraint's match",
             &self.unmatched,
         );
+        if !self.control_plane.is_empty() {
+            let mut reason = BTreeMap::new();
+            reason.insert(
+                "their lifecycle is the mesh's own, as the generated constraints leave them out \
+                 (--include-control-planes judges them)"
+                    .to_string(),
+                self.control_plane.clone(),
+            );
+            grouped("not judged, in a mesh's control-plane namespace", &reason);
+        }
         grouped(
             "judged as not meshed, so no mesh rule applies",
             &self.not_meshed,

@@ -732,6 +732,23 @@ fn parse_text(file: &str, text: &str, is_json: bool) -> FileContents {
                 .map(|document| {
                     let mut parsed = FileContents::default();
                     match parse_yaml_document(document) {
+                        // A document that parses is a chart's template only when a one-line
+                        // string holds a Helm expression (`name: "{{ .Release.Name }}-x"`);
+                        // Argo's quoted `"{{inputs.parameters.x}}"` is a value.
+                        Ok(Some(value))
+                            if document.text.contains("{{") && holds_helm_expression(&value) =>
+                        {
+                            let line = document
+                                .text
+                                .lines()
+                                .position(has_helm_expression)
+                                .map_or(document.first_line, |index| {
+                                    document.text_first_line + index
+                                });
+                            parsed
+                                .skipped
+                                .push(template_skip(file, Some(document.index), line));
+                        }
                         Ok(Some(value)) => add_document(
                             file,
                             document.index,
@@ -740,7 +757,18 @@ fn parse_text(file: &str, text: &str, is_json: bool) -> FileContents {
                             &mut parsed,
                         ),
                         Ok(None) => {}
-                        Err(error) => parsed.errors.push(document_error(file, document, &error)),
+                        // A template rarely parses (`image: {{ .Values.image }}`, `{{- if }}`
+                        // lines): that document is skipped, the others of the file judged.
+                        Err(error) => match template_directive_line(&document.text)
+                            .or_else(|| template_expression_line(&document.text))
+                        {
+                            Some(index) => parsed.skipped.push(template_skip(
+                                file,
+                                Some(document.index),
+                                document.text_first_line + index - 1,
+                            )),
+                            None => parsed.errors.push(document_error(file, document, &error)),
+                        },
                     }
                     parsed
                 })
@@ -752,35 +780,14 @@ fn parse_text(file: &str, text: &str, is_json: bool) -> FileContents {
             }
         }
         contents.objects.shrink_to_fit();
-        // A template rarely parses (`image: {{ .Values.image }}`, `{{- if ... }}` lines); when
-        // it does, its Helm expressions sit in one-line strings.
-        let template_line = if !contents.errors.is_empty() {
-            template_directive_line(text).or_else(|| template_expression_line(text))
-        } else if text.contains("{{")
-            && contents.objects.iter().any(|object| {
-                object.object.mentions("{{") && holds_helm_expression(&object.object.value())
-            })
-        {
-            text.lines()
-                .position(has_helm_expression)
-                .map(|index| index + 1)
-        } else {
-            None
-        };
-        if let Some(line) = template_line {
-            return FileContents {
-                skipped: vec![template_skip(file, line)],
-                ..FileContents::default()
-            };
-        }
     }
     contents
 }
 
-fn template_skip(file: &str, line: usize) -> Skipped {
+fn template_skip(file: &str, document: Option<usize>, line: usize) -> Skipped {
     Skipped {
         file: file.into(),
-        document: None,
+        document,
         line: Some(line),
         reason: "a Helm or Jinja template, not a manifest: render it first (`helm template \
                  CHART | meshlife check -`, or your templating tool's output)"
@@ -835,17 +842,36 @@ fn template_directive_line(text: &str) -> Option<usize> {
         .map(|index| index + 1)
 }
 
-/// The first line with a template expression anywhere in it; asked only of files that do not
-/// parse, since valid manifests carry `{{ }}` in strings too (alerting rules, Argo workflows).
+/// The first line with a template expression outside quotes; asked only of documents that do
+/// not parse, since valid manifests carry `{{ }}` in quoted strings too (alerting rules, Argo
+/// workflows' `"{{inputs.parameters.x}}"`).
 fn template_expression_line(text: &str) -> Option<usize> {
     text.lines()
         .position(|line| {
-            let line = line.trim_start();
+            let line = unquoted(line.trim_start());
             !line.starts_with('#')
                 && ((line.contains("{{") && line.contains("}}"))
                     || (line.contains("{%") && line.contains("%}")))
         })
         .map(|index| index + 1)
+}
+
+/// A line with its single- and double-quoted strings removed.
+fn unquoted(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for character in line.chars() {
+        match quote {
+            Some('"') if escaped => escaped = false,
+            Some('"') if character == '\\' => escaped = true,
+            Some(open) if character == open => quote = None,
+            Some(_) => {}
+            None if character == '"' || character == '\'' => quote = Some(character),
+            None => out.push(character),
+        }
+    }
+    out
 }
 
 fn parse_json_stream(file: &str, text: &str, contents: &mut FileContents) {

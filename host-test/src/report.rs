@@ -349,7 +349,7 @@ struct FileGroup<'a> {
     errors: Vec<&'a InputError>,
 }
 
-fn plural(count: usize, noun: &str) -> String {
+pub fn plural(count: usize, noun: &str) -> String {
     if count == 1 {
         format!("1 {noun}")
     } else {

@@ -99,7 +99,11 @@ fn stats_go_to_stderr() {
     );
     let outcome = workspace.run(&["check", "a.yaml", "--stats", "-o", "json"]);
     assert_eq!(outcome.code, 0, "{outcome:?}");
-    assert!(outcome.stderr.contains("2 objects, 1 files"), "{outcome:?}");
+    // "1 file", not "1 files".
+    assert!(
+        outcome.stderr.contains("meshlife: 2 objects, 1 file, "),
+        "{outcome:?}"
+    );
     assert!(outcome.stderr.contains("objects/s"), "{outcome:?}");
     assert_eq!(outcome.json().len(), 0, "stdout stays machine-readable");
 }

@@ -95,6 +95,83 @@ fn workloads_whose_namespace_is_unknown_are_counted_with_what_to_add() {
     assert!(!outcome.stdout.contains("not meshed"), "{outcome:?}");
 }
 
+/// `check` on Linkerd's own install reported ML101 on linkerd-identity, which starts without a
+/// proxy on purpose. The meshes' namespaces are not judged, as the generated constraints leave
+/// them out, and the run says so; `--include-control-planes` judges them.
+#[test]
+fn mesh_control_planes_are_not_judged_and_the_run_says_so() {
+    let workspace = Workspace::new();
+    workspace.write(
+        "install.yaml",
+        &stream(&[
+            meshed_deployment("identity", "linkerd"),
+            meshed_deployment("istiod", "istio-system"),
+            meshed_deployment("web", "shop"),
+        ]),
+    );
+    for extra in [
+        &[][..],
+        &["--istio", "1.26", "--istio-injected-namespaces", "*"][..],
+    ] {
+        let outcome =
+            workspace.run(&[&["check", "install.yaml", "-o", "json"][..], extra].concat());
+        let judged: Vec<String> = outcome
+            .json()
+            .iter()
+            .map(|finding| finding["namespace"].as_str().unwrap().to_string())
+            .collect();
+        assert!(!judged.is_empty(), "{extra:?}: {outcome:?}");
+        assert!(
+            judged.iter().all(|ns| ns == "shop"),
+            "{extra:?}: {outcome:?}"
+        );
+        assert!(
+            outcome.stderr.contains(
+                "meshlife: note: 2 objects not judged, in a mesh's control-plane namespace: their \
+                 lifecycle is the mesh's own"
+            ),
+            "{extra:?}: {outcome:?}"
+        );
+        assert!(
+            outcome.stderr.contains("Deployment linkerd/identity"),
+            "{extra:?}: {outcome:?}"
+        );
+    }
+    let text = workspace.run(&["check", "install.yaml"]);
+    assert!(
+        text.stdout.contains("2 workloads in mesh control planes"),
+        "{text:?}"
+    );
+    for extra in [
+        &[][..],
+        &["--istio", "1.26", "--istio-injected-namespaces", "*"][..],
+    ] {
+        let outcome = workspace.run(
+            &[
+                &[
+                    "check",
+                    "install.yaml",
+                    "-o",
+                    "json",
+                    "--include-control-planes",
+                ][..],
+                extra,
+            ]
+            .concat(),
+        );
+        let namespaces: std::collections::BTreeSet<String> = outcome
+            .json()
+            .iter()
+            .map(|finding| finding["namespace"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            namespaces,
+            ["istio-system", "linkerd", "shop"].map(String::from).into(),
+            "{extra:?}: {outcome:?}"
+        );
+    }
+}
+
 #[test]
 fn require_mesh_makes_an_unmeshed_workload_an_error() {
     let workspace = Workspace::new();

@@ -77,9 +77,9 @@ fn templates_get_one_line_saying_to_render_them_first() {
     );
     assert!(!outcome.stderr.contains("invalid YAML"), "{outcome:?}");
     for file in [
-        "chart/templates/job.yaml (line 4)",
-        "chart/templates/hpa.yaml (line 1)",
-        "role.yaml.j2 (line 1)",
+        "chart/templates/job.yaml: document 1 (line 4)",
+        "chart/templates/hpa.yaml: document 1 (line 1)",
+        "role.yaml.j2: document 1 (line 1)",
     ] {
         assert!(
             outcome.stderr.contains(&format!(
@@ -91,6 +91,64 @@ fn templates_get_one_line_saying_to_render_them_first() {
     assert!(outcome.stdout.contains("3 inputs skipped"), "{outcome:?}");
     let outcome = workspace.run(&["check", "chart", "--strict"]);
     assert_eq!(outcome.code, 2, "{outcome:?}");
+}
+
+/// A template in one document hid the whole file: the valid Rollout before it went unjudged
+/// (exit 2, "no Kubernetes object"). Only that document is skipped, named by number and line.
+#[test]
+fn a_template_in_one_document_skips_only_that_document() {
+    let workspace = Workspace::new();
+    workspace.write(
+        "mixed.yaml",
+        &stream(&[
+            meshed_deployment("web", "shop"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: shop\n"
+                .to_string(),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.name }}\n".to_string(),
+        ]),
+    );
+    let outcome = workspace.run(&["check", "mixed.yaml", "-o", "json"]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    assert_eq!(outcome.rules(), ["ML101"], "{outcome:?}");
+    let third_line = meshed_deployment("web", "shop").lines().count() + 1 + 5 + 1 + 4;
+    assert!(
+        outcome.stderr.contains(&format!(
+            "skipped mixed.yaml: document 3 (line {third_line}): a Helm or Jinja template"
+        )),
+        "{outcome:?}"
+    );
+}
+
+/// A placeholder inside a quoted string is a string (Argo Workflows' `"{{inputs.parameters.x}}"`),
+/// even when another document of the file does not parse: that document is the file's error,
+/// and the Job is judged.
+#[test]
+fn quoted_placeholders_are_values_even_beside_a_broken_document() {
+    let workspace = Workspace::new();
+    workspace.write(
+        "workflow.yaml",
+        &stream(&[
+            meshed_job("step", "shop").replace(
+                "image: registry.example/task:1",
+                "image: \"{{inputs.parameters.image}}\"",
+            ),
+            "kind: [unclosed\n".to_string(),
+        ]),
+    );
+    let outcome = workspace.run(&["check", "workflow.yaml", "-o", "json"]);
+    assert_eq!(
+        outcome.code, 2,
+        "the broken document is an error: {outcome:?}"
+    );
+    assert!(
+        outcome.rules().contains(&"ML301".to_string()),
+        "{outcome:?}"
+    );
+    assert!(!outcome.stderr.contains("Helm or Jinja"), "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("workflow.yaml: document 2"),
+        "{outcome:?}"
+    );
 }
 
 #[test]
@@ -216,9 +274,9 @@ fn helm_chart_files_and_quoted_helm_expressions_are_not_judged_as_manifests() {
         "{outcome:?}"
     );
     assert!(
-        outcome
-            .stderr
-            .contains("skipped chart/templates/job.yaml (line 4): a Helm or Jinja template"),
+        outcome.stderr.contains(
+            "skipped chart/templates/job.yaml: document 1 (line 4): a Helm or Jinja template"
+        ),
         "{outcome:?}"
     );
 }

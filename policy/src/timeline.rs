@@ -879,15 +879,18 @@ impl Builder<'_, '_> {
             self.stuck_init_shutdown(decision.mesh.proxy_name(), grace_ms, grace_source);
             return grace_ms;
         }
-        self.event(
-            Phase::Shutdown,
-            EventKind::EndpointRemoved,
-            (0, Some(assumptions.endpoint_removal_ms)),
-            None,
-            "endpoint leaves the Service's rotation (new requests may still arrive until then)"
-                .into(),
-            assumption("endpointRemovalMs"),
-        );
+        let serves_requests = self.serves_requests();
+        if serves_requests {
+            self.event(
+                Phase::Shutdown,
+                EventKind::EndpointRemoved,
+                (0, Some(assumptions.endpoint_removal_ms)),
+                None,
+                "endpoint leaves the Service's rotation (new requests may still arrive until then)"
+                    .into(),
+                assumption("endpointRemovalMs"),
+            );
+        }
         // Each app container: preStop, then SIGTERM, then its own shutdown; SIGKILL at grace.
         let mut app_exits = Vec::new();
         let mut app_sigterms = Vec::new();
@@ -965,9 +968,31 @@ impl Builder<'_, '_> {
             first_app_sigterm,
             last_app_exit,
             proxy_exit,
+            serves_requests,
             &assumptions,
         );
         grace_ms
+    }
+
+    /// Whether anything routes requests to the pod, so that endpoint removal, new requests
+    /// during the drain and long-lived streams belong on its timeline. A serving workload
+    /// always; a batch pod only when a container declares a port and a Service of the input
+    /// selects the pod (a Job that runs to completion has neither).
+    fn serves_requests(&self) -> bool {
+        let workload = self.workload;
+        if !workload.is_batch() {
+            return true;
+        }
+        let declares_port = self
+            .app_containers()
+            .iter()
+            .any(|(_, container)| !container.ports().is_empty());
+        let namespace = workload.namespace.as_deref();
+        declares_port
+            && workload.services.iter().any(|service| {
+                (service.namespace.is_none() || service.namespace.as_deref() == namespace)
+                    && service.selects(workload.pod_meta.labels.as_ref())
+            })
     }
 
     fn sigkill_event(&mut self, grace_ms: u64, source: Source) {
@@ -1191,6 +1216,7 @@ impl Builder<'_, '_> {
         first_app_sigterm: u64,
         last_app_exit: u64,
         proxy: Option<ProxyExit>,
+        serves_requests: bool,
         assumptions: &Assumptions,
     ) {
         let short = assumptions.short_request_ms;
@@ -1229,6 +1255,9 @@ impl Builder<'_, '_> {
             }
         };
         self.fates.push(in_flight);
+        if !serves_requests {
+            return;
+        }
         // A new request while the endpoint is still in rotation: served while the app (still in
         // preStop or not yet stopped) and the proxy accept; refused after.
         let removal = assumptions.endpoint_removal_ms;

@@ -206,6 +206,65 @@ fn a_job_completes_only_when_its_classic_proxy_is_told_to_exit() {
     assert!(deployment.completion.is_none());
 }
 
+/// A Job that runs to completion gets no requests: its timeline drew endpoint removal, new
+/// requests and long-lived streams as a Deployment's does. A Job whose container declares a
+/// port selected by a Service of the input keeps them.
+#[test]
+fn a_job_draws_requests_only_when_it_serves_them() {
+    let job = |ports: Value, services: Value| {
+        let object = workload(
+            "Job",
+            istio(json!({})),
+            json!({"restartPolicy": "Never",
+                "containers": [{"name": "work", "image": "work:1", "ports": ports}]}),
+        );
+        let input = json!({"review": {"object": object, "operation": "CREATE"},
+            "parameters": classic(), "services": services});
+        let mut all = timelines(&serde_json::to_vec(&input).unwrap(), &assumptions()).unwrap();
+        all.remove(0).timeline
+    };
+    let has_endpoint = |timeline: &Timeline| {
+        timeline
+            .events
+            .iter()
+            .any(|event| event.kind == EventKind::EndpointRemoved)
+    };
+    let requests = |timeline: &Timeline| -> Vec<Request> {
+        timeline.fates.iter().map(|fate| fate.request).collect()
+    };
+    let service = json!([{"metadata": {"name": "work", "namespace": "shop"},
+        "spec": {"selector": {"app": "work"}, "ports": [{"port": 8080}]}}]);
+
+    let batch = job(json!([]), json!([]));
+    assert!(!has_endpoint(&batch), "{:?}", batch.events);
+    assert!(!requests(&batch).contains(&Request::NewDuringDrain));
+    assert!(!requests(&batch).contains(&Request::LongLivedStream));
+    // A port alone is not a Service.
+    assert!(!has_endpoint(&job(
+        json!([{"containerPort": 8080}]),
+        json!([])
+    )));
+
+    let mut serving = workload(
+        "Job",
+        istio(json!({})),
+        json!({"restartPolicy": "Never",
+            "containers": [{"name": "work", "image": "work:1", "ports": [{"containerPort": 8080}]}]}),
+    );
+    serving["spec"]["template"]["metadata"]["labels"]["app"] = json!("work");
+    let input = json!({"review": {"object": serving, "operation": "CREATE"},
+        "parameters": classic(), "services": service});
+    let serving = timelines(&serde_json::to_vec(&input).unwrap(), &assumptions())
+        .unwrap()
+        .remove(0)
+        .timeline;
+    assert!(has_endpoint(&serving));
+    assert!(requests(&serving).contains(&Request::LongLivedStream));
+
+    let deployment = timeline_of(workload("Deployment", istio(json!({})), json!({})));
+    assert!(has_endpoint(&deployment));
+}
+
 fn drain(seconds: u64, grace: u64) -> Timeline {
     let template =
         istio(json!({"proxy.istio.io/config": format!("terminationDrainDuration: {seconds}s")}));

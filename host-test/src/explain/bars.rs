@@ -239,3 +239,41 @@ pub fn rules_at(findings: &[PlacedFinding], anchor: Anchor) -> Option<String> {
     }
     (!rules.is_empty()).then(|| rules.join(", "))
 }
+
+/// The marks of a time axis ending at `end` ms: 0 and every multiple of a round step (1, 2 or
+/// 5 times a power of ten, ms) below `end`, so the labels read `1s 2s 3s`
+/// rather than `843ms 1.6s 2.5s` (at most four after 0). The end itself is drawn apart: it is an event (the SIGKILL,
+/// the last exit), not a round number.
+pub fn axis_marks(end: u64) -> Vec<u64> {
+    let mut step = 1u64;
+    'search: loop {
+        for multiplier in [1, 2, 5] {
+            let candidate = step * multiplier;
+            if end / candidate <= 4 {
+                step = candidate;
+                break 'search;
+            }
+        }
+        step *= 10;
+    }
+    (0..)
+        .map(|index| index * step)
+        .take_while(|ms| *ms < end || (*ms == 0 && end == 0))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_marks_fall_on_round_steps() {
+        assert_eq!(axis_marks(3_373), [0, 1_000, 2_000, 3_000]);
+        assert_eq!(axis_marks(30_000), [0, 10_000, 20_000]);
+        assert_eq!(axis_marks(35_000), [0, 10_000, 20_000, 30_000]);
+        assert_eq!(axis_marks(45_000), [0, 10_000, 20_000, 30_000, 40_000]);
+        assert_eq!(axis_marks(60_000), [0, 20_000, 40_000]);
+        assert_eq!(axis_marks(800), [0, 200, 400, 600]);
+        assert_eq!(axis_marks(0), [0]);
+    }
+}

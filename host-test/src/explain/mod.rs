@@ -437,7 +437,8 @@ struct ExplainRun {
 fn explain_inputs(args: &ExplainArgs) -> Result<ExplainRun, String> {
     let limit = crate::files::ReadLimit::flag(args.max_file_size);
     let engine = Engine::embedded().map_err(|error| format!("{error:#}"))?;
-    let constraints = crate::cli::constraints_of(&args.constraints, &args.facts, limit, &engine)?;
+    let constraints =
+        crate::cli::constraints_of(&args.constraints, &args.facts, false, limit, &engine)?;
     let options = manifests::LoadOptions {
         exclude: args.exclude.clone(),
         limit,

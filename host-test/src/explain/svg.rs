@@ -65,13 +65,21 @@ impl Picture {
     }
 
     fn axis(&mut self, end: u64) {
-        for step in 0..=4u64 {
-            let ms = end * step / 4;
+        let marks = super::bars::axis_marks(end);
+        // A round mark too close to the end would print over the end's label.
+        let marks = marks
+            .iter()
+            .copied()
+            .filter(|ms| *ms == 0 || (end - ms) * 10 >= end)
+            .chain(std::iter::once(end).filter(|end| *end > 0));
+        for ms in marks {
             let x = x_of(ms, end);
-            let anchor = match step {
-                0 => "start",
-                4 => "end",
-                _ => "middle",
+            let anchor = if ms == 0 {
+                "start"
+            } else if ms == end {
+                "end"
+            } else {
+                "middle"
             };
             let _ = writeln!(
                 self.body,

@@ -270,19 +270,15 @@ fn column(ms: u64, width: usize, end: u64) -> usize {
     ((ms as u128 * width as u128) / end.max(1) as u128) as usize
 }
 
-/// `0s` under the first column, the end under the last, and two marks between.
+/// `0s` under the first column, the end under the last, and round marks between.
 fn axis(label_width: usize, width: usize, end: u64) -> String {
     let mut line: Vec<char> = vec![' '; width + 8];
     let last = format_seconds(end);
     let last_start = width.saturating_sub(last.len());
     // A label that would touch the one before it or the last is left out (narrow drawings).
     let mut free_from = 0;
-    for (ms, position) in [
-        (0, 0),
-        (end / 4, width / 4),
-        (end / 2, width / 2),
-        (end * 3 / 4, width * 3 / 4),
-    ] {
+    for ms in super::bars::axis_marks(end) {
+        let position = column(ms, width, end);
         let label = format_seconds(ms);
         if position < free_from || position + label.len() + 1 > last_start {
             continue;
