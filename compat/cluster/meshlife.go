@@ -279,11 +279,14 @@ func meshlifeCheck(meshlife, repo, cluster string, files []string) ([]finding, e
 	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
 		return nil, fmt.Errorf("meshlife %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
-	var out []finding
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
-		return nil, fmt.Errorf("meshlife check -o json printed no JSON list: %w", err)
+	// -o json is an envelope; its findings are the list.
+	var out struct {
+		Findings []finding `json:"findings"`
 	}
-	return out, nil
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		return nil, fmt.Errorf("meshlife check -o json printed no JSON envelope: %w", err)
+	}
+	return out.Findings, nil
 }
 
 var ruleID = regexp.MustCompile(`\bML[0-9]{3}\b`)

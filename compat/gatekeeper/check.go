@@ -227,21 +227,25 @@ func meshlifeCheck(binary, repo, cluster string) ([]finding, error) {
 	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
 		return nil, fmt.Errorf("meshlife %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
-	var raw []struct {
-		File              string `json:"file"`
-		Kind              string `json:"kind"`
-		Namespace         string `json:"namespace"`
-		Name              string `json:"name"`
-		Rule              string `json:"rule"`
-		Severity          string `json:"severity"`
-		Msg               string `json:"msg"`
-		Path              string `json:"path"`
-		EnforcementAction string `json:"enforcementAction"`
-		Constraint        string `json:"constraint"`
+	// -o json is an envelope; its findings are the list.
+	var envelope struct {
+		Findings []struct {
+			File              string `json:"file"`
+			Kind              string `json:"kind"`
+			Namespace         string `json:"namespace"`
+			Name              string `json:"name"`
+			Rule              string `json:"rule"`
+			Severity          string `json:"severity"`
+			Msg               string `json:"msg"`
+			Path              string `json:"path"`
+			EnforcementAction string `json:"enforcementAction"`
+			Constraint        string `json:"constraint"`
+		} `json:"findings"`
 	}
-	if err := json.Unmarshal(stdout.Bytes(), &raw); err != nil {
-		return nil, fmt.Errorf("meshlife check -o json printed no JSON list: %w", err)
+	if err := json.Unmarshal(stdout.Bytes(), &envelope); err != nil {
+		return nil, fmt.Errorf("meshlife check -o json printed no JSON envelope: %w", err)
 	}
+	raw := envelope.Findings
 	out := make([]finding, 0, len(raw))
 	for _, r := range raw {
 		name := r.Name

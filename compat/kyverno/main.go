@@ -505,12 +505,15 @@ func meshlifeCheck(meshlife, repo, cluster, file string) (map[object][]finding, 
 	if err != nil {
 		return nil, fmt.Errorf("meshlife check: %w: %s", err, stderr.String())
 	}
-	var findings []finding
-	if err := json.Unmarshal(output, &findings); err != nil {
+	// -o json is an envelope; its findings are the list.
+	var envelope struct {
+		Findings []finding `json:"findings"`
+	}
+	if err := json.Unmarshal(output, &envelope); err != nil {
 		return nil, fmt.Errorf("meshlife check's JSON: %w", err)
 	}
 	byObject := map[object][]finding{}
-	for _, f := range findings {
+	for _, f := range envelope.Findings {
 		obj := object{f.Kind, f.Namespace, f.Name}
 		byObject[obj] = append(byObject[obj], f)
 	}

@@ -520,6 +520,8 @@ pub fn run_check(args: &CheckArgs) -> u8 {
         exemptions,
         fail_on,
         not_judged: coverage.summary(),
+        skipped: coverage.skipped.clone(),
+        not_judged_groups: coverage.groups(),
     };
 
     for notice in &notices {

@@ -13,6 +13,16 @@ use crate::constraint::{Constraint, EnforcementAction};
 use crate::manifests::Skipped;
 use crate::report::Finding;
 
+/// Objects the run did not judge, for one reason.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct NotJudgedGroup {
+    /// `outside-constraints`, `control-plane` or `not-meshed`.
+    pub kind: &'static str,
+    pub reason: String,
+    /// `file: document N: Kind namespace/name`, as the notes name them.
+    pub objects: Vec<String>,
+}
+
 /// Lines listed per reason before the rest is only counted.
 const LISTED_PER_REASON: usize = 5;
 
@@ -66,6 +76,36 @@ impl Coverage {
         } else {
             format!("; {} (see the notes above)", parts.join(", "))
         }
+    }
+
+    /// What was not judged, for machines: each group's kind, reason and every object named
+    /// (`-o json`'s `notJudged`).
+    pub fn groups(&self) -> Vec<NotJudgedGroup> {
+        let mut groups = Vec::new();
+        for (reason, objects) in &self.unmatched {
+            groups.push(NotJudgedGroup {
+                kind: "outside-constraints",
+                reason: reason.clone(),
+                objects: objects.clone(),
+            });
+        }
+        if !self.control_plane.is_empty() {
+            groups.push(NotJudgedGroup {
+                kind: "control-plane",
+                reason: "in a mesh's control-plane namespace (--include-control-planes judges \
+                         them)"
+                    .into(),
+                objects: self.control_plane.clone(),
+            });
+        }
+        for (reason, objects) in &self.not_meshed {
+            groups.push(NotJudgedGroup {
+                kind: "not-meshed",
+                reason: reason.clone(),
+                objects: objects.clone(),
+            });
+        }
+        groups
     }
 
     /// One note per skipped input and per reason, with a few of the objects named.

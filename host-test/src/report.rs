@@ -24,7 +24,11 @@ pub const EXEMPT_REASON_ANNOTATION: &str = "meshlife.io/exempt-reason";
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Text,
+    /// The envelope: findings, input errors, skipped inputs, what was not judged, exemptions
+    /// and the summary (docs/cli.md, `json`).
     Json,
+    /// The bare array of findings `-o json` printed before the envelope, kept for one release.
+    JsonArray,
     Junit,
     Sarif,
     Tap,
@@ -249,6 +253,10 @@ pub struct Report {
     pub fail_on: Option<Severity>,
     /// What the run did not judge, as counts for the summary line (empty: everything judged).
     pub not_judged: String,
+    /// Inputs skipped (templates, YAML that is not Kubernetes, empty files).
+    pub skipped: Vec<crate::manifests::Skipped>,
+    /// Objects not judged, by reason.
+    pub not_judged_groups: Vec<crate::coverage::NotJudgedGroup>,
 }
 
 impl Report {
@@ -361,7 +369,8 @@ pub fn plural(count: usize, noun: &str) -> String {
 pub fn render(report: &Report, format: Format, colour: bool) -> String {
     match format {
         Format::Text => render_text(report, colour),
-        Format::Json => render_json(report),
+        Format::Json => render_json_envelope(report),
+        Format::JsonArray => render_json(report),
         Format::Junit => render_junit(report),
         Format::Sarif => render_sarif(report),
         Format::Tap => render_tap(report),
@@ -541,8 +550,102 @@ struct JsonFinding<'a> {
     fails_run: bool,
 }
 
+/// The version of `-o json`'s envelope: raised when a field changes meaning or goes away (new
+/// fields may be added within a version).
+pub const JSON_FORMAT_VERSION: u32 = 1;
+
+/// `-o json`: everything a machine needs to tell a clean run from one that judged nothing,
+/// in one object, as kube-linter's and conftest's JSON carry their errors beside the findings.
+fn render_json_envelope(report: &Report) -> String {
+    let count = |severity: Severity| {
+        report
+            .findings()
+            .filter(|(_, finding)| finding.severity == severity)
+            .count()
+    };
+    let errors: Vec<Value> = report
+        .errors
+        .iter()
+        .map(|error| {
+            json!({
+                "file": error.file,
+                "document": error.document.map(|document| document + 1),
+                "item": error.item.map(|item| item + 1),
+                "line": error.line,
+                "field": error.field,
+                "message": error.message,
+                "text": error.to_string(),
+            })
+        })
+        .collect();
+    let skipped: Vec<Value> = report
+        .skipped
+        .iter()
+        .map(|skipped| {
+            json!({
+                "file": skipped.file,
+                "document": skipped.document.map(|document| document + 1),
+                "line": skipped.line,
+                "reason": skipped.reason,
+            })
+        })
+        .collect();
+    let exemptions: Vec<Value> = report
+        .exemptions
+        .iter()
+        .map(|exemption| {
+            json!({
+                "file": exemption.identity.file,
+                "document": exemption.identity.document + 1,
+                "object": exemption.identity.title(),
+                "rules": exemption.rules,
+                "reason": exemption.reason,
+                "applies": exemption.applies(),
+                "unknownRules": exemption.unknown,
+                "misplaced": exemption.misplaced,
+            })
+        })
+        .collect();
+    let not_judged_objects: usize = report
+        .not_judged_groups
+        .iter()
+        .map(|group| group.objects.len())
+        .sum();
+    let envelope = json!({
+        "formatVersion": JSON_FORMAT_VERSION,
+        "findings": json_findings(report),
+        "errors": errors,
+        "skipped": skipped,
+        "notJudged": report.not_judged_groups,
+        "exemptions": exemptions,
+        "summary": {
+            "objects": report.objects.len(),
+            "files": report.files.len(),
+            "errors": count(Severity::Error),
+            "warnings": count(Severity::Warning),
+            "info": count(Severity::Info),
+            "failing": report.findings().filter(|(_, finding)| finding.fails_run).count(),
+            "inputErrors": report.errors.len(),
+            "skipped": report.skipped.len(),
+            "notJudged": not_judged_objects,
+            "exemptionsInUse": report.exemptions.iter().filter(|e| e.applies()).count(),
+            "text": report.summary_line(),
+        },
+    });
+    let mut out = serde_json::to_string_pretty(&envelope).unwrap_or_else(|_| "{}".into());
+    out.push('\n');
+    out
+}
+
 fn render_json(report: &Report) -> String {
-    let findings: Vec<JsonFinding<'_>> = report
+    let mut out =
+        serde_json::to_string_pretty(&json_findings(report)).unwrap_or_else(|_| "[]".into());
+    out.push('\n');
+    out
+}
+
+fn json_findings(report: &Report) -> Vec<JsonFinding<'_>> {
+    report
         .findings()
         .map(|(identity, finding)| JsonFinding {
             file: &identity.file,
@@ -566,10 +669,7 @@ fn render_json(report: &Report) -> String {
             container: finding.container.as_deref(),
             fails_run: finding.fails_run,
         })
-        .collect();
-    let mut out = serde_json::to_string_pretty(&findings).unwrap_or_else(|_| "[]".into());
-    out.push('\n');
-    out
+        .collect()
 }
 
 /// Escapes text for XML attributes and content; characters XML 1.0 forbids are replaced.

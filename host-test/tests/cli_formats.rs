@@ -78,6 +78,82 @@ fn json_is_an_empty_array_without_findings() {
     assert_eq!(outcome.json(), Vec::<Value>::new());
 }
 
+/// `-o json` printed `[]` with exit 2 for a run whose inputs could not be read or were skipped:
+/// a machine saw a clean run. The envelope carries the input errors, skipped inputs, workloads
+/// not judged and the summary beside the findings; `-o json-array` keeps the bare array.
+#[test]
+fn json_is_an_envelope_with_errors_skipped_not_judged_and_a_summary() {
+    let workspace = Workspace::new();
+    workspace.write("broken.yaml", "kind: [unclosed\n");
+    workspace.write(
+        "mixed.yaml",
+        &stream(&[
+            meshed_job("migrate", "shop"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.name }}\n".to_string(),
+            plain_deployment("quiet", "shop"),
+        ]),
+    );
+    let outcome = workspace.run(&["check", "broken.yaml", "mixed.yaml", "-o", "json"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    let envelope = outcome.json_envelope();
+    assert_eq!(envelope["formatVersion"], 1, "{envelope}");
+    let rules: Vec<&str> = envelope["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|finding| finding["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        sorted(rules.iter().map(|r| r.to_string()).collect()),
+        ["ML101", "ML301", "ML303"]
+    );
+    let errors = envelope["errors"].as_array().unwrap();
+    assert_eq!(errors.len(), 1, "{envelope}");
+    assert_eq!(errors[0]["file"], "broken.yaml");
+    assert_eq!(errors[0]["document"], 1);
+    assert!(
+        errors[0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("broken.yaml: document 1")
+    );
+    let skipped = envelope["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{envelope}");
+    assert_eq!(skipped[0]["file"], "mixed.yaml");
+    assert_eq!(skipped[0]["document"], 2);
+    assert!(
+        skipped[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Helm or Jinja template"),
+        "{envelope}"
+    );
+    let not_judged = envelope["notJudged"].as_array().unwrap();
+    assert_eq!(not_judged.len(), 1, "{envelope}");
+    assert_eq!(not_judged[0]["kind"], "not-meshed");
+    assert!(
+        not_judged[0]["objects"][0]
+            .as_str()
+            .unwrap()
+            .contains("Deployment shop/quiet"),
+        "{envelope}"
+    );
+    let summary = &envelope["summary"];
+    assert_eq!(summary["objects"], 2, "{envelope}");
+    assert_eq!(summary["files"], 2, "{envelope}");
+    assert_eq!(summary["errors"], 1, "{envelope}");
+    assert_eq!(summary["warnings"], 1, "{envelope}");
+    assert_eq!(summary["info"], 1, "{envelope}");
+    assert_eq!(summary["inputErrors"], 1, "{envelope}");
+    assert_eq!(summary["skipped"], 1, "{envelope}");
+    assert_eq!(summary["notJudged"], 1, "{envelope}");
+
+    // Today's bare array, for one release.
+    let array = workspace.run(&["check", "broken.yaml", "mixed.yaml", "-o", "json-array"]);
+    let array: Vec<Value> = serde_json::from_str(&array.stdout).expect("an array");
+    assert_eq!(array, envelope["findings"].as_array().unwrap().clone());
+}
+
 #[test]
 fn text_groups_by_file_and_ends_with_a_summary() {
     let outcome = fixture().run(&["check", "jobs.yaml", "web.yaml"]);
@@ -561,7 +637,7 @@ fn every_format_counts_documents_from_1_and_points_at_the_first_key() {
     let text = run("text");
     assert!(text.contains("Job shop/migrate (document 2)"), "{text}");
 
-    let json: Vec<Value> = serde_json::from_str(&run("json")).unwrap();
+    let json: Vec<Value> = serde_json::from_str(&run("json-array")).unwrap();
     assert!(!json.is_empty());
     for finding in &json {
         assert_eq!(finding["document"], 2, "{finding}");

@@ -11,7 +11,7 @@
 //! objects (`validObject: false`).
 //! Differences on entries marked `knownDisagreement: true` (tool bugs written up in
 //! `tests/corpus/DISAGREEMENTS.md`) are printed but do not fail the test. The objects and files
-//! checked are held to the counts README.md quotes.
+//! checked are held to the counts docs/testing.md quotes.
 //!
 //! Built only with the `corpus` feature (`just corpus`, which CI runs): a clone has no corpus,
 //! and `cargo test --workspace` must pass on any clone. With the feature and no corpus, the test
@@ -264,11 +264,15 @@ fn check_folder(root: &Path, folder: &Folder) -> Report {
             .problems
             .push(format!("meshlife panicked:\n{stderr}"));
     }
-    let findings: Vec<serde_json::Value> = match serde_json::from_str(&stdout) {
+    // `-o json` is an envelope; its findings are the list compared here.
+    let findings: Vec<serde_json::Value> = match serde_json::from_str::<serde_json::Value>(&stdout)
+        .map(|envelope| envelope["findings"].clone())
+        .and_then(serde_json::from_value)
+    {
         Ok(findings) => findings,
         Err(error) => {
             report.problems.push(format!(
-                "stdout is not a JSON array of findings ({error}):\n{stdout}\nstderr:\n{stderr}"
+                "stdout is not a JSON envelope of findings ({error}):\n{stdout}\nstderr:\n{stderr}"
             ));
             return report;
         }
@@ -542,9 +546,9 @@ fn the_corpus_gives_the_reviewed_findings() {
         }
     }
     println!("findings by folder and rule:\n{}", table.join("\n"));
-    // The counts README.md quotes, so that they cannot go stale.
-    let readme_path = workspace().join("README.md");
-    let readme = std::fs::read_to_string(&readme_path).expect("README.md");
+    // The counts docs/testing.md quotes, so that they cannot go stale.
+    let readme_path = workspace().join("docs/testing.md");
+    let readme = std::fs::read_to_string(&readme_path).expect("docs/testing.md");
     let quoted = Regex::new(r"`\.\./shared/corpus`, (\d[\d,]*) objects in (\d[\d,]*) files")
         .unwrap()
         .captures(&readme)
@@ -554,7 +558,7 @@ fn the_corpus_gives_the_reviewed_findings() {
         });
     if quoted != Some((objects, files)) {
         failures.push(format!(
-            "README.md quotes the corpus as {quoted:?} (objects, files); it is {objects} objects \
+            "docs/testing.md quotes the corpus as {quoted:?} (objects, files); it is {objects} objects \
              in {files} files: write \"`../shared/corpus`, {objects} objects in {files} files\""
         ));
     }

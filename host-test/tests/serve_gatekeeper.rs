@@ -110,9 +110,9 @@ fn the_cli_and_the_server_find_the_same_on_the_examples() {
 
 /// The `msg` of every finding `meshlife check -o json` lists.
 fn collect_messages(value: &Value, out: &mut Vec<String>) {
-    for finding in value
+    for finding in value["findings"]
         .as_array()
-        .expect("check -o json prints a list of findings")
+        .expect("check -o json prints an envelope with a list of findings")
     {
         out.push(
             finding["msg"]

@@ -14,11 +14,27 @@ pub struct Outcome {
 }
 
 impl Outcome {
-    /// `-o json` output, parsed.
+    /// The findings of `-o json`'s envelope (or of `-o json-array`'s bare array), parsed.
     pub fn json(&self) -> Vec<serde_json::Value> {
+        let value = self.json_envelope();
+        let findings = if value.is_array() {
+            value
+        } else {
+            value["findings"].clone()
+        };
+        serde_json::from_value(findings).unwrap_or_else(|error| {
+            panic!(
+                "no findings array ({error}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+
+    /// `-o json` output, the whole envelope.
+    pub fn json_envelope(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|error| {
             panic!(
-                "stdout is not a JSON array ({error}):\n{}\nstderr:\n{}",
+                "stdout is not JSON ({error}):\n{}\nstderr:\n{}",
                 self.stdout, self.stderr
             )
         })
