@@ -17,6 +17,7 @@ use serde_json::Value;
 
 mod body;
 mod nesting;
+pub mod render;
 mod values;
 
 pub use body::ObjectBody;
@@ -363,12 +364,15 @@ struct FileContents {
     objects: Vec<ManifestObject>,
     errors: Vec<InputError>,
     skipped: Vec<Skipped>,
+    /// What was done to read it (a folder rendered by kustomize), for `note:` lines.
+    notes: Vec<String>,
 }
 
-/// A file to read; `Stdin` for `-`.
+/// A file to read; `Stdin` for `-`; a folder to render first (Kustomize, a Helm chart).
 enum InputFile {
     Path(PathBuf),
     Stdin,
+    Render(PathBuf, render::Source),
 }
 
 /// Reads every path: `-` is stdin, folders are walked recursively for `.yaml`, `.yml` and
@@ -399,6 +403,10 @@ pub fn load_with_progress(
         }
         let path_buf = PathBuf::from(path);
         match std::fs::metadata(&path_buf) {
+            Ok(metadata) if metadata.is_dir() && render::Source::of(&path_buf).is_some() => {
+                let source = render::Source::of(&path_buf).expect("asked just above");
+                files.push(InputFile::Render(path_buf, source));
+            }
             Ok(metadata) if metadata.is_dir() => {
                 let before = (files.len(), loaded.errors.len(), loaded.skipped.len());
                 walk_folder(&path_buf, &options.exclude, &mut files, &mut loaded);
@@ -438,6 +446,7 @@ pub fn load_with_progress(
                     let contents = read_file(path, &name, options.limit);
                     (name, contents)
                 }
+                InputFile::Render(folder, source) => render_folder(folder, *source, options.limit),
             };
             on_file_done();
             parsed
@@ -466,8 +475,46 @@ pub fn load_with_progress(
         }
         loaded.errors.extend(contents.errors);
         loaded.skipped.extend(contents.skipped);
+        loaded.notes.extend(contents.notes);
     }
     loaded
+}
+
+/// A Kustomize folder or Helm chart: its rendering, parsed as a stream named by the command, or
+/// the folder skipped (no renderer on the PATH) or an error (the renderer failed).
+fn render_folder(
+    folder: &Path,
+    source: render::Source,
+    limit: ReadLimit,
+) -> (String, FileContents) {
+    let name = folder.display().to_string();
+    match render::render(source, &name, limit.max.bytes()) {
+        Ok(Some(rendered)) => {
+            let mut contents = parse_text(&rendered.name, &rendered.text, false);
+            contents.notes.push(rendered.note);
+            (rendered.name, contents)
+        }
+        Ok(None) => {
+            let reason = source.skip_reason(&name);
+            let contents = FileContents {
+                skipped: vec![Skipped {
+                    file: name.clone(),
+                    document: None,
+                    line: None,
+                    reason,
+                }],
+                ..FileContents::default()
+            };
+            (name, contents)
+        }
+        Err(error) => {
+            let contents = FileContents {
+                errors: vec![InputError::file(&name, error)],
+                ..FileContents::default()
+            };
+            (name, contents)
+        }
+    }
 }
 
 /// Walks `folder` for manifest files, in sorted order: hidden files and folders (`.git`,
@@ -504,6 +551,11 @@ fn walk_folder(
             return;
         }
     };
+    // Kustomize folders and Helm charts below are rendered, not walked: their files are not
+    // what gets applied.
+    let to_render: std::sync::Arc<std::sync::Mutex<Vec<(PathBuf, render::Source)>>> =
+        Default::default();
+    let found = std::sync::Arc::clone(&to_render);
     let walker = ignore::WalkBuilder::new(folder)
         .standard_filters(false)
         .hidden(true)
@@ -512,6 +564,18 @@ fn walk_folder(
         .follow_links(true)
         .overrides(overrides)
         .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(move |entry| {
+            let is_dir = entry.file_type().is_some_and(|kind| kind.is_dir());
+            match render::Source::of(entry.path()).filter(|_| is_dir && entry.depth() > 0) {
+                Some(source) => {
+                    if let Ok(mut found) = found.lock() {
+                        found.push((entry.path().to_path_buf(), source));
+                    }
+                    false
+                }
+                None => true,
+            }
+        })
         .build();
     for entry in walker {
         match entry {
@@ -578,6 +642,16 @@ fn walk_folder(
             },
         }
     }
+    let mut to_render = to_render
+        .lock()
+        .map(|found| found.clone())
+        .unwrap_or_default();
+    to_render.sort();
+    files.extend(
+        to_render
+            .into_iter()
+            .map(|(path, source)| InputFile::Render(path, source)),
+    );
 }
 
 /// For a symlink that cannot be followed (it points at nothing, or at itself through other

@@ -136,3 +136,45 @@ fn names_from_manifests_cannot_write_lines_or_escape_codes() {
         outcome.stdout
     );
 }
+
+/// With stdout and stderr on one pipe (`2>&1 | less`, a CI log), the notes and warnings come
+/// before the report they explain, never after its summary.
+#[test]
+fn notes_come_before_the_report_when_both_streams_share_one_pipe() {
+    let workspace = Workspace::new();
+    workspace.write("web.yaml", &meshed_deployment("web", "shop"));
+    workspace.write("quiet.yaml", &plain_deployment("quiet", "shop"));
+    workspace.write(
+        "chart/templates/job.yaml",
+        "{{- if .Values.x }}\nkind: Job\n{{- end }}\n",
+    );
+    let runs: [&[&str]; 2] = [
+        &["check", "web.yaml", "quiet.yaml", "chart"],
+        &["explain", "web.yaml", "chart"],
+    ];
+    for args in runs {
+        let output = Command::new("sh")
+            .arg("-c")
+            .arg("\"$0\" \"$@\" 2>&1")
+            .arg(env!("CARGO_BIN_EXE_meshlife"))
+            .args(args)
+            .current_dir(workspace.path())
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("sh runs");
+        let merged = String::from_utf8_lossy(&output.stdout);
+        let lines: Vec<&str> = merged.lines().collect();
+        let last_note = lines
+            .iter()
+            .rposition(|line| line.starts_with("meshlife: note:"))
+            .unwrap_or_else(|| panic!("{args:?}: no note in {merged}"));
+        let first_report_line = lines
+            .iter()
+            .position(|line| !line.starts_with("meshlife: "))
+            .unwrap_or_else(|| panic!("{args:?}: no report in {merged}"));
+        assert!(
+            last_note < first_report_line,
+            "{args:?}: a note after the report:\n{merged}"
+        );
+    }
+}

@@ -252,8 +252,34 @@ fn exclude_globs_and_meshlifeignore_leave_files_out() {
     );
 }
 
+/// A folder holding an executable `name` that prints `output` and records its arguments in
+/// `args.txt` beside it: the renderer meshlife finds on the PATH, standing in for kustomize,
+/// kubectl or helm, none of which the Rust toolchain brings.
+fn renderer_on_path(workspace: &Workspace, name: &str, output: &str) -> std::path::PathBuf {
+    let bin = workspace.path().join(format!("bin-{name}"));
+    std::fs::create_dir_all(&bin).unwrap();
+    let rendered = bin.join("rendered.yaml");
+    std::fs::write(&rendered, output).unwrap();
+    let script = bin.join(name);
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$@\" > '{}'\nexec /bin/cat '{}'\n",
+            bin.join("args.txt").display(),
+            rendered.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// A Helm chart read as plain files: Chart.yaml "not a Kubernetes object", each template skipped
+/// on its own. It is one input: rendered with `helm template` when helm is on the PATH, and
+/// otherwise skipped as a whole with the command to run.
 #[test]
-fn helm_chart_files_and_quoted_helm_expressions_are_not_judged_as_manifests() {
+fn a_helm_chart_is_rendered_by_helm_or_skipped_whole_with_the_command() {
     let workspace = Workspace::new();
     workspace.write(
         "chart/Chart.yaml",
@@ -264,19 +290,145 @@ fn helm_chart_files_and_quoted_helm_expressions_are_not_judged_as_manifests() {
         &meshed_job("migrate", "shop")
             .replace("name: migrate", "name: \"{{ .Release.Name }}-migrate\""),
     );
-    // Nothing of the chart is an object before rendering: `--allow-empty` says that is expected.
-    let outcome = workspace.run(&["check", "chart", "--allow-empty"]);
+    let no_tools = workspace.path().join("no-tools");
+    std::fs::create_dir_all(&no_tools).unwrap();
+    let outcome = workspace.run_with_path(&["check", "chart", "--allow-empty"], &no_tools);
     assert_eq!(outcome.code, 0, "{outcome:?}");
     assert!(
-        outcome
-            .stderr
-            .contains("skipped chart/Chart.yaml: document 1 (line 1): not a Kubernetes object"),
+        outcome.stderr.contains(
+            "skipped chart: a Helm chart (Chart.yaml), not manifests until rendered: render it \
+             first (`helm template chart | meshlife check -`), or put helm on the PATH"
+        ),
         "{outcome:?}"
     );
     assert!(
+        !outcome.stderr.contains("Chart.yaml: document 1"),
+        "{outcome:?}"
+    );
+
+    let helm = renderer_on_path(&workspace, "helm", &meshed_job("release-migrate", "shop"));
+    let outcome = workspace.run_with_path(&["check", "chart", "-o", "json"], &helm);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    assert_eq!(
+        std::fs::read_to_string(helm.join("args.txt"))
+            .unwrap()
+            .trim(),
+        "template chart"
+    );
+    assert!(
+        outcome.rules().contains(&"ML301".to_string()),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        outcome.json()[0]["file"],
+        "helm template chart",
+        "{outcome:?}"
+    );
+    assert!(
+        outcome
+            .stderr
+            .contains("note: chart: a Helm chart (Chart.yaml) rendered with `helm template chart`"),
+        "{outcome:?}"
+    );
+}
+
+/// A Kustomize folder read as plain files: the Kustomization counted as an object, its
+/// `namespace:` ignored, the Job in `default`, "not meshed", exit 0. Rendered with kustomize
+/// (or `kubectl kustomize`) when one is on the PATH; otherwise skipped whole.
+#[test]
+fn a_kustomize_folder_is_rendered_or_skipped_whole_with_the_command() {
+    let workspace = Workspace::new();
+    workspace.write(
+        "app/overlays/prod/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: shop\nresources:\n- job.yaml\n",
+    );
+    workspace.write(
+        "app/overlays/prod/job.yaml",
+        &meshed_job("migrate", "shop").replace("  namespace: shop\n", ""),
+    );
+    workspace.write("app/web.yaml", &meshed_deployment("web", "shop"));
+    let no_tools = workspace.path().join("no-tools");
+    std::fs::create_dir_all(&no_tools).unwrap();
+    let outcome = workspace.run_with_path(&["check", "app", "-o", "json"], &no_tools);
+    // web.yaml is judged; the Kustomize folder is one skipped input, not files.
+    assert_eq!(outcome.rules(), ["ML101"], "{outcome:?}");
+    assert!(
         outcome.stderr.contains(
-            "skipped chart/templates/job.yaml: document 1 (line 4): a Helm or Jinja template"
+            "skipped app/overlays/prod: a Kustomize folder (kustomization.yaml), not manifests \
+             until rendered: render it first (`kubectl kustomize app/overlays/prod | meshlife \
+             check -`), or put kustomize or kubectl on the PATH"
         ),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        outcome.json_envelope()["summary"]["objects"],
+        1,
+        "{outcome:?}"
+    );
+
+    // kustomize first; the rendered Job is where its kustomization put it.
+    let kustomize = renderer_on_path(&workspace, "kustomize", &meshed_job("migrate", "shop"));
+    let outcome = workspace.run_with_path(&["check", "app", "-o", "json"], &kustomize);
+    assert_eq!(
+        std::fs::read_to_string(kustomize.join("args.txt"))
+            .unwrap()
+            .trim(),
+        "build app/overlays/prod"
+    );
+    let envelope = outcome.json_envelope();
+    let job: Vec<&serde_json::Value> = envelope["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|finding| finding["kind"] == "Job")
+        .collect();
+    assert!(!job.is_empty(), "{outcome:?}");
+    assert!(
+        job.iter().all(|finding| finding["namespace"] == "shop"
+            && finding["file"] == "kustomize build app/overlays/prod"),
+        "{outcome:?}"
+    );
+    assert!(
+        outcome
+            .stderr
+            .contains("rendered with `kustomize build app/overlays/prod`"),
+        "{outcome:?}"
+    );
+
+    // Without kustomize, kubectl's built-in kustomize.
+    let kubectl = renderer_on_path(&workspace, "kubectl", &meshed_job("migrate", "shop"));
+    let outcome = workspace.run_with_path(&["check", "app/overlays/prod"], &kubectl);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    assert_eq!(
+        std::fs::read_to_string(kubectl.join("args.txt"))
+            .unwrap()
+            .trim(),
+        "kustomize app/overlays/prod"
+    );
+
+    // A renderer that fails is an input error naming the folder and what it said.
+    let failing = workspace.path().join("bin-failing");
+    std::fs::create_dir_all(&failing).unwrap();
+    std::fs::write(
+        failing.join("kustomize"),
+        "#!/bin/sh\necho 'Error: accumulating resources: missing.yaml' >&2\nexit 1\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(
+        failing.join("kustomize"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let outcome = workspace.run_with_path(&["check", "app/overlays/prod"], &failing);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains(
+            "app/overlays/prod: a Kustomize folder (kustomization.yaml): `kustomize build \
+             app/overlays/prod` failed"
+        ) && outcome
+            .stderr
+            .contains("accumulating resources: missing.yaml"),
         "{outcome:?}"
     );
 }

@@ -62,7 +62,22 @@ impl std::fmt::Debug for Outcome {
 /// Runs `meshlife ARGS` in `folder` with `stdin` (empty when `None`), colour off, no
 /// `COLUMNS` from the shell running the tests.
 pub fn run_in(folder: &Path, args: &[&str], stdin: Option<&str>) -> Outcome {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_meshlife"))
+    run_in_with_path(folder, args, stdin, None)
+}
+
+/// [`run_in`] with the child's `PATH` set to `path`, for the commands meshlife looks up there
+/// (kustomize, kubectl, helm): a test says which of them exist instead of taking the machine's.
+pub fn run_in_with_path(
+    folder: &Path,
+    args: &[&str],
+    stdin: Option<&str>,
+    path: Option<&Path>,
+) -> Outcome {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_meshlife"));
+    if let Some(path) = path {
+        command.env("PATH", path);
+    }
+    let mut child = command
         .args(args)
         .current_dir(folder)
         .env("NO_COLOR", "1")
@@ -176,6 +191,11 @@ impl Workspace {
 
     pub fn run(&self, args: &[&str]) -> Outcome {
         run_in(self.path(), args, None)
+    }
+
+    /// [`Workspace::run`] with `PATH` set to `path` only.
+    pub fn run_with_path(&self, args: &[&str], path: &Path) -> Outcome {
+        run_in_with_path(self.path(), args, None, Some(path))
     }
 
     pub fn run_with_stdin(&self, args: &[&str], stdin: &str) -> Outcome {
