@@ -569,19 +569,23 @@ pub fn run_check(args: &CheckArgs) -> u8 {
 /// Each finding's line and column in its file, for the files that can be read again (not stdin)
 /// and objects that are documents of their own (a List item's path starts inside the List).
 fn locate_findings(objects: &[manifests::ManifestObject], findings: &mut [Vec<Finding>]) {
-    let mut texts: BTreeMap<&str, Option<String>> = BTreeMap::new();
+    use crate::source_location::{DocumentLines, line_starts};
+    let mut texts: BTreeMap<&str, Option<(String, Vec<usize>)>> = BTreeMap::new();
     for (object, findings) in objects.iter().zip(findings.iter_mut()) {
         if findings.is_empty() || object.item.is_some() || object.file == manifests::STDIN_NAME {
             continue;
         }
-        let text = texts
-            .entry(object.file.as_str())
-            .or_insert_with(|| std::fs::read_to_string(&object.file).ok());
-        let Some(text) = text else {
+        let text = texts.entry(object.file.as_str()).or_insert_with(|| {
+            let text = std::fs::read_to_string(&object.file).ok()?;
+            let starts = line_starts(&text);
+            Some((text, starts))
+        });
+        let Some((text, starts)) = text else {
             continue;
         };
+        let document = DocumentLines::new(text, starts, object.line);
         for finding in findings.iter_mut() {
-            finding.location = crate::source_location::locate(text, object.line, &finding.path);
+            finding.location = document.locate(&finding.path);
         }
     }
 }

@@ -481,7 +481,8 @@ pub fn load_with_progress(
 }
 
 /// A Kustomize folder or Helm chart: its rendering, parsed as a stream named by the command, or
-/// the folder skipped (no renderer on the PATH) or an error (the renderer failed).
+/// the folder skipped (no renderer on the PATH, or it refused the folder alone: a chart that
+/// needs values), or an error (the renderer could not run, ran too long, printed too much).
 fn render_folder(
     folder: &Path,
     source: render::Source,
@@ -489,13 +490,16 @@ fn render_folder(
 ) -> (String, FileContents) {
     let name = folder.display().to_string();
     match render::render(source, &name, limit.max.bytes()) {
-        Ok(Some(rendered)) => {
+        render::Outcome::Rendered(rendered) => {
             let mut contents = parse_text(&rendered.name, &rendered.text, false);
             contents.notes.push(rendered.note);
             (rendered.name, contents)
         }
-        Ok(None) => {
-            let reason = source.skip_reason(&name);
+        outcome @ (render::Outcome::NoTool | render::Outcome::Refused(_)) => {
+            let reason = match outcome {
+                render::Outcome::Refused(said) => said,
+                _ => source.skip_reason(&name),
+            };
             let contents = FileContents {
                 skipped: vec![Skipped {
                     file: name.clone(),
@@ -507,7 +511,7 @@ fn render_folder(
             };
             (name, contents)
         }
-        Err(error) => {
+        render::Outcome::Failed(error) => {
             let contents = FileContents {
                 errors: vec![InputError::file(&name, error)],
                 ..FileContents::default()

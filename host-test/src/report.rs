@@ -530,6 +530,12 @@ struct JsonFinding<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     inner_items: Vec<usize>,
     line: usize,
+    /// Where the field `path` names is (or the nearest key above it), as the text, SARIF and
+    /// GitHub formats point: 1-based line and column; absent for stdin and List items.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field_line: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field_column: Option<usize>,
     api_version: &'a str,
     kind: &'a str,
     namespace: &'a str,
@@ -653,6 +659,8 @@ fn json_findings(report: &Report) -> Vec<JsonFinding<'_>> {
             item: identity.item.map(|item| item + 1),
             inner_items: identity.inner_items.iter().map(|item| item + 1).collect(),
             line: identity.line,
+            field_line: finding.location.map(|(line, _)| line),
+            field_column: finding.location.map(|(_, column)| column),
             api_version: &identity.api_version,
             kind: &identity.kind,
             namespace: &identity.namespace,

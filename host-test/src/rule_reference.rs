@@ -278,6 +278,12 @@ fn unknown(wanted: &str) -> String {
 /// "or"), when one is near enough to be what was meant.
 pub fn nearest_rules(wanted: &str) -> Option<String> {
     let wanted_lower = wanted.trim().to_ascii_lowercase();
+    // No rule name is longer; beyond this no rule is near, and an exemption entry (user input)
+    // of megabytes would otherwise cost a table of its length times each rule's.
+    const LONGEST_NEAR: usize = 64;
+    if wanted_lower.len() > LONGEST_NEAR {
+        return None;
+    }
     let distance_to = |rule: &Rule| {
         edit_distance(&wanted_lower, &rule.id.to_ascii_lowercase())
             .min(edit_distance(&wanted_lower, rule.name))

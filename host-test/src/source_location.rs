@@ -62,9 +62,21 @@ struct Line<'a> {
     item: bool,
 }
 
-fn meaningful_lines(text: &str, from_line: usize) -> Vec<Line<'_>> {
+/// The byte offset where each line of `text` starts, so that an object's lines are read from its
+/// own first line: a file of thousands of documents is then read once, not once per finding.
+pub fn line_starts(text: &str) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(at, _)| at + 1))
+        .collect()
+}
+
+fn meaningful_lines<'a>(text: &'a str, starts: &[usize], from_line: usize) -> Vec<Line<'a>> {
     let mut lines = Vec::new();
-    for (number, raw) in text.lines().enumerate().skip(from_line) {
+    let Some(&offset) = starts.get(from_line) else {
+        return lines;
+    };
+    let numbered = text[offset..].lines().enumerate();
+    for (number, raw) in numbered.map(|(index, raw)| (index + from_line, raw)) {
         let content = raw.trim_start_matches(' ');
         if content.is_empty() || content.starts_with('#') {
             continue;
@@ -104,11 +116,37 @@ fn is_key(text: &str, key: &str) -> bool {
     rest.is_some_and(|rest| rest.trim_start_matches(' ').starts_with(':'))
 }
 
-/// The 1-based line and column of the deepest key of `path` found in the document that starts
-/// at `first_line` (1-based) of `text`; `None` when not even the first key is found.
+/// One document's meaningful lines, read once for all the findings in it.
+pub struct DocumentLines<'a> {
+    lines: Vec<Line<'a>>,
+}
+
+impl<'a> DocumentLines<'a> {
+    /// The document that starts at `first_line` (1-based) of `text`, whose [`line_starts`] are
+    /// `starts`.
+    pub fn new(text: &'a str, starts: &[usize], first_line: usize) -> Self {
+        let lines = match first_line.checked_sub(1) {
+            Some(from_line) => meaningful_lines(text, starts, from_line),
+            None => Vec::new(),
+        };
+        DocumentLines { lines }
+    }
+
+    /// The 1-based line and column of the deepest key of `path` found in the document; `None`
+    /// when not even the first key is found.
+    pub fn locate(&self, path: &str) -> Option<(usize, usize)> {
+        locate_in(&self.lines, path)
+    }
+}
+
+/// [`DocumentLines::locate`] for one path, reading the document's lines for it alone.
+#[cfg(test)]
 pub fn locate(text: &str, first_line: usize, path: &str) -> Option<(usize, usize)> {
+    DocumentLines::new(text, &line_starts(text), first_line).locate(path)
+}
+
+fn locate_in(lines: &[Line], path: &str) -> Option<(usize, usize)> {
     let segments = segments(path)?;
-    let lines = meaningful_lines(text, first_line.checked_sub(1)?);
     // The current node: the index in `lines` where it starts, and the column of its keys (of
     // its dashes, for a sequence).
     let mut scope_start = 0;

@@ -464,3 +464,23 @@ fn check_explain_draws_each_finding_under_the_constraint_that_gave_it() {
         "{timelines}"
     );
 }
+
+#[test]
+fn a_grace_period_near_the_largest_integer_is_drawn_in_every_format() {
+    let pod = "apiVersion: v1
+kind: Pod
+metadata:
+  name: forever
+  labels: {sidecar.istio.io/inject: \"true\"}
+spec:
+  terminationGracePeriodSeconds: 20000000000000000
+  containers:
+  - name: app
+    image: app
+";
+    for format in ["text", "svg", "html", "json"] {
+        let (code, stdout, stderr) = meshlife(&["explain", "-", "-o", format], Some(pod));
+        assert_eq!(code, 0, "-o {format}: {stderr}");
+        assert!(!stdout.is_empty(), "-o {format}");
+    }
+}

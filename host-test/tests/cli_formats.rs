@@ -682,6 +682,20 @@ fn every_format_counts_documents_from_1_and_points_at_the_first_key() {
         assert!(line.contains("(document 2)"), "{line}");
     }
 
+    // JSON: the same place as fieldLine and fieldColumn.
+    let json: Value = serde_json::from_str(&run("json")).unwrap();
+    for finding in json["findings"].as_array().unwrap() {
+        let (line, column) = field_position(finding["rule"].as_str().unwrap());
+        assert_eq!(
+            (
+                finding["fieldLine"].as_u64(),
+                finding["fieldColumn"].as_u64()
+            ),
+            (Some(line as u64), Some(column as u64)),
+            "{finding}"
+        );
+    }
+
     // Text: `file:line:column:` on every finding, and the message without the
     // `[ML301 job-sidecar-never-exits]` printed just before it.
     let text = run("text");

@@ -446,3 +446,76 @@ fn templates_inside_block_scalars_are_data_and_the_file_is_checked() {
     assert_eq!(outcome.rules(), ["ML101"], "{outcome:?}");
     assert!(!outcome.stderr.contains("skipped"), "{outcome:?}");
 }
+
+/// A folder holding an executable `name` running `script` (sh), standing in for a renderer.
+fn script_on_path(workspace: &Workspace, name: &str, script: &str) -> std::path::PathBuf {
+    let bin = workspace.path().join(format!("bin-script-{name}"));
+    std::fs::create_dir_all(&bin).unwrap();
+    let file = bin.join(name);
+    std::fs::write(&file, format!("#!/bin/sh\n{script}\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
+/// What a renderer cannot render alone is skipped with its reason, never an input error: a
+/// library chart (helm is not even asked), a Kustomize Component, and a chart whose `helm
+/// template` refuses for want of values (its words kept); `--strict` makes them errors. A
+/// renderer printing without end is stopped at --max-file-size.
+#[test]
+fn what_a_renderer_cannot_render_alone_is_skipped_with_the_reason() {
+    let workspace = Workspace::new();
+    workspace.write(
+        "repo/charts/common/Chart.yaml",
+        "apiVersion: v2\nname: common\ntype: library\nversion: 1.0.0\n",
+    );
+    workspace.write(
+        "repo/components/probes/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n",
+    );
+    workspace.write(
+        "repo/charts/shop/Chart.yaml",
+        "apiVersion: v2\nname: shop\nversion: 1.0.0\n",
+    );
+    workspace.write("repo/web.yaml", &meshed_deployment("web", "shop"));
+    let helm = script_on_path(
+        &workspace,
+        "helm",
+        "echo \"$@\" >> \"${0%/helm}/args.txt\"\n\
+         echo 'Error: execution error at (shop/templates/job.yaml:4:11): image.tag is required' >&2\n\
+         exit 1",
+    );
+    let outcome = workspace.run_with_path(&["check", "repo", "-o", "json"], &helm);
+    assert_eq!(outcome.rules(), ["ML101"], "{outcome:?}");
+    assert_eq!(
+        std::fs::read_to_string(helm.join("args.txt"))
+            .unwrap()
+            .trim(),
+        "template repo/charts/shop",
+        "a library chart is not handed to helm"
+    );
+    for said in [
+        "skipped repo/charts/common: a Helm library chart (type: library), which renders nothing alone",
+        "skipped repo/components/probes: a Kustomize Component (kind: Component), applied only through a kustomization",
+        "skipped repo/charts/shop: a Helm chart (Chart.yaml): `helm template repo/charts/shop` failed (exit status: 1): Error: execution error at (shop/templates/job.yaml:4:11): image.tag is required",
+    ] {
+        assert!(outcome.stderr.contains(said), "{said}\n{outcome:?}");
+    }
+    let strict = workspace.run_with_path(&["check", "repo", "--strict"], &helm);
+    assert_eq!(strict.code, 2, "{strict:?}");
+
+    let endless = script_on_path(&workspace, "kustomize", "exec /usr/bin/yes 'kind: Pod'");
+    workspace.write(
+        "app/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n",
+    );
+    let outcome = workspace.run_with_path(&["check", "app", "--max-file-size", "1k"], &endless);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains(
+            "a Kustomize folder (kustomization.yaml): `kustomize build app` printed more than \
+             --max-file-size (1024 bytes)"
+        ),
+        "{outcome:?}"
+    );
+}

@@ -683,3 +683,36 @@ fn malformed_reviews_are_refused_with_a_reason_and_the_server_goes_on() {
             >= 4.0
     );
 }
+
+/// Issue 25 item 1 through `serve`: with `injectedNamespaces: ["*"]` in the constraint, a
+/// Namespace the watch shows labelled `istio-injection: disabled` is not meshed (its Job is
+/// admitted), while one without any injection label keeps the wildcard's reading (ML301).
+#[test]
+fn a_namespace_that_opts_out_beats_a_wildcard_constraint() {
+    let wildcard = "apiVersion: constraints.gatekeeper.sh/v1beta1
+kind: MeshLifecycle
+metadata: {name: wildcard}
+spec:
+  enforcementAction: deny
+  parameters:
+    kubernetesMinorVersion: 31
+    istio: {injectedNamespaces: [\"*\"]}
+";
+    let api = KubeApi::start(&[
+        namespace("opted-out", "disabled"),
+        json!({"metadata": {"name": "plain"}}),
+    ]);
+    let hook = webhook(&[wildcard], Some(&api), &[]);
+    let client = Client::new(hook.server.routes, &hook.ca, None);
+    runtime().block_on(async {
+        let opted_out = post(&client, &admission_review(&job("opted-out"))).await;
+        assert_eq!(
+            opted_out.json["response"]["allowed"], true,
+            "{}",
+            opted_out.text
+        );
+        let plain = post(&client, &admission_review(&job("plain"))).await;
+        assert_eq!(plain.json["response"]["allowed"], false, "{}", plain.text);
+        assert!(has_rule(&plain.json["response"], "ML301"), "{}", plain.text);
+    });
+}

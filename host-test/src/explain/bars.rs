@@ -256,9 +256,11 @@ pub fn axis_marks(end: u64) -> Vec<u64> {
         }
         step *= 10;
     }
-    (0..)
+    // Bounded by end / step, so that a grace period near u64::MAX (saturated from seconds)
+    // cannot overflow the multiplication.
+    (0..=end / step)
         .map(|index| index * step)
-        .take_while(|ms| *ms < end || (*ms == 0 && end == 0))
+        .filter(|ms| *ms < end || (*ms == 0 && end == 0))
         .collect()
 }
 
@@ -269,6 +271,15 @@ mod tests {
     #[test]
     fn axis_marks_fall_on_round_steps() {
         assert_eq!(axis_marks(3_373), [0, 1_000, 2_000, 3_000]);
+        assert_eq!(
+            axis_marks(u64::MAX),
+            [
+                0,
+                5_000_000_000_000_000_000,
+                10_000_000_000_000_000_000,
+                15_000_000_000_000_000_000
+            ]
+        );
         assert_eq!(axis_marks(30_000), [0, 10_000, 20_000]);
         assert_eq!(axis_marks(35_000), [0, 10_000, 20_000, 30_000]);
         assert_eq!(axis_marks(45_000), [0, 10_000, 20_000, 30_000, 40_000]);

@@ -70,7 +70,7 @@ impl Picture {
         let marks = marks
             .iter()
             .copied()
-            .filter(|ms| *ms == 0 || (end - ms) * 10 >= end)
+            .filter(|ms| *ms == 0 || end - ms >= end / 10)
             .chain(std::iter::once(end).filter(|end| *end > 0));
         for ms in marks {
             let x = x_of(ms, end);

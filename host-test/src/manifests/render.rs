@@ -5,14 +5,37 @@
 //! such a folder is rendered by the tool its users run, when it is on the PATH, and otherwise
 //! skipped as a whole with the command to run.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a renderer may run: a remote base behind a credential prompt or a slow network
+/// must not hang a CI job.
+const RENDER_DEADLINE: Duration = Duration::from_secs(120);
 
 /// What a folder needs before its manifests can be judged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Source {
     Kustomize,
+    /// `kind: Component`: applied only through a kustomization that lists it.
+    KustomizeComponent,
     HelmChart,
+    /// `type: library`: `helm template` refuses it; its templates render in the charts that
+    /// depend on it.
+    HelmLibraryChart,
+}
+
+/// Whether the YAML `text` has the top-level `key: value` (quoted or not).
+fn has_top_level(text: &str, key: &str, value: &str) -> bool {
+    text.lines().any(|line| {
+        line.strip_prefix(key)
+            .and_then(|rest| rest.strip_prefix(':'))
+            .map(|rest| rest.split('#').next().unwrap_or_default().trim())
+            .is_some_and(|found| found.trim_matches(['"', '\'']) == value)
+    })
 }
 
 const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -20,13 +43,24 @@ const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml
 impl Source {
     /// What `folder` is, when it is one of these; plain folders are `None`.
     pub fn of(folder: &Path) -> Option<Source> {
-        if KUSTOMIZATION_FILES
+        if let Some(file) = KUSTOMIZATION_FILES
             .iter()
-            .any(|name| folder.join(name).is_file())
+            .map(|name| folder.join(name))
+            .find(|file| file.is_file())
         {
-            Some(Source::Kustomize)
+            let text = std::fs::read_to_string(file).unwrap_or_default();
+            Some(if has_top_level(&text, "kind", "Component") {
+                Source::KustomizeComponent
+            } else {
+                Source::Kustomize
+            })
         } else if folder.join("Chart.yaml").is_file() {
-            Some(Source::HelmChart)
+            let text = std::fs::read_to_string(folder.join("Chart.yaml")).unwrap_or_default();
+            Some(if has_top_level(&text, "type", "library") {
+                Source::HelmLibraryChart
+            } else {
+                Source::HelmChart
+            })
         } else {
             None
         }
@@ -35,7 +69,9 @@ impl Source {
     fn what(self) -> &'static str {
         match self {
             Source::Kustomize => "a Kustomize folder (kustomization.yaml)",
+            Source::KustomizeComponent => "a Kustomize Component (kind: Component)",
             Source::HelmChart => "a Helm chart (Chart.yaml)",
+            Source::HelmLibraryChart => "a Helm library chart (type: library)",
         }
     }
 
@@ -47,18 +83,36 @@ impl Source {
                 ("kubectl", vec!["kustomize".into(), folder.into()]),
             ],
             Source::HelmChart => vec![("helm", vec!["template".into(), folder.into()])],
+            Source::KustomizeComponent | Source::HelmLibraryChart => Vec::new(),
         }
     }
 
-    /// Why the folder was skipped, with the command to run, when no renderer is on the PATH.
+    /// Why the folder was skipped, with the command to run, when no renderer is on the PATH
+    /// (or, for a Component or library chart, none renders it alone).
     pub fn skip_reason(self, folder: &str) -> String {
-        let render = match self {
-            Source::Kustomize => format!("`kubectl kustomize {folder} | meshlife check -`"),
-            Source::HelmChart => format!("`helm template {folder} | meshlife check -`"),
-        };
-        let tools = match self {
-            Source::Kustomize => "kustomize or kubectl",
-            Source::HelmChart => "helm",
+        let (render, tools) = match self {
+            Source::Kustomize => (
+                format!("`kubectl kustomize {folder} | meshlife check -`"),
+                "kustomize or kubectl",
+            ),
+            Source::HelmChart => (
+                format!("`helm template {folder} | meshlife check -`"),
+                "helm",
+            ),
+            Source::KustomizeComponent => {
+                return format!(
+                    "{}, applied only through a kustomization that lists it: its objects are \
+                     judged where that kustomization is rendered",
+                    self.what()
+                );
+            }
+            Source::HelmLibraryChart => {
+                return format!(
+                    "{}, which renders nothing alone: its templates are judged in the charts \
+                     that depend on it",
+                    self.what()
+                );
+            }
         };
         format!(
             "{}, not manifests until rendered: render it first ({render}), or put {tools} on \
@@ -76,58 +130,133 @@ pub struct Rendered {
     pub note: String,
 }
 
-/// Renders `folder` with the first of its tools found on the PATH. `Ok(None)`: none is there.
-/// `Err`: the tool failed, with what it said.
-pub fn render(source: Source, folder: &str, limit: u64) -> Result<Option<Rendered>, String> {
+/// What became of a folder's rendering.
+pub enum Outcome {
+    Rendered(Rendered),
+    /// None of its tools is on the PATH (or none renders it alone).
+    NoTool,
+    /// The tool ran and refused, with what it said: the folder is not judged (a chart that
+    /// needs values it was not given, a base it cannot fetch).
+    Refused(String),
+    /// The tool could not run, ran too long or printed what cannot be read.
+    Failed(String),
+}
+
+/// Renders `folder` with the first of its tools found on the PATH, within [`RENDER_DEADLINE`],
+/// reading at most `limit` bytes of what it prints.
+pub fn render(source: Source, folder: &str, limit: u64) -> Outcome {
     for (tool, args) in source.commands(folder) {
         let Some(program) = on_path(tool) else {
             continue;
         };
         let command_line = format!("{tool} {}", args.join(" "));
-        let output = Command::new(&program)
-            .args(&args)
-            .output()
-            .map_err(|error| {
-                format!("{}: `{command_line}` could not run: {error}", source.what())
-            })?;
-        if !output.status.success() {
+        let what = source.what();
+        let output = match run_bounded(&program, &args, limit) {
+            Ok(output) => output,
+            Err(error) => return Outcome::Failed(format!("{what}: `{command_line}` {error}")),
+        };
+        if !output.success {
             let said = String::from_utf8_lossy(&output.stderr);
             let said: Vec<&str> = said
                 .lines()
                 .filter(|line| !line.trim().is_empty())
                 .take(5)
                 .collect();
-            return Err(format!(
-                "{}: `{command_line}` failed ({}): {}",
-                source.what(),
+            return Outcome::Refused(format!(
+                "{what}: `{command_line}` failed ({}): {}; render it as you deploy it (with \
+                 its values or overlays) and pipe it to `meshlife check -`",
                 output.status,
                 said.join(" / ")
             ));
         }
         if output.stdout.len() as u64 > limit {
-            return Err(format!(
-                "{}: `{command_line}` printed {} bytes, more than --max-file-size ({limit} bytes)",
-                source.what(),
-                output.stdout.len()
+            return Outcome::Failed(format!(
+                "{what}: `{command_line}` printed more than --max-file-size ({limit} bytes)"
             ));
         }
-        let text = String::from_utf8(output.stdout).map_err(|_| {
-            format!(
-                "{}: `{command_line}` printed text that is not UTF-8",
-                source.what()
-            )
-        })?;
-        return Ok(Some(Rendered {
+        let Ok(text) = String::from_utf8(output.stdout) else {
+            return Outcome::Failed(format!(
+                "{what}: `{command_line}` printed text that is not UTF-8"
+            ));
+        };
+        return Outcome::Rendered(Rendered {
             name: command_line.clone(),
             text,
             note: format!(
-                "{folder}: {} rendered with `{command_line}` ({}); its files were not read one by one",
-                source.what(),
+                "{folder}: {what} rendered with `{command_line}` ({}); its files were not read one by one",
                 program.display()
             ),
-        }));
+        });
     }
-    Ok(None)
+    Outcome::NoTool
+}
+
+struct BoundedOutput {
+    success: bool,
+    status: String,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+/// Runs `program` with no stdin, reading at most `limit + 1` bytes of its stdout and 64 KiB of
+/// its stderr; stops it once it has printed more than `limit` (the caller says so) or at
+/// [`RENDER_DEADLINE`] (an error).
+fn run_bounded(program: &Path, args: &[String], limit: u64) -> Result<BoundedOutput, String> {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|error| format!("could not run: {error}"))?;
+    let stdout = child.stdout.take().expect("piped above");
+    let stderr = child.stderr.take().expect("piped above");
+    let overflowed = Arc::new(AtomicBool::new(false));
+    let out_reader = {
+        let overflowed = Arc::clone(&overflowed);
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = stdout.take(limit.saturating_add(1)).read_to_end(&mut bytes);
+            overflowed.store(bytes.len() as u64 > limit, Ordering::Release);
+            bytes
+        })
+    };
+    let err_reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = stderr.take(64 << 10).read_to_end(&mut bytes);
+        bytes
+    });
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            // A tool stopped by the pipe closing after the limit was read printed too much.
+            Ok(Some(_)) if overflowed.load(Ordering::Acquire) => break None,
+            Ok(Some(status)) => break Some(status),
+            Ok(None) => {}
+            Err(error) => return Err(format!("could not be waited for: {error}")),
+        }
+        if overflowed.load(Ordering::Acquire) {
+            let _ = child.kill();
+            let _ = child.wait();
+            // The caller reports the output over the limit.
+            break None;
+        }
+        if started.elapsed() >= RENDER_DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "did not finish within {} s and was stopped",
+                RENDER_DEADLINE.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Ok(BoundedOutput {
+        success: status.is_none_or(|status| status.success()),
+        status: status.map_or_else(|| "stopped".into(), |status| status.to_string()),
+        stdout: out_reader.join().unwrap_or_default(),
+        stderr: err_reader.join().unwrap_or_default(),
+    })
 }
 
 /// The executable `name` in one of the PATH's folders.
