@@ -54,6 +54,17 @@ browser:
     cargo build --release
     bash tests/browser/run.sh
 
+# The image `meshlife install` names (ghcr.io/meshlife/meshlife:<version>), built here with no
+# registry: the static musl binary packed FROM scratch (image/Dockerfile), and its CycloneDX
+# SBOM in target/image/. Installs Debian's docker.io and starts dockerd when needed.
+image:
+    bash image/build.sh
+
+# The image run as `meshlife install gatekeeper`'s Deployment runs it: read-only root, user
+# 65532, no capabilities; mTLS ProviderRequests, health, metrics and SIGTERM under load.
+image-test:
+    bash tests/image/run.sh
+
 # Draw again the timeline pictures of docs/rules.md (docs/timelines/), one per rule, from each
 # rule's first example that fires; the test docs_timelines fails when they are out of date.
 docs-timelines:

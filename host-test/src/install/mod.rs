@@ -4,7 +4,7 @@
 //! One file per target (`gatekeeper`, `kyverno`, `webhook`), each printing its engine's
 //! objects; this file makes what they share: the serving CA and certificate (or cert-manager
 //! resources issuing from that CA), and the server itself (ServiceAccount, Deployment,
-//! Service, PodDisruptionBudget).
+//! Service, PodDisruptionBudget, and the ResourceQuota its priority class needs).
 //!
 //! The CA is made here even with cert-manager: a Provider's `caBundle` and a Kyverno policy's
 //! `caBundle` must be known when they are applied, and cert-manager's cainjector cannot fill
@@ -285,7 +285,8 @@ impl Server<'_> {
         )
     }
 
-    /// ServiceAccount, the TLS material, Deployment, Service and PodDisruptionBudget.
+    /// ServiceAccount, the TLS material, Deployment, Service, PodDisruptionBudget and the
+    /// ResourceQuota that lets its priority class in.
     fn manifests(&self, tls: &TlsMaterial) -> Result<String, String> {
         if self.options.replicas == 0 {
             return Err("--replicas must be at least 1".into());
@@ -336,6 +337,23 @@ spec:
   minAvailable: {min_available}
   selector:
     matchLabels: {{app.kubernetes.io/name: {name}}}
+---
+# The server is in the admission path of every pod, so it runs as system-cluster-critical.
+# Outside kube-system, clusters that limit that class (GKE's default, any cluster whose
+# ResourceQuota admission config does) admit its pods only in a namespace whose quota names
+# it. This quota does, as Gatekeeper's chart ships one for its own: 100 pods counts this
+# namespace's other critical pods too (Gatekeeper's own, in gatekeeper-system).
+apiVersion: v1
+kind: ResourceQuota
+metadata:
+  name: {name}-critical-pods
+  namespace: {namespace}
+  labels: {labels}
+spec:
+  hard: {{pods: \"100\"}}
+  scopeSelector:
+    matchExpressions:
+    - {{operator: In, scopeName: PriorityClass, values: [system-cluster-critical]}}
 "
         );
         Ok(out)
