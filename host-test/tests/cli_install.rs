@@ -735,3 +735,84 @@ fn url_points_every_install_at_a_server_outside_the_cluster_and_its_certificate_
         assert!(stderr.contains(said), "{bad}: {stderr}");
     }
 }
+
+/// `--secrets-dir`: the first run writes the CA, serving certificate and token there (keys
+/// readable by their owner only), later runs print the same manifests byte for byte; another
+/// namespace keeps the CA (every caBundle the same) and issues the serving certificate again;
+/// half a CA is refused naming both files.
+#[test]
+fn a_secrets_dir_makes_every_install_print_the_same_manifests() {
+    let dir = tempfile::tempdir().unwrap();
+    let kept = dir.path().join("secrets");
+    let kept_arg = kept.to_str().unwrap();
+    for target in [
+        &["install", "gatekeeper"][..],
+        &["install", "kyverno"][..],
+        &["install", "kyverno", "--cel"][..],
+        &["install", "webhook"][..],
+    ] {
+        let with_dir = [target, &["--secrets-dir", kept_arg][..]].concat();
+        let (code, first, _) = meshlife(&with_dir, None);
+        assert_eq!(code, 0, "{target:?}");
+        let (code, second, stderr) = meshlife(&with_dir, None);
+        assert_eq!(code, 0, "{target:?}: {stderr}");
+        assert_eq!(
+            first, second,
+            "{target:?}: the second run printed other manifests"
+        );
+        let (_, unkept, _) = meshlife(target, None);
+        assert_ne!(first, unkept, "{target:?}: without the folder, new secrets");
+    }
+    use std::os::unix::fs::PermissionsExt as _;
+    for (file, mode) in [
+        ("ca.crt", 0o644),
+        ("ca.key", 0o600),
+        ("tls.crt", 0o644),
+        ("tls.key", 0o600),
+        ("kyverno-token", 0o600),
+    ] {
+        let metadata = std::fs::metadata(kept.join(file)).unwrap();
+        assert_eq!(
+            metadata.permissions().mode() & 0o077,
+            mode & 0o077,
+            "{file}"
+        );
+    }
+
+    let ca_bundle = |text: &str| {
+        find(&documents(text), "Provider")["spec"]["caBundle"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (_, here, _) = meshlife(&["install", "gatekeeper", "--secrets-dir", kept_arg], None);
+    let (code, elsewhere, stderr) = meshlife(
+        &[
+            "install",
+            "gatekeeper",
+            "--secrets-dir",
+            kept_arg,
+            "--namespace",
+            "policy",
+            "--gatekeeper-cert-secret",
+            "gatekeeper-ca-copy",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(ca_bundle(&here), ca_bundle(&elsewhere));
+    assert!(
+        stderr.contains(
+            "tls.crt: it does not name meshlife-provider.policy: issued again from the kept CA"
+        ),
+        "{stderr}"
+    );
+
+    std::fs::remove_file(kept.join("ca.key")).unwrap();
+    let (code, _, stderr) = meshlife(&["install", "webhook", "--secrets-dir", kept_arg], None);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("ca.crt and ca.key go together, and only one of them is there"),
+        "{stderr}"
+    );
+}

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{Mount, ROUTES_PORT, Server, ServerOptions, base64, make_certificates};
+use super::{Mount, ROUTES_PORT, Server, ServerOptions, base64, kept_secrets};
 
 /// The ConstraintTemplate the provider serves, as shipped.
 const TEMPLATE: &str = include_str!("../../../constraints/gatekeeper/template.yaml");
@@ -66,12 +66,16 @@ pub fn manifests(args: &GatekeeperInstall) -> Result<String, String> {
         calls_the_api: false,
         caller: "Gatekeeper",
     };
-    let tls = make_certificates(&server.certificate_names())?;
+    let tls = kept_secrets::certificates(
+        args.server.secrets_dir.as_deref(),
+        &server.certificate_names(),
+    )?;
     let mut out = format!(
         "# meshlife {version}: Gatekeeper External Data provider, printed by `meshlife install gatekeeper`.\n\
-         # Apply with `kubectl apply -f -`. The Secret below holds a private key made just now:\n\
-         # keep this output where you keep Secrets. If kubectl reports `no matches for kind\n\
-         # MeshLifecycle`, Gatekeeper had not yet made that CRD from the template: apply again.\n",
+         # Apply with `kubectl apply -f -`. The Secret below holds a private key (made just now,\n\
+         # or kept in --secrets-dir): keep this output where you keep Secrets. If kubectl reports\n\
+         # `no matches for kind MeshLifecycle`, Gatekeeper had not yet made that CRD from the\n\
+         # template: apply again.\n",
         version = env!("CARGO_PKG_VERSION"),
     );
     out.push_str(&server.manifests(&tls)?);

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::Value;
 
-use super::{Mount, ROUTES_PORT, Server, ServerOptions, make_certificates, own_namespace};
+use super::{Mount, ROUTES_PORT, Server, ServerOptions, kept_secrets, own_namespace};
 use crate::constraint::{Constraint, EnforcementAction};
 
 const CLUSTER_POLICIES: &str = include_str!("../../../constraints/kyverno/cluster-policies.yaml");
@@ -66,7 +66,7 @@ pub fn manifests(args: &KyvernoInstall) -> Result<String, String> {
         Some(path) => cluster_facts(path)?,
         None => (None, None),
     };
-    let token = super::random_token()?;
+    let token = kept_secrets::kyverno_token(args.server.secrets_dir.as_deref())?;
     let server = Server {
         name: NAME,
         namespace,
@@ -81,7 +81,10 @@ pub fn manifests(args: &KyvernoInstall) -> Result<String, String> {
         calls_the_api: false,
         caller: "Kyverno",
     };
-    let tls = make_certificates(&server.certificate_names())?;
+    let tls = kept_secrets::certificates(
+        args.server.secrets_dir.as_deref(),
+        &server.certificate_names(),
+    )?;
     let url = server.url(
         format!("https://{NAME}.{namespace}.svc:{ROUTES_PORT}"),
         "/kyverno",
@@ -116,9 +119,10 @@ pub fn manifests(args: &KyvernoInstall) -> Result<String, String> {
     let mut out = format!(
         "# meshlife {version}: the server behind Kyverno's service calls and the {kind} pair that\n\
          # calls it, printed by `meshlife install kyverno`. Apply with `kubectl apply -f -`. The\n\
-         # Secrets below hold a private key and a token made just now: keep this output where you\n\
-         # keep Secrets (the policies carry the token too; anyone who can read them can call the\n\
-         # server, which only ever answers what it judges).\n",
+         # Secrets below hold a private key and a token (made just now, or kept in\n\
+         # --secrets-dir): keep this output where you keep Secrets (the policies carry the token\n\
+         # too; anyone who can read them can call the server, which only ever answers what it\n\
+         # judges).\n",
         version = env!("CARGO_PKG_VERSION"),
     );
     out.push_str(&own_namespace(namespace));

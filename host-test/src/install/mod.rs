@@ -13,6 +13,7 @@
 //! restart.
 
 mod gatekeeper;
+mod kept_secrets;
 mod kyverno;
 mod webhook;
 
@@ -78,6 +79,14 @@ pub struct ServerOptions {
     /// certificate names HOST beside the Service's names.
     #[arg(long, value_name = "URL", value_parser = parse_external_url)]
     pub url: Option<ExternalUrl>,
+
+    /// Keep the CA, its key, the serving certificate and key (and Kyverno's token) in DIR, so
+    /// that the same inputs print the same manifests (a GitOps repository does not churn): the
+    /// first run writes them there, later runs read them. The CA is never replaced; the serving
+    /// certificate is issued again from it when it no longer names the server or expires
+    /// within 30 days. Keep DIR as you keep Secrets.
+    #[arg(long, value_name = "DIR")]
+    pub secrets_dir: Option<PathBuf>,
 }
 
 /// A `--url`: the scheme and authority callers use, without a trailing slash.
@@ -156,8 +165,23 @@ struct TlsMaterial {
 }
 
 fn make_certificates(service_names: &[String]) -> Result<TlsMaterial, String> {
-    let failed = |error: rcgen::Error| format!("cannot make the TLS certificates: {error}");
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(failed)?;
+    let (ca_pem, ca_key_pem, issuer) = make_ca()?;
+    let (cert_pem, key_pem) = issue_serving_certificate(&issuer, service_names)?;
+    Ok(TlsMaterial {
+        ca_pem,
+        ca_key_pem,
+        cert_pem,
+        key_pem,
+    })
+}
+
+fn certificate_error(error: rcgen::Error) -> String {
+    format!("cannot make the TLS certificates: {error}")
+}
+
+/// A new CA: its certificate and key as PEM, and the issuer they make.
+fn make_ca() -> Result<(String, String, Issuer<'static, KeyPair>), String> {
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(certificate_error)?;
     ca_params
         .distinguished_name
         .push(DnType::CommonName, "meshlife-serve-ca");
@@ -168,27 +192,30 @@ fn make_certificates(service_names: &[String]) -> Result<TlsMaterial, String> {
     let now = time::OffsetDateTime::now_utc();
     ca_params.not_before = now;
     ca_params.not_after = now + std::time::Duration::from_secs(10 * 365 * 24 * 3600);
-    let ca_key = KeyPair::generate().map_err(failed)?;
-    let ca_cert = ca_params.self_signed(&ca_key).map_err(failed)?;
+    let ca_key = KeyPair::generate().map_err(certificate_error)?;
+    let ca_cert = ca_params.self_signed(&ca_key).map_err(certificate_error)?;
     let ca_pem = ca_cert.pem();
     let ca_key_pem = ca_key.serialize_pem();
-    let issuer = Issuer::new(ca_params, ca_key);
+    Ok((ca_pem, ca_key_pem, Issuer::new(ca_params, ca_key)))
+}
 
-    let mut params = CertificateParams::new(service_names.to_vec()).map_err(failed)?;
+/// A serving certificate for `service_names` (the first is its common name), valid two years,
+/// and its key, as PEM.
+fn issue_serving_certificate(
+    issuer: &Issuer<'_, KeyPair>,
+    service_names: &[String],
+) -> Result<(String, String), String> {
+    let mut params = CertificateParams::new(service_names.to_vec()).map_err(certificate_error)?;
     params
         .distinguished_name
         .push(DnType::CommonName, service_names[0].clone());
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let now = time::OffsetDateTime::now_utc();
     params.not_before = now;
     params.not_after = now + std::time::Duration::from_secs(2 * 365 * 24 * 3600);
-    let key = KeyPair::generate().map_err(failed)?;
-    let cert = params.signed_by(&key, &issuer).map_err(failed)?;
-    Ok(TlsMaterial {
-        ca_pem,
-        ca_key_pem,
-        cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
-    })
+    let key = KeyPair::generate().map_err(certificate_error)?;
+    let cert = params.signed_by(&key, issuer).map_err(certificate_error)?;
+    Ok((cert.pem(), key.serialize_pem()))
 }
 
 fn base64(bytes: &[u8]) -> String {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::{Mount, ROUTES_PORT, Server, ServerOptions, base64, make_certificates, own_namespace};
+use super::{Mount, ROUTES_PORT, Server, ServerOptions, base64, kept_secrets, own_namespace};
 
 const NAME: &str = "meshlife";
 const CONSTRAINTS_CONFIG_MAP: &str = "meshlife-constraints";
@@ -119,11 +119,15 @@ pub fn manifests(args: &WebhookInstall) -> Result<String, String> {
         calls_the_api: true,
         caller: "The API server",
     };
-    let tls = make_certificates(&server.certificate_names())?;
+    let tls = kept_secrets::certificates(
+        args.server.secrets_dir.as_deref(),
+        &server.certificate_names(),
+    )?;
     let mut out = format!(
         "# meshlife {version}: meshlife serve as a validating webhook, printed by `meshlife install\n\
          # webhook`. Apply with `kubectl apply -f -` (Kubernetes 1.30+: matchConditions). The Secret\n\
-         # below holds a private key made just now: keep this output where you keep Secrets.\n",
+         # below holds a private key (made just now, or kept in --secrets-dir): keep this output\n\
+         # where you keep Secrets.\n",
         version = env!("CARGO_PKG_VERSION"),
     );
     out.push_str(&own_namespace(namespace));
