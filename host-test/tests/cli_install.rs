@@ -140,6 +140,8 @@ fn install_with_cert_manager_issues_from_the_ca_the_provider_trusts() {
             "--cert-manager",
             "--namespace",
             "policy",
+            "--gatekeeper-cert-secret",
+            "gatekeeper-ca",
         ],
         None,
     );
@@ -815,4 +817,71 @@ fn a_secrets_dir_makes_every_install_print_the_same_manifests() {
         stderr.contains("ca.crt and ca.key go together, and only one of them is there"),
         "{stderr}"
     );
+}
+
+/// `install gatekeeper --namespace X`: refused with the reason and the commands while the
+/// provider would mount Gatekeeper's Secret from another namespace; with a copy named, X is
+/// printed as a Namespace, the copy is mounted, and a constraint that does not exclude X is
+/// named in a note.
+#[test]
+fn install_gatekeeper_in_another_namespace_needs_a_copy_of_gatekeepers_ca() {
+    let (code, text, stderr) = meshlife(&["install", "gatekeeper", "--namespace", "policy"], None);
+    assert_eq!(code, 2, "{text}");
+    assert!(
+        stderr.contains(
+            "--namespace policy: the provider verifies Gatekeeper's client certificate with \
+             ca.crt of the Secret gatekeeper-webhook-server-cert, which Gatekeeper keeps in \
+             gatekeeper-system and a pod in policy cannot mount"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("--gatekeeper-cert-secret gatekeeper-ca"),
+        "{stderr}"
+    );
+
+    let (code, text, stderr) = meshlife(
+        &[
+            "install",
+            "gatekeeper",
+            "--namespace",
+            "policy",
+            "--gatekeeper-cert-secret",
+            "gatekeeper-ca",
+            "--constraint",
+            "constraints/gatekeeper/clusters/istio-1.26-classic.yaml",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let all = documents(&text);
+    assert_eq!(find(&all, "Namespace")["metadata"]["name"], "policy");
+    let deployment = find(&all, "Deployment");
+    assert_eq!(deployment["metadata"]["namespace"], "policy");
+    let volumes = deployment["spec"]["template"]["spec"]["volumes"].to_string();
+    assert!(
+        volumes.contains("\"secretName\":\"gatekeeper-ca\""),
+        "{volumes}"
+    );
+    assert!(
+        stderr.contains("constraint mesh-lifecycle-errors does not exclude policy"),
+        "{stderr}"
+    );
+    // In Gatekeeper's own namespace: no Namespace printed, no note.
+    let (code, text, stderr) = meshlife(
+        &[
+            "install",
+            "gatekeeper",
+            "--constraint",
+            "constraints/gatekeeper/clusters/istio-1.26-classic.yaml",
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        !documents(&text)
+            .iter()
+            .any(|object| object["kind"] == "Namespace")
+    );
+    assert!(!stderr.contains("does not exclude"), "{stderr}");
 }

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
+use serde::Deserialize as _;
 
 use super::{Mount, ROUTES_PORT, Server, ServerOptions, base64, kept_secrets};
 
@@ -15,6 +16,10 @@ const TEMPLATE: &str = include_str!("../../../constraints/gatekeeper/template.ya
 
 /// Names every printed object shares; the Provider's URL is built from them.
 const NAME: &str = "meshlife-provider";
+
+/// Where Gatekeeper runs and keeps its webhook certificate.
+const GATEKEEPER_NAMESPACE: &str = "gatekeeper-system";
+const GATEKEEPER_CERT_SECRET: &str = "gatekeeper-webhook-server-cert";
 
 #[derive(Args, Debug)]
 pub struct GatekeeperInstall {
@@ -25,8 +30,9 @@ pub struct GatekeeperInstall {
 
     /// Namespace of the provider. Gatekeeper's own namespace is exempt from its webhook (so the
     /// provider can never be blocked by its own policy) and holds the client CA the provider
-    /// verifies Gatekeeper with.
-    #[arg(long, default_value = "gatekeeper-system")]
+    /// verifies Gatekeeper with; another namespace is printed too, and needs a copy of that
+    /// Secret there, named with --gatekeeper-cert-secret.
+    #[arg(long, default_value = GATEKEEPER_NAMESPACE)]
     pub namespace: String,
 
     #[command(flatten)]
@@ -34,14 +40,40 @@ pub struct GatekeeperInstall {
 
     /// Secret holding Gatekeeper's webhook certificate, whose `ca.crt` client certificates must
     /// chain to (Gatekeeper presents that certificate to providers since 3.9).
-    #[arg(long, default_value = "gatekeeper-webhook-server-cert")]
+    #[arg(long, default_value = GATEKEEPER_CERT_SECRET)]
     pub gatekeeper_cert_secret: String,
 }
 
 pub fn manifests(args: &GatekeeperInstall) -> Result<String, String> {
     let namespace = &args.namespace;
+    let own_namespace = namespace != GATEKEEPER_NAMESPACE;
+    if own_namespace && args.gatekeeper_cert_secret == GATEKEEPER_CERT_SECRET {
+        return Err(format!(
+            "--namespace {namespace}: the provider verifies Gatekeeper's client certificate with \
+             ca.crt of the Secret {GATEKEEPER_CERT_SECRET}, which Gatekeeper keeps in \
+             {GATEKEEPER_NAMESPACE} and a pod in {namespace} cannot mount. Copy it there and \
+             name the copy with --gatekeeper-cert-secret (again whenever Gatekeeper renews its \
+             CA):\n  kubectl create namespace {namespace}\n  kubectl -n {GATEKEEPER_NAMESPACE} \
+             get secret {GATEKEEPER_CERT_SECRET} -o jsonpath='{{.data.ca\\.crt}}' | base64 -d \
+             > ca.crt && kubectl -n {namespace} create secret generic gatekeeper-ca \
+             --from-file=ca.crt\n  meshlife install gatekeeper --namespace {namespace} \
+             --gatekeeper-cert-secret gatekeeper-ca ...\nor install into {GATEKEEPER_NAMESPACE}, \
+             which Gatekeeper's webhook exempts"
+        ));
+    }
     let mut constraints = String::new();
     for file in super::read_constraints(&args.constraints)? {
+        if own_namespace {
+            for name in constraints_judging(&file.text, namespace) {
+                eprintln!(
+                    "meshlife: note: {}: constraint {name} does not exclude {namespace}, so \
+                     Gatekeeper reviews the provider's own pods through the provider (admitted \
+                     while it is down only under providerFailure: ignore); add {namespace} to \
+                     its spec.match.excludedNamespaces",
+                    file.path.display()
+                );
+            }
+        }
         let _ = writeln!(
             constraints,
             "---\n# From {}\n{}",
@@ -78,6 +110,9 @@ pub fn manifests(args: &GatekeeperInstall) -> Result<String, String> {
          # template: apply again.\n",
         version = env!("CARGO_PKG_VERSION"),
     );
+    if own_namespace {
+        out.push_str(&super::own_namespace(namespace));
+    }
     out.push_str(&server.manifests(&tls)?);
     let _ = write!(
         out,
@@ -102,4 +137,24 @@ spec:
         template = TEMPLATE.trim_end(),
     );
     Ok(out)
+}
+
+/// The names of the constraints in `text` whose match does not exclude `namespace`.
+fn constraints_judging(text: &str, namespace: &str) -> Vec<String> {
+    serde_yaml_ng::Deserializer::from_str(text)
+        .filter_map(|document| serde_yaml_ng::Value::deserialize(document).ok())
+        .filter(|constraint| !constraint.is_null())
+        .filter(|constraint| {
+            let excluded = &constraint["spec"]["match"]["excludedNamespaces"];
+            !excluded
+                .as_sequence()
+                .is_some_and(|names| names.iter().any(|name| name.as_str() == Some(namespace)))
+        })
+        .map(|constraint| {
+            constraint["metadata"]["name"]
+                .as_str()
+                .unwrap_or("(unnamed)")
+                .to_string()
+        })
+        .collect()
 }
