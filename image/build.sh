@@ -15,9 +15,9 @@ TARGET=x86_64-unknown-linux-musl
 out=target/image
 start=$SECONDS
 
-# musl-gcc compiles the C in the tree (ring, zstd) for the static target.
-install_debian_packages musl-tools
-rustup target add "$TARGET" >/dev/null 2>&1
+# musl-gcc compiles the C in the tree (ring, zstd) for the static target; file checks the result.
+install_debian_packages musl-tools file
+rustup target add "$TARGET" 2>&1 | grep -v "is up to date" || true
 echo "== cargo build --release --locked --target $TARGET -p meshlife"
 cargo build --release --locked --target "$TARGET" -p meshlife
 binary="${CARGO_TARGET_DIR:-target}/$TARGET/release/meshlife"

@@ -18,15 +18,22 @@ install_debian_packages() {
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     echo "== installing ${missing[*]} from Debian's packages"
     $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+    # env: sudo's env_reset would drop the variable.
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
         "${missing[@]}" > /dev/null
 }
 
 # Makes `docker info` answer: installs Debian's docker.io when there is no dockerd, and starts
 # dockerd (logging to target/image/dockerd.log) when no engine is running.
 ensure_docker() {
-    if docker info >/dev/null 2>&1; then
+    local said
+    if said=$(docker info 2>&1 >/dev/null); then
         return 0
+    fi
+    if grep -qi "permission denied" <<<"$said"; then
+        echo "image: a Docker engine runs but this user may not use its socket ($said);" \
+            "add the user to the docker group or run as root" >&2
+        exit 2
     fi
     command -v dockerd >/dev/null || install_debian_packages docker.io
     mkdir -p target/image

@@ -810,6 +810,22 @@ fn a_secrets_dir_makes_every_install_print_the_same_manifests() {
         "{stderr}"
     );
 
+    // A serving key that is not the certificate's: issued again; a CA key that is not the
+    // CA's: refused.
+    std::fs::copy(kept.join("ca.key"), kept.join("tls.key")).unwrap();
+    let (code, _, stderr) = meshlife(&["install", "gatekeeper", "--secrets-dir", kept_arg], None);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stderr.contains("tls.crt: tls.key is not its key: issued again"),
+        "{stderr}"
+    );
+    let ca_key = std::fs::read(kept.join("ca.key")).unwrap();
+    std::fs::copy(kept.join("tls.key"), kept.join("ca.key")).unwrap();
+    let (code, _, stderr) = meshlife(&["install", "gatekeeper", "--secrets-dir", kept_arg], None);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("ca.key: not the key of"), "{stderr}");
+    std::fs::write(kept.join("ca.key"), ca_key).unwrap();
+
     std::fs::remove_file(kept.join("ca.key")).unwrap();
     let (code, _, stderr) = meshlife(&["install", "webhook", "--secrets-dir", kept_arg], None);
     assert_eq!(code, 2, "{stderr}");

@@ -504,6 +504,26 @@ fn what_a_renderer_cannot_render_alone_is_skipped_with_the_reason() {
     let strict = workspace.run_with_path(&["check", "repo", "--strict"], &helm);
     assert_eq!(strict.code, 2, "{strict:?}");
 
+    // A kustomization that does not build is broken as applied: an input error.
+    workspace.write(
+        "broken/kustomization.yaml",
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [missing.yaml]\n",
+    );
+    let failing = script_on_path(
+        &workspace,
+        "kubectl",
+        "echo 'error: accumulating resources: missing.yaml: no such file' >&2\nexit 1",
+    );
+    let outcome = workspace.run_with_path(&["check", "broken"], &failing);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains(
+            "a Kustomize folder (kustomization.yaml): `kubectl kustomize broken` failed (exit \
+             status: 1): error: accumulating resources: missing.yaml: no such file"
+        ),
+        "{outcome:?}"
+    );
+
     let endless = script_on_path(&workspace, "kustomize", "exec /usr/bin/yes 'kind: Pod'");
     workspace.write(
         "app/kustomization.yaml",

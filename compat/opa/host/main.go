@@ -131,23 +131,20 @@ func main() {
 	checks = append(checks, check{host, "the data a bundle passes the module is OPA's whole store", err == nil, store})
 	checks = append(checks, check{host, "memory stable (Go SDK, prepared query)", memory.ok, memory.detail})
 
-	direct, patched, err := resolverDirect(ctx, *modulePath, fixtures)
+	direct, patched, resolverRaces, err := resolverDirect(ctx, *modulePath, fixtures)
 	if err != nil {
 		fail(fmt.Errorf("v1/resolver/wasm: %w", err))
 	}
 	columns = append(columns, column{host, version.Version, "v1/resolver/wasm: New(module, data), Eval from concurrent goroutines, SetDataPath and RemoveDataPath midway", false, direct})
 	checks = append(checks, check{host, "data patched through the resolver (SetDataPath, RemoveDataPath)", patched.ok, patched.detail})
+	checks = append(checks, raceCheck(host, "v1/resolver/wasm answers from concurrent goroutines", resolverRaces))
 
 	rest, races, err := restAPI(*opaCLI, bundle, fixtures)
 	if err != nil {
 		fail(fmt.Errorf("opa run -s: %w", err))
 	}
 	columns = append(columns, column{host, version.Version, "opa run -s -b bundle, POST " + restPath, false, rest})
-	raceDetail := "no answer hit OPA's VM-reuse race"
-	if len(races) > 0 {
-		raceDetail = strings.Join(races, "; ")
-	}
-	checks = append(checks, check{host, "opa run -s answers from concurrent requests", true, raceDetail})
+	checks = append(checks, raceCheck(host, "opa run -s answers from concurrent requests", races))
 
 	eval, err := evalCLI(*opaCLI, bundle, fixtures)
 	if err != nil {
@@ -415,16 +412,16 @@ func settledRSS() uint64 {
 // bundle's manifest, without the bundle. Fixtures are evaluated from GOMAXPROCS goroutines, so
 // the VM pool clones a VM (a byte copy of its heap); the data is patched (the module's stash
 // and path exports) after the first third of the fixtures and restored after the second.
-func resolverDirect(ctx context.Context, modulePath string, fixtures []fixture) (map[string]result, memoryCheck, error) {
+func resolverDirect(ctx context.Context, modulePath string, fixtures []fixture) (map[string]result, memoryCheck, []string, error) {
 	policy, err := os.ReadFile(modulePath)
 	if err != nil {
-		return nil, memoryCheck{}, err
+		return nil, memoryCheck{}, nil, err
 	}
 	ref := ast.MustParseRef(query)
 	data := map[string]any{"meshlife": map[string]any{"bundle": "compat"}}
 	wasmResolver, err := wasm.New([]ast.Ref{ref}, policy, data)
 	if err != nil {
-		return nil, memoryCheck{}, err
+		return nil, memoryCheck{}, nil, err
 	}
 	defer wasmResolver.Close()
 	evaluate := func(f *fixture) result {
@@ -447,7 +444,7 @@ func resolverDirect(ctx context.Context, modulePath string, fixtures []fixture) 
 	}
 	results := make([]result, len(fixtures))
 	third := len(fixtures) / 3
-	var patches []string
+	var patches, races []string
 	for _, span := range [][2]int{{0, third}, {third, 2 * third}, {2 * third, len(fixtures)}} {
 		switch span[0] {
 		case third:
@@ -458,17 +455,30 @@ func resolverDirect(ctx context.Context, modulePath string, fixtures []fixture) 
 			patches = append(patches, fmt.Sprintf("RemoveDataPath(meshlife.cluster): %v", err))
 		}
 		if err != nil {
-			return nil, memoryCheck{false, strings.Join(patches, ", ")}, nil
+			return nil, memoryCheck{false, strings.Join(patches, ", ")}, nil, nil
 		}
 		parallel(span[0], span[1], func(i int) { results[i] = evaluate(&fixtures[i]) })
 		// Asked again under the same data as the first time.
-		patches = append(patches, askRacesAgain(results[span[0]:span[1]], fixtures[span[0]:span[1]], evaluate)...)
+		races = append(races, askRacesAgain(results[span[0]:span[1]], fixtures[span[0]:span[1]], evaluate)...)
 	}
 	byID := map[string]result{}
 	for i, f := range fixtures {
 		byID[f.ID] = results[i]
 	}
-	return byID, memoryCheck{true, strings.Join(patches, ", ") + "; every fixture evaluated around them"}, nil
+	return byID, memoryCheck{true, strings.Join(patches, ", ") + "; every fixture evaluated around them"}, races, nil
+}
+
+// The race is rare (once in about 16,000 evaluations in CI): more than a few answers needing a
+// second asking, or one still failing alone, is not that race and fails the check.
+func raceCheck(host, name string, races []string) check {
+	if len(races) == 0 {
+		return check{host, name, true, "no answer hit OPA's VM-reuse race"}
+	}
+	ok := len(races) <= 3
+	for _, race := range races {
+		ok = ok && !strings.Contains(race, "failed again")
+	}
+	return check{host, name, ok, strings.Join(races, "; ")}
 }
 
 // OPA's wasm SDK gives a VM back to its pool before its caller has copied the result: VM.Eval
@@ -478,7 +488,7 @@ func resolverDirect(ctx context.Context, modulePath string, fixtures []fixture) 
 // over the result, which then parses as that input and is refused as an "illegal result type".
 // Seen once in CI (v1.22.3, a Namespace: the smallest inputs leave their result lowest in
 // memory, where the next input lands). Such answers are asked again with nothing else running,
-// and said so; an answer still wrong alone stays in the matrix as it is.
+// and said so (raceCheck); an answer still wrong alone stays in the matrix as it is.
 func askRacesAgain(results []result, fixtures []fixture, evaluate func(*fixture) result) []string {
 	var notes []string
 	for i := range results {

@@ -40,16 +40,20 @@ pub struct GatekeeperInstall {
 
     /// Secret holding Gatekeeper's webhook certificate, whose `ca.crt` client certificates must
     /// chain to (Gatekeeper presents that certificate to providers since 3.9).
-    #[arg(long, default_value = GATEKEEPER_CERT_SECRET)]
-    pub gatekeeper_cert_secret: String,
+    /// [default: gatekeeper-webhook-server-cert in gatekeeper-system; elsewhere required]
+    #[arg(long)]
+    pub gatekeeper_cert_secret: Option<String>,
 }
 
 pub fn manifests(args: &GatekeeperInstall) -> Result<String, String> {
     let namespace = &args.namespace;
     let own_namespace = namespace != GATEKEEPER_NAMESPACE;
-    if own_namespace && args.gatekeeper_cert_secret == GATEKEEPER_CERT_SECRET {
-        return Err(format!(
-            "--namespace {namespace}: the provider verifies Gatekeeper's client certificate with \
+    let cert_secret = match &args.gatekeeper_cert_secret {
+        Some(name) => name.as_str(),
+        None if !own_namespace => GATEKEEPER_CERT_SECRET,
+        None => {
+            return Err(format!(
+                "--namespace {namespace}: the provider verifies Gatekeeper's client certificate with \
              ca.crt of the Secret {GATEKEEPER_CERT_SECRET}, which Gatekeeper keeps in \
              {GATEKEEPER_NAMESPACE} and a pod in {namespace} cannot mount. Copy it there and \
              name the copy with --gatekeeper-cert-secret (again whenever Gatekeeper renews its \
@@ -59,8 +63,9 @@ pub fn manifests(args: &GatekeeperInstall) -> Result<String, String> {
              --from-file=ca.crt\n  meshlife install gatekeeper --namespace {namespace} \
              --gatekeeper-cert-secret gatekeeper-ca ...\nor install into {GATEKEEPER_NAMESPACE}, \
              which Gatekeeper's webhook exempts"
-        ));
-    }
+            ));
+        }
+    };
     let mut constraints = String::new();
     for file in super::read_constraints(&args.constraints)? {
         if own_namespace {
@@ -91,7 +96,7 @@ pub fn manifests(args: &GatekeeperInstall) -> Result<String, String> {
             path: "/gatekeeper-certs",
             source: format!(
                 "secret: {{secretName: {}, items: [{{key: ca.crt, path: ca.crt}}]}}",
-                args.gatekeeper_cert_secret
+                cert_secret
             ),
             comment: "Gatekeeper's webhook certificate Secret; only its ca.crt is read.",
         }],
@@ -139,16 +144,27 @@ spec:
     Ok(out)
 }
 
-/// The names of the constraints in `text` whose match does not exclude `namespace`.
+/// The names of the constraints in `text` that would review objects in `namespace`: its match
+/// neither excludes it nor lists other namespaces only (Gatekeeper's `prefix*` and `*suffix`
+/// wildcards count). A `namespaceSelector` cannot be read here: such a constraint is left out.
 fn constraints_judging(text: &str, namespace: &str) -> Vec<String> {
+    let names_it = |list: &serde_yaml_ng::Value| {
+        list.as_sequence().is_some_and(|names| {
+            names
+                .iter()
+                .filter_map(serde_yaml_ng::Value::as_str)
+                .any(|pattern| namespace_matches(pattern, namespace))
+        })
+    };
     serde_yaml_ng::Deserializer::from_str(text)
         .filter_map(|document| serde_yaml_ng::Value::deserialize(document).ok())
         .filter(|constraint| !constraint.is_null())
         .filter(|constraint| {
-            let excluded = &constraint["spec"]["match"]["excludedNamespaces"];
-            !excluded
-                .as_sequence()
-                .is_some_and(|names| names.iter().any(|name| name.as_str() == Some(namespace)))
+            let matching = &constraint["spec"]["match"];
+            let limited = !matching["namespaces"].is_null() && !names_it(&matching["namespaces"]);
+            !limited
+                && !names_it(&matching["excludedNamespaces"])
+                && matching["namespaceSelector"].is_null()
         })
         .map(|constraint| {
             constraint["metadata"]["name"]
@@ -157,4 +173,15 @@ fn constraints_judging(text: &str, namespace: &str) -> Vec<String> {
                 .to_string()
         })
         .collect()
+}
+
+/// Gatekeeper's namespace patterns: a name, `prefix*` or `*suffix`.
+fn namespace_matches(pattern: &str, namespace: &str) -> bool {
+    if let Some(prefix) = pattern.strip_suffix('*') {
+        namespace.starts_with(prefix)
+    } else if let Some(suffix) = pattern.strip_prefix('*') {
+        namespace.ends_with(suffix)
+    } else {
+        pattern == namespace
+    }
 }

@@ -34,10 +34,10 @@ pub fn certificates(dir: Option<&Path>, names: &[String]) -> Result<TlsMaterial,
         (None, None) => {
             let made = make_certificates(names)?;
             create_dir(dir)?;
-            write(&file(CA_CERT), &made.ca_pem, false)?;
             write(&file(CA_KEY), &made.ca_key_pem, true)?;
-            write(&file(SERVING_CERT), &made.cert_pem, false)?;
+            write(&file(CA_CERT), &made.ca_pem, false)?;
             write(&file(SERVING_KEY), &made.key_pem, true)?;
+            write(&file(SERVING_CERT), &made.cert_pem, false)?;
             eprintln!(
                 "meshlife: note: wrote a new CA and serving certificate to {}; later runs with \
                  --secrets-dir {} print the same ones (keep the folder as you keep Secrets)",
@@ -61,6 +61,13 @@ pub fn certificates(dir: Option<&Path>, names: &[String]) -> Result<TlsMaterial,
             file(CA_KEY).display()
         )
     })?;
+    if public_key_of_certificate(&ca_pem).as_deref() != Some(ca_key.public_key_raw()) {
+        return Err(format!(
+            "{}: not the key of {} (or that is not a certificate in PEM); restore the pair",
+            file(CA_KEY).display(),
+            file(CA_CERT).display()
+        ));
+    }
     let issuer = Issuer::from_ca_cert_pem(&ca_pem, ca_key).map_err(|error| {
         format!(
             "{}: not a CA certificate in PEM: {error}",
@@ -70,7 +77,7 @@ pub fn certificates(dir: Option<&Path>, names: &[String]) -> Result<TlsMaterial,
 
     let serving = (read(&file(SERVING_CERT))?, read(&file(SERVING_KEY))?);
     if let (Some(cert_pem), Some(key_pem)) = &serving {
-        match why_not_reusable(cert_pem, &ca_pem, names) {
+        match why_not_reusable(cert_pem, key_pem, &ca_pem, names) {
             None => {
                 return Ok(TlsMaterial {
                     ca_pem,
@@ -87,8 +94,9 @@ pub fn certificates(dir: Option<&Path>, names: &[String]) -> Result<TlsMaterial,
         }
     }
     let (cert_pem, key_pem) = issue_serving_certificate(&issuer, names)?;
-    write(&file(SERVING_CERT), &cert_pem, false)?;
+    // The key first: a certificate never sits beside a key that is not its own.
     write(&file(SERVING_KEY), &key_pem, true)?;
+    write(&file(SERVING_CERT), &cert_pem, false)?;
     Ok(TlsMaterial {
         ca_pem,
         ca_key_pem,
@@ -120,8 +128,24 @@ pub fn kyverno_token(dir: Option<&Path>) -> Result<String, String> {
     Ok(token)
 }
 
-/// Why the kept serving certificate cannot serve `names` under this CA, if it cannot.
-fn why_not_reusable(cert_pem: &str, ca_pem: &str, names: &[String]) -> Option<String> {
+/// The public key a PEM certificate carries, as rcgen's `public_key_raw` gives a key pair's.
+fn public_key_of_certificate(cert_pem: &str) -> Option<Vec<u8>> {
+    let (_, pem) = x509_parser::pem::parse_x509_pem(cert_pem.as_bytes()).ok()?;
+    let (_, cert) = x509_parser::parse_x509_certificate(&pem.contents).ok()?;
+    Some(cert.public_key().subject_public_key.data.to_vec())
+}
+
+/// Why the kept serving certificate and key cannot serve `names` under this CA, if they cannot.
+fn why_not_reusable(
+    cert_pem: &str,
+    key_pem: &str,
+    ca_pem: &str,
+    names: &[String],
+) -> Option<String> {
+    let key = KeyPair::from_pem(key_pem).ok();
+    if key.as_ref().map(KeyPair::public_key_raw) != public_key_of_certificate(cert_pem).as_deref() {
+        return Some(format!("{SERVING_KEY} is not its key"));
+    }
     let der = |pem_text: &str| {
         x509_parser::pem::parse_x509_pem(pem_text.as_bytes())
             .ok()
@@ -148,7 +172,13 @@ fn why_not_reusable(cert_pem: &str, ca_pem: &str, names: &[String]) -> Option<St
             .collect(),
         _ => Vec::new(),
     };
-    if let Some(missing) = names.iter().find(|name| !named.contains(name)) {
+    // An IP address compares as an address: `--url https://[::1]` names `::1` however written.
+    let canonical = |name: &str| {
+        name.parse::<std::net::IpAddr>()
+            .map_or_else(|_| name.to_ascii_lowercase(), |address| address.to_string())
+    };
+    let named: Vec<String> = named.iter().map(|name| canonical(name)).collect();
+    if let Some(missing) = names.iter().find(|name| !named.contains(&canonical(name))) {
         return Some(format!("it does not name {missing}"));
     }
     let ends = cert.validity().not_after.timestamp();
@@ -202,8 +232,15 @@ fn write(path: &PathBuf, text: &str, private: bool) -> Result<(), String> {
     }
     #[cfg(not(unix))]
     let _ = private;
-    options
-        .open(path)
-        .and_then(|mut file| file.write_all(text.as_bytes()))
-        .map_err(|error| format!("{}: {error}", path.display()))
+    let written = options.open(path).and_then(|mut file| {
+        file.write_all(text.as_bytes())?;
+        // `mode` applies only when the file is created: an existing one is narrowed too.
+        #[cfg(unix)]
+        if private {
+            use std::os::unix::fs::PermissionsExt as _;
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
+        Ok(())
+    });
+    written.map_err(|error| format!("{}: {error}", path.display()))
 }

@@ -84,7 +84,7 @@ pub struct ServerOptions {
     /// that the same inputs print the same manifests (a GitOps repository does not churn): the
     /// first run writes them there, later runs read them. The CA is never replaced; the serving
     /// certificate is issued again from it when it no longer names the server or expires
-    /// within 30 days. Keep DIR as you keep Secrets.
+    /// within 30 days. One DIR per target and namespace; keep it as you keep Secrets.
     #[arg(long, value_name = "DIR")]
     pub secrets_dir: Option<PathBuf>,
 }

@@ -135,10 +135,11 @@ pub enum Outcome {
     Rendered(Rendered),
     /// None of its tools is on the PATH (or none renders it alone).
     NoTool,
-    /// The tool ran and refused, with what it said: the folder is not judged (a chart that
-    /// needs values it was not given, a base it cannot fetch).
+    /// `helm template` refused the chart alone, with what it said (a chart that needs values
+    /// it was not given): the folder is not judged, and said so.
     Refused(String),
-    /// The tool could not run, ran too long or printed what cannot be read.
+    /// The tool could not run, failed (a kustomization that does not build), ran too long or
+    /// printed what cannot be read.
     Failed(String),
 }
 
@@ -155,6 +156,11 @@ pub fn render(source: Source, folder: &str, limit: u64) -> Outcome {
             Ok(output) => output,
             Err(error) => return Outcome::Failed(format!("{what}: `{command_line}` {error}")),
         };
+        if output.stdout.len() as u64 > limit {
+            return Outcome::Failed(format!(
+                "{what}: `{command_line}` printed more than --max-file-size ({limit} bytes)"
+            ));
+        }
         if !output.success {
             let said = String::from_utf8_lossy(&output.stderr);
             let said: Vec<&str> = said
@@ -162,17 +168,20 @@ pub fn render(source: Source, folder: &str, limit: u64) -> Outcome {
                 .filter(|line| !line.trim().is_empty())
                 .take(5)
                 .collect();
-            return Outcome::Refused(format!(
-                "{what}: `{command_line}` failed ({}): {}; render it as you deploy it (with \
-                 its values or overlays) and pipe it to `meshlife check -`",
+            let failed = format!(
+                "{what}: `{command_line}` failed ({}): {}",
                 output.status,
                 said.join(" / ")
-            ));
-        }
-        if output.stdout.len() as u64 > limit {
-            return Outcome::Failed(format!(
-                "{what}: `{command_line}` printed more than --max-file-size ({limit} bytes)"
-            ));
+            );
+            // A chart often renders only with the values it is deployed with: not judged, and
+            // said so. A kustomization that does not build is broken as it is applied.
+            return match source {
+                Source::HelmChart => Outcome::Refused(format!(
+                    "{failed}; render it with the values you deploy it with and pipe it to \
+                     `meshlife check -`"
+                )),
+                _ => Outcome::Failed(failed),
+            };
         }
         let Ok(text) = String::from_utf8(output.stdout) else {
             return Outcome::Failed(format!(
@@ -216,14 +225,21 @@ fn run_bounded(program: &Path, args: &[String], limit: u64) -> Result<BoundedOut
         let overflowed = Arc::clone(&overflowed);
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
-            let _ = stdout.take(limit.saturating_add(1)).read_to_end(&mut bytes);
+            let mut limited = stdout.take(limit.saturating_add(1));
+            let _ = limited.read_to_end(&mut bytes);
+            // Set before the pipe closes (with `limited`), so that a tool that dies of the
+            // closed pipe is already known to have printed too much.
             overflowed.store(bytes.len() as u64 > limit, Ordering::Release);
+            drop(limited);
             bytes
         })
     };
     let err_reader = std::thread::spawn(move || {
+        let mut stderr = stderr;
         let mut bytes = Vec::new();
-        let _ = stderr.take(64 << 10).read_to_end(&mut bytes);
+        let _ = (&mut stderr).take(64 << 10).read_to_end(&mut bytes);
+        // The rest is drained, not left to block (or kill) a talkative tool.
+        let _ = std::io::copy(&mut stderr, &mut std::io::sink());
         bytes
     });
     let started = Instant::now();
@@ -255,7 +271,12 @@ fn run_bounded(program: &Path, args: &[String], limit: u64) -> Result<BoundedOut
         success: status.is_none_or(|status| status.success()),
         status: status.map_or_else(|| "stopped".into(), |status| status.to_string()),
         stdout: out_reader.join().unwrap_or_default(),
-        stderr: err_reader.join().unwrap_or_default(),
+        // Stopped for printing too much, only the limit is reported: its stderr is not waited
+        // for (a grandchild may still hold it open).
+        stderr: match status {
+            Some(_) => err_reader.join().unwrap_or_default(),
+            None => Vec::new(),
+        },
     })
 }
 
