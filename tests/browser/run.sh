@@ -32,7 +32,9 @@ npm ci --no-audit --no-fund --loglevel=error
 
 out="$root/target/browser"
 mkdir -p "$out"
-meshlife="${MESHLIFE:-$root/target/release/meshlife}"
+target="${CARGO_TARGET_DIR:-$root/target}"
+case "$target" in /*) ;; *) target="$root/$target" ;; esac
+meshlife="${MESHLIFE:-$target/release/meshlife}"
 if [ ! -x "$meshlife" ]; then
     (cd "$root" && cargo build --release -q -p meshlife)
 fi
