@@ -65,6 +65,11 @@ image:
 image-test:
     bash tests/image/run.sh
 
+# charts/meshlife against `meshlife install`: helm lint --strict per engine, and `helm template`
+# compared object by object for every engine and shipped cluster file (the real Helm, pinned).
+chart:
+    bash compat/helm/run.sh
+
 # Draw again the timeline pictures of docs/rules.md (docs/timelines/), one per rule, from each
 # rule's first example that fires; the test docs_timelines fails when they are out of date.
 docs-timelines:

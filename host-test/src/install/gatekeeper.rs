@@ -126,6 +126,7 @@ apiVersion: externaldata.gatekeeper.sh/v1beta1
 kind: Provider
 metadata:
   name: meshlife
+  labels: {{app.kubernetes.io/part-of: meshlife}}
 spec:
   url: {url}
   # Seconds; inside Gatekeeper's 3 s webhook timeout. meshlife serve stops any evaluation at 1 s.

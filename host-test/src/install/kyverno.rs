@@ -312,8 +312,11 @@ fn nth_block(text: &str, index: usize, start: &str, end: &str) -> Result<(usize,
 fn cel_literal(value: &Value) -> String {
     match value {
         Value::Object(map) => {
-            let entries: Vec<String> = map
-                .iter()
+            // Keys sorted, as Go templates range over a map: the Helm chart writes the same text.
+            let mut sorted: Vec<(&String, &Value)> = map.iter().collect();
+            sorted.sort_by_key(|(key, _)| key.as_str());
+            let entries: Vec<String> = sorted
+                .into_iter()
                 .map(|(key, value)| {
                     format!(
                         "{}: dyn({})",
@@ -342,7 +345,7 @@ mod tests {
 
     #[test]
     fn cel_literals_wrap_every_value_so_mixed_maps_type_check() {
-        let value = serde_json::json!({"a": 1, "b": [true, "x"], "c": {"d": null}});
+        let value = serde_json::json!({"c": {"d": null}, "a": 1, "b": [true, "x"]});
         assert_eq!(
             cel_literal(&value),
             r#"{"a": dyn(1), "b": dyn([dyn(true), dyn("x")]), "c": dyn({"d": dyn(null)})}"#
