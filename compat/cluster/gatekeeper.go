@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -367,4 +368,87 @@ func (g *gatekeeperEngine) securityChecks(ctx context.Context) error {
 		h.check(!verdict, "gatekeeper: a caller with %s gets no verdict (%d %q %v)", client.what, status, truncate(answer, 120), err)
 	}
 	return nil
+}
+
+// installElsewhere runs the provider in another namespace than Gatekeeper's, as `meshlife
+// install gatekeeper --namespace` tells a user to: the install refuses until it is given a
+// copy of Gatekeeper's CA Secret there, made with the commands it prints; then every example
+// is judged through that provider, whose pod mounts the copy.
+func (g *gatekeeperEngine) installElsewhere(ctx context.Context, cluster, namespace string) error {
+	h := g.h
+	if g.server != nil {
+		g.server.stop()
+		g.server = nil
+	}
+	_, _, err := install(h.meshlife, h.repo, "gatekeeper", "--namespace", namespace, "--constraint", cluster)
+	h.check(err != nil && strings.Contains(err.Error(), "--gatekeeper-cert-secret"),
+		"install gatekeeper --namespace %s without a copy of Gatekeeper's CA is refused, naming --gatekeeper-cert-secret", namespace)
+	// What the refusal tells the user to do: the namespace, and ca.crt copied into it.
+	if _, err := h.k.apply(ctx, objectFor("v1", "Namespace", "", namespace)); err != nil {
+		return err
+	}
+	original, err := h.k.core.CoreV1().Secrets(gatekeeperNamespace).Get(ctx, "gatekeeper-webhook-server-cert", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	copied := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "gatekeeper-ca"},
+		Data:       map[string][]byte{"ca.crt": original.Data["ca.crt"]},
+	}
+	if _, err := h.k.core.CoreV1().Secrets(namespace).Create(ctx, copied, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	objs, _, err := install(h.meshlife, h.repo, "gatekeeper", "--namespace", namespace, "--gatekeeper-cert-secret", "gatekeeper-ca",
+		"--constraint", cluster, "--url", fmt.Sprintf("https://127.0.0.1:%d", port))
+	if err != nil {
+		return err
+	}
+	// The constraints of the last install call a provider that is stopped now, and they do not
+	// exclude this namespace (the install says so): they go first, so that this install's
+	// own Deployment is not reviewed through a provider that is down.
+	for _, obj := range g.installed {
+		if obj.GetKind() == "MeshLifecycle" {
+			if err := h.k.remove(ctx, obj); err != nil {
+				return err
+			}
+		}
+	}
+	what := fmt.Sprintf("meshlife install gatekeeper --namespace %s --gatekeeper-cert-secret gatekeeper-ca", namespace)
+	if err := h.applyInstall(ctx, what, objs); err != nil {
+		return err
+	}
+	server, err := serverOf(ctx, h.k, h.cp, h.procs, h.meshlife, filepath.Join(h.dir, "gatekeeper-in-"+namespace), "meshlife-provider", port, objs)
+	if err != nil {
+		return err
+	}
+	if err := server.start(ctx); err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		if obj.GetKind() == "MeshLifecycle" {
+			if err := g.waitEnforced(ctx, obj); err != nil {
+				return err
+			}
+		}
+	}
+	if err := h.waitCalled(ctx, server, "validate", 60*time.Second); err != nil {
+		return err
+	}
+	if err := h.judge(ctx, "gatekeeper/"+namespace, cluster, false); err != nil {
+		return err
+	}
+	server.stop()
+	// The namespace stays (no kube-controller-manager finalizes a deleted one); its objects go.
+	for _, obj := range objs {
+		if obj.GetNamespace() == namespace {
+			if err := h.k.remove(ctx, obj); err != nil {
+				return err
+			}
+		}
+	}
+	return h.k.remove(ctx, objectFor("v1", "Secret", namespace, "gatekeeper-ca"))
 }

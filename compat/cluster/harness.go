@@ -32,6 +32,8 @@ type harness struct {
 	benchN      int
 	markdown    string
 	benchOnly   bool
+	// helm is compat/helm's binary; empty: the chart is not checked.
+	helm string
 }
 
 // checkedClusters are the cluster files the examples are judged under (none with -bench-only).

@@ -32,6 +32,7 @@ func run() int {
 	hold := flag.Duration("hold-on-failure", 0, "on a failure, keep every process running this long (to look at the cluster with work-folder/admin.kubeconfig)")
 	benchN := flag.Int("bench", 300, "dry-run creates of the typical Deployment per latency figure (0: no figures)")
 	benchOnly := flag.Bool("bench-only", false, "only the latency figures: no examples, audit, faults or security checks")
+	helm := flag.String("helm", "", "the helm binary (compat/helm/bin/helm): charts/meshlife is installed, upgraded and uninstalled for each engine")
 	markdown := flag.String("markdown", "", "write the latency table into this Markdown file (BENCHMARKS.md), replacing its section")
 	flag.Parse()
 	if *meshlife == "" || *bin == "" {
@@ -44,7 +45,7 @@ func run() int {
 		return 2
 	}
 	procs := newProcesses(dir)
-	h := &harness{meshlife: *meshlife, repo: *repo, bin: *bin, dir: dir, procs: procs, benchN: *benchN, markdown: *markdown, benchOnly: *benchOnly}
+	h := &harness{meshlife: *meshlife, repo: *repo, bin: *bin, dir: dir, procs: procs, benchN: *benchN, markdown: *markdown, benchOnly: *benchOnly, helm: *helm}
 	code := h.run(strings.Split(*engines, ","), *gatekeeperModule, *kyvernoModule)
 	if code != 0 && *hold > 0 {
 		fmt.Printf("cluster-compat: holding the cluster for %v: KUBECONFIG=%s\n", *hold, filepath.Join(dir, "admin.kubeconfig"))
@@ -140,6 +141,9 @@ func (h *harness) run(engines []string, gatekeeperModule, kyvernoModule string) 
 
 func (h *harness) runWebhook(ctx context.Context) error {
 	fmt.Println("\n== the plain webhook (meshlife install webhook)")
+	if err := h.chartCheck(ctx, "webhook"); err != nil {
+		return err
+	}
 	w := &webhookEngine{h: h}
 	for _, cluster := range h.checkedClusters() {
 		if err := w.install(ctx, cluster); err != nil {
@@ -189,6 +193,9 @@ func (h *harness) runGatekeeper(ctx context.Context, module string) error {
 	if err := g.start(ctx); err != nil {
 		return err
 	}
+	if err := h.chartCheck(ctx, "gatekeeper"); err != nil {
+		return err
+	}
 	// The audit: objects made before the constraints, listed in each constraint's status.
 	existing := map[string]bool{}
 	if !h.benchOnly {
@@ -222,6 +229,11 @@ func (h *harness) runGatekeeper(ctx context.Context, module string) error {
 		}
 	}
 	cluster := filepath.Join("constraints/gatekeeper/clusters", benchCluster)
+	if !h.benchOnly {
+		if err := g.installElsewhere(ctx, cluster, "admission"); err != nil {
+			return err
+		}
+	}
 	if err := g.install(ctx, cluster); err != nil {
 		return err
 	}
@@ -271,6 +283,11 @@ func (h *harness) runKyverno(ctx context.Context, module string) error {
 	ky := &kyvernoEngine{h: h, module: module}
 	if err := ky.start(ctx); err != nil {
 		return err
+	}
+	for _, engine := range []string{"kyverno", "kyverno-cel"} {
+		if err := h.chartCheck(ctx, engine); err != nil {
+			return err
+		}
 	}
 	for _, cluster := range h.clusters {
 		for _, cel := range []bool{false, true} {

@@ -16,10 +16,11 @@ fi
 [ "${1:-}" = "--" ] && shift
 go_harness cluster-compat "$here" "$binary_arg"
 bash "$here/install.sh"
+helm="$(bash "$here/../helm/install.sh")"
 out="$target/compat/cluster"
 mkdir -p "$out"
 (cd "$here" && go build -trimpath -o "$out/cluster-compat" .)
 gatekeeper_module="$(cd "$here/../gatekeeper" && go list -m -f '{{.Dir}}' github.com/open-policy-agent/gatekeeper/v3)"
 kyverno_module="$(cd "$here/../kyverno" && go list -m -f '{{.Dir}}' github.com/kyverno/kyverno)"
 exec "$out/cluster-compat" -meshlife "$binary" -repo "$repo" -bin "$here/bin" \
-    -gatekeeper-module "$gatekeeper_module" -kyverno-module "$kyverno_module" "$@"
+    -gatekeeper-module "$gatekeeper_module" -kyverno-module "$kyverno_module" -helm "$helm" "$@"

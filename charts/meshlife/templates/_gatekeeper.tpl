@@ -27,9 +27,30 @@ spec:
   caBundle: {{ .tls.caCert | b64enc }}
 ---
 {{ $root.Files.Get "files/template.yaml" | trim }}
+{{- /* Helm checks every kind before it creates anything, and MeshLifecycle exists only once
+Gatekeeper has made it from the template above: the constraints come with the next upgrade
+(NOTES.txt says so), as `kubectl apply` of the install's output succeeds the second time. */}}
+{{- if $root.Capabilities.APIVersions.Has "constraints.gatekeeper.sh/v1beta1/MeshLifecycle" }}
 {{- range include "meshlife.constraintFiles" $root | fromJsonArray }}
 ---
 # From {{ .name }}
-{{ .text | trim }}
+{{- /* helm uninstall deletes unknown kinds in alphabetical order, the ConstraintTemplate
+before its constraints, and Gatekeeper refuses to delete a constraint whose template is gone
+(when its webhook has DELETE operations on). So uninstall leaves the constraints to the API
+server, which deletes them with their kind once Gatekeeper removes it, the template gone. The
+annotation goes in as text, so that the file's comments stay with the facts they explain. */}}
+{{- $documents := list }}
+{{- range regexSplit "(?m)^---[ \t]*$" .text -1 }}
+{{- $document := fromYaml . }}
+{{- if not $document.kind }}
+{{- else if dig "metadata" "annotations" "" $document }}
+{{- $_ := set $document.metadata.annotations "helm.sh/resource-policy" "keep" }}
+{{- $documents = append $documents (toYaml $document) }}
+{{- else }}
+{{- $documents = append $documents (regexReplaceAll "(?m)^metadata:[ \t]*$" (trim .) "metadata:\n  annotations: {helm.sh/resource-policy: keep}") }}
+{{- end }}
+{{- end }}
+{{ join "\n---\n" $documents }}
+{{- end }}
 {{- end }}
 {{- end }}

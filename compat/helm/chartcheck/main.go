@@ -8,7 +8,8 @@
 //     the chart's are then checked for what they are: a CA, a serving certificate it signed for
 //     the same names as the install's, a key that is the certificate's);
 //   - the Namespace `meshlife install` prints, which Helm makes with --create-namespace;
-//   - Helm's labels (app.kubernetes.io/managed-by, helm.sh/chart) and the chart's
+//   - Helm's labels (app.kubernetes.io/managed-by, helm.sh/chart), its resource policy (kept
+//     constraints: _gatekeeper.tpl says why) and the chart's
 //     meshlife.dev/certificate-* annotations, which let an upgrade keep the certificates.
 //
 // Choices that one side refuses, the other must refuse too.
@@ -122,6 +123,10 @@ func allChoices(clusters, own, team string) ([]choice, error) {
 		}
 		base := choice{namespace: namespace, install: strings.Fields("install " + engine.install),
 			helm: []string{"--set", "engine=" + engine.value}}
+		if engine.value == "gatekeeper" {
+			// As on an upgrade, once Gatekeeper has made the constraints' kind from the template.
+			base.helm = append(base.helm, "--api-versions", "constraints.gatekeeper.sh/v1beta1/MeshLifecycle")
+		}
 		with := func(name string, install, helm []string) choice {
 			c := base
 			c.name = engine.value + ": " + name
@@ -337,7 +342,7 @@ func index(objects []object, secrets []secret, chart bool) map[string]object {
 			for _, field := range []string{"labels", "annotations"} {
 				values, _ := metadata[field].(map[string]any)
 				for key := range values {
-					if key == "app.kubernetes.io/managed-by" || key == "helm.sh/chart" ||
+					if key == "app.kubernetes.io/managed-by" || key == "helm.sh/chart" || key == "helm.sh/resource-policy" ||
 						strings.HasPrefix(key, "meshlife.dev/certificate-") {
 						delete(values, key)
 					}
