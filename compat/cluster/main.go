@@ -336,6 +336,16 @@ func (h *harness) runKyverno(ctx context.Context, module string) error {
 		if err != nil {
 			return err
 		}
+		if cel {
+			// The Job is refused when judged: refused by the errors policy's second call
+			// failing after its first judged it, or admitted by its first call failing while
+			// the warnings policy's call was answered (the Job has no warning to give).
+			s.splitCall = func(v verdict) bool {
+				refusedOnSecondCall := v.refused && strings.Contains(v.message, "Policy meshlife-errors-cel error:") && strings.Contains(v.message, "request failed")
+				admittedOnFirstCall := v.err == nil && !v.refused && len(v.warnings) == 0
+				return refusedOnSecondCall || admittedOnFirstCall
+			}
+		}
 		s.relabelCheck(ctx, name)
 		// The ClusterPolicies' context default: the errors policy admits, the warnings policy
 		// says the object was not checked. The CEL pair: the errors policy's match condition
