@@ -64,6 +64,9 @@ func main() {
 	clusters := flag.String("clusters", "constraints/gatekeeper/clusters", "the shipped cluster files")
 	flag.Parse()
 
+	if err := sameVersion(*meshlife, *chart); err != nil {
+		fatal(err)
+	}
 	own, err := ownConstraintFile(*meshlife)
 	if err != nil {
 		fatal(err)
@@ -92,6 +95,35 @@ func main() {
 	if failed > 0 {
 		os.Exit(1)
 	}
+}
+
+// The chart's version and appVersion are the binary's, whose install prints the image of that
+// version: the chart's default image is compared with it below, in every choice.
+func sameVersion(meshlife, chart string) error {
+	out, err := exec.Command(meshlife, "--version").Output()
+	if err != nil {
+		return fmt.Errorf("meshlife --version: %w", err)
+	}
+	fields := strings.Fields(string(out))
+	if len(fields) < 2 {
+		return fmt.Errorf("meshlife --version printed %q", out)
+	}
+	text, err := os.ReadFile(filepath.Join(chart, "Chart.yaml"))
+	if err != nil {
+		return err
+	}
+	var metadata struct {
+		Version    string `json:"version"`
+		AppVersion string `json:"appVersion"`
+	}
+	if err := yaml.Unmarshal(text, &metadata); err != nil {
+		return fmt.Errorf("%s/Chart.yaml: %w", chart, err)
+	}
+	if metadata.Version != fields[1] || metadata.AppVersion != fields[1] {
+		return fmt.Errorf("%s/Chart.yaml: version %s, appVersion %s; meshlife is %s: give both the crate's version",
+			chart, metadata.Version, metadata.AppVersion, fields[1])
+	}
+	return nil
 }
 
 // A constraint file of the user's own kind, written by `meshlife constraint`.
@@ -203,7 +235,7 @@ func check(c choice, helm, meshlife, chart string) error {
 	var installed []object
 	var installErr error
 	if c.install != nil {
-		args := append(append([]string{}, c.install...))
+		args := append([]string{}, c.install...)
 		if c.namespace != "gatekeeper-system" && c.namespace != "meshlife-system" && !contains(args, "--namespace") {
 			args = append(args, "--namespace", c.namespace)
 		}
