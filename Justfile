@@ -73,7 +73,7 @@ chart:
 # Draw again the timeline pictures of docs/rules.md (docs/timelines/), one per rule, from each
 # rule's first example that fires; the test docs_timelines fails when they are out of date.
 docs-timelines:
-    MESHLIFE_UPDATE_DOCS=1 cargo test -p meshlife --test docs_timelines
+    MESHLIFE_UPDATE_DOCS=1 cargo test -p meshlife --test it docs_timelines
 
 # Measure evaluation latency (module warm and fresh, native, parse floor, regorus, npm SDK) and
 # write BENCHMARKS.md from the figures; `cargo bench -p meshlife` runs the criterion benchmarks.

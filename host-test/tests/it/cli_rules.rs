@@ -1,6 +1,6 @@
 //! `meshlife rules`: the rule list, one rule's full entry, and unknown rules.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::*;
 use meshlife_policy::catalogue::RULES;

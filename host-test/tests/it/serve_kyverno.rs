@@ -1,7 +1,7 @@
 //! `meshlife serve` behind Kyverno: `POST /kyverno` from a real HTTPS client on loopback, the
 //! body a ClusterPolicy's service call or a ValidatingPolicy's `http.Post` sends.
 
-mod serve_support;
+use crate::serve_support;
 
 use bytes::Bytes;
 use meshlife::engine::Engine;

@@ -3,7 +3,7 @@
 //! misspelt or mistyped parameter is refused by both the schema and the module, the template
 //! and the Provider are well formed, and `meshlife check --constraint` runs with every file.
 
-mod cli_support;
+use crate::cli_support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

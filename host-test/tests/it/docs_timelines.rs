@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-mod cli_support;
+use crate::cli_support;
 
 const RULES_MD: &str = "docs/rules.md";
 const PICTURES: &str = "docs/timelines";

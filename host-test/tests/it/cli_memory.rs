@@ -4,7 +4,7 @@
 
 #![cfg(target_os = "linux")]
 
-mod cli_support;
+use crate::cli_support;
 
 use std::fmt::Write as _;
 use std::fs::File;

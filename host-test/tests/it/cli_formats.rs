@@ -1,6 +1,6 @@
 //! Every `-o` format, parsed and checked structurally.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::*;
 use quick_xml::events::Event;

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-mod cli_support;
+use crate::cli_support;
 
 /// `meshlife ARGS` from the repository's root, as (exit code, stdout, stderr).
 fn meshlife(args: &[&str], stdin: Option<&str>) -> (i32, String, String) {

@@ -1,6 +1,6 @@
 //! `--constraint`: parameters, Gatekeeper match semantics, enforcementAction, and errors.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::*;
 

@@ -4,7 +4,7 @@
 //! behaviours the ABI contract names: data 0, absent input, Go-quoted Rego input, trailing NULs,
 //! heap resets, heap copies into a fresh VM, path updates and bad entrypoints.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

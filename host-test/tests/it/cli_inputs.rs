@@ -1,7 +1,7 @@
 //! Every input form `meshlife check` reads, and what happens when one cannot be read.
 //! Findings are predicted from rules.md (see the fixtures in cli_support).
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::*;
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! `meshlife check` on a whole repository: only manifests are read, templates and YAML that is
 //! not Kubernetes are skipped and said, `--exclude` and `.meshlifeignore` leave parts out.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::*;
 

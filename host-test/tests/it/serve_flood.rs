@@ -3,7 +3,7 @@
 //! because the flood's connections give way at --max-connections instead of holding the
 //! engine's calls in the kernel's backlog until its handshake timeout.
 
-mod serve_support;
+use crate::serve_support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

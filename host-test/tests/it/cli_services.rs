@@ -1,7 +1,7 @@
 //! ML404 through the Services of the same input: a gRPC port is often named only on the
 //! Service that selects the pods, not on the container.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::*;
 

@@ -2,7 +2,7 @@
 //! reader that stops reading is not, and nothing from a manifest reaches a terminal or a CI log
 //! as a control character.
 
-mod cli_support;
+use crate::cli_support;
 
 use std::fs::File;
 use std::io::Read;

@@ -1,7 +1,7 @@
 //! Shutdown and connection handling of `meshlife serve` under load: SIGTERM while several
 //! keep-alive clients send a steady stream; idle and slow connections.
 
-mod serve_support;
+use crate::serve_support;
 
 use std::io::Write;
 use std::sync::Arc;

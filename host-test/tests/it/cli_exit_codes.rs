@@ -1,6 +1,6 @@
 //! Exit codes, `--fail-on`, `--module`, `--stats` and the command line itself.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::*;
 

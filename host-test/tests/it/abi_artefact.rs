@@ -2,7 +2,7 @@
 //! (the shared `opa-wasm-abi.md`, sections 0 and 1.3). Plus the finishing step's lowering of
 //! post-MVP instructions, run against native Rust semantics.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -3,7 +3,7 @@
 //! through the eval-context path and both `opa_eval` formats, returns a well-formed result set,
 //! equal to the native policy's whenever the input is JSON.
 
-mod common;
+use crate::common;
 
 use std::cell::RefCell;
 

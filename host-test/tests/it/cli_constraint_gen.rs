@@ -5,7 +5,7 @@
 //! Command lines are written as one string and split at whitespace (`--flag=` gives an empty
 //! value).
 
-mod cli_support;
+use crate::cli_support;
 
 use std::path::PathBuf;
 

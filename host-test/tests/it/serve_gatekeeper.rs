@@ -1,6 +1,6 @@
 //! `meshlife serve` behind Gatekeeper: a real server process, real HTTPS clients on loopback.
 
-mod serve_support;
+use crate::serve_support;
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! "0 findings" must never stand for "not judged": workloads judged as not meshed are counted
 //! with the reason, `--require-mesh` makes them errors, misplaced mesh keys get a hint.
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::*;
 

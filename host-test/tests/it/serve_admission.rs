@@ -2,7 +2,7 @@
 //! HTTPS client on loopback, AdmissionReview v1 in and out, the Namespaces from a watch of a
 //! local server that speaks the Kubernetes list/watch protocol.
 
-mod serve_support;
+use crate::serve_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};

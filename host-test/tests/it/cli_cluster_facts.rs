@@ -2,7 +2,7 @@
 //! charts), with the cluster's facts on the command line, and with several Namespace manifests
 //! (kustomize bases and overlays checked together).
 
-mod cli_support;
+use crate::cli_support;
 
 use cli_support::*;
 
