@@ -1,9 +1,9 @@
-//! Builds the policy's wasm module (nested cargo, see `src/module_build.rs`) and leaves it in
+//! Builds the policy's wasm module (nested cargo, see `src/module/build.rs`) and leaves it in
 //! `$OUT_DIR/meshlife.wasm`, where the CLI embeds it.
 
 // The CLI uses the rest of the module (`build_dist`); the build script needs only `build_module`.
 #[allow(dead_code)]
-#[path = "src/module_build.rs"]
+#[path = "src/module/build.rs"]
 mod module_build;
 
 use std::path::PathBuf;
@@ -30,7 +30,7 @@ fn main() {
             workspace_root.join(input).display()
         );
     }
-    println!("cargo:rerun-if-changed=src/module_build.rs");
+    println!("cargo:rerun-if-changed=src/module/build.rs");
 
     let module = module_build::build_module(&workspace_root).unwrap_or_else(|error| {
         panic!("building the meshlife wasm module: {error}");

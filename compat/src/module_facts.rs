@@ -1,7 +1,7 @@
 //! What can be checked of the module without running it, and the context-path copy.
 
 use anyhow::{Context, Result, bail};
-use meshlife::module_build::{ABI_MINOR_VERSION_GLOBAL, ABI_VERSION_GLOBAL, old_engine_features};
+use meshlife::module::build::{ABI_MINOR_VERSION_GLOBAL, ABI_VERSION_GLOBAL, old_engine_features};
 use wasmparser::{ExternalKind, Operator, Parser, Payload, TypeRef, Validator};
 
 use crate::matrix::Check;

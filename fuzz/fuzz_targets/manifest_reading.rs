@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use meshlife::manifests::{load, parse_documents};
+use meshlife::inputs::manifests::{load, parse_documents};
 use serde_json::Value;
 
 const FILE: &str = "fuzz.yaml";

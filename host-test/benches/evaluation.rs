@@ -4,8 +4,10 @@
 //! BENCHMARKS.md; these give criterion's statistics and regression comparisons between runs.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use meshlife::bench::{bench_inputs, regorus_engine, regorus_violations, three_rule_input};
-use meshlife::engine::Engine;
+use meshlife::commands::bench::{
+    bench_inputs, regorus_engine, regorus_violations, three_rule_input,
+};
+use meshlife::module::engine::Engine;
 use serde::de::IgnoredAny;
 
 fn evaluation(criterion: &mut Criterion) {

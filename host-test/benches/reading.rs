@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use meshlife::manifests::load;
+use meshlife::inputs::manifests::load;
 
 /// Levels of `[`: 100,000 took 28 s before the reader was made linear, so 8,000 stays under a
 /// quarter of a second even then.

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::manifests;
+use crate::inputs::manifests;
 
 /// One input document for the module, with a label that says where it came from.
 #[derive(Clone, Debug)]
@@ -80,7 +80,7 @@ pub fn rule_cases(directory: &Path) -> Result<Vec<Fixture>> {
     files.sort();
     let mut fixtures = Vec::new();
     for file in files {
-        let text = crate::files::read_text(&file, Default::default())
+        let text = crate::inputs::files::read_text(&file, Default::default())
             .with_context(|| format!("reading {}", file.display()))?;
         let parsed: CaseFile = serde_yaml_ng::from_str(&text)
             .with_context(|| format!("{}: not a rule case file", file.display()))?;

@@ -1,47 +1,26 @@
-//! The `meshlife` CLI as a library: the wasm host, manifest reading, Gatekeeper constraints,
-//! report formats and the command line. `main.rs` only calls [`cli::run`].
+//! The `meshlife` CLI as a library. `main.rs` only calls [`cli::run`]; `cli` parses and hands each
+//! subcommand to its module in [`commands`]. Below the commands, grouped by concern:
+//! [`inputs`] (files, documents, objects, Namespaces, Services), [`constraints`] (Gatekeeper
+//! constraints: reading, match, cluster facts), [`module`] (the wasm module: host, build,
+//! artefacts), [`report`] (findings and every output format) and [`terminal`] (exit codes and
+//! what is printed).
 //!
-//! Without the default feature `commands`, only manifest reading (`files`, `manifests`) is
-//! built: what the `manifest_reading` fuzz target instruments, without wasmtime, the server
-//! stack or the embedded module.
+//! Without the default feature `commands`, only manifest reading (`inputs::files`,
+//! `inputs::manifests`) is built: what the `manifest_reading` fuzz target instruments, without
+//! wasmtime, the server stack or the embedded module.
 
-#[cfg(feature = "commands")]
-pub mod artefacts;
-#[cfg(feature = "commands")]
-pub mod bench;
 #[cfg(feature = "commands")]
 pub mod cli;
 #[cfg(feature = "commands")]
-pub mod constraint;
+pub mod commands;
 #[cfg(feature = "commands")]
-pub mod constraint_gen;
-#[cfg(feature = "commands")]
-pub mod coverage;
-#[cfg(feature = "commands")]
-pub mod engine;
-#[cfg(feature = "commands")]
-pub mod explain;
-pub mod files;
+pub mod constraints;
 #[cfg(feature = "commands")]
 pub mod fixtures;
+pub mod inputs;
 #[cfg(feature = "commands")]
-pub mod install;
-pub mod manifests;
-#[cfg(feature = "commands")]
-pub mod module_build;
-#[cfg(feature = "commands")]
-pub mod namespaces;
-#[cfg(feature = "commands")]
-pub mod output;
+pub mod module;
 #[cfg(feature = "commands")]
 pub mod report;
 #[cfg(feature = "commands")]
-pub mod rule_reference;
-#[cfg(feature = "commands")]
-pub mod serve;
-#[cfg(feature = "commands")]
-pub mod services;
-#[cfg(feature = "commands")]
-pub mod source_location;
-#[cfg(feature = "commands")]
-pub mod suite;
+pub mod terminal;

@@ -6,7 +6,7 @@ use crate::common;
 
 use std::collections::BTreeMap;
 
-use meshlife::module_build;
+use meshlife::module::build;
 use wasmparser::{
     CompositeInnerType, ExternalKind, Operator, Parser, Payload, TypeRef, ValType, Validator,
     WasmFeatures,
@@ -377,7 +377,7 @@ fn lowering_keeps_the_semantics_of_sign_extension_and_saturating_truncation() {
         .section(&exports)
         .section(&code);
     let original = module.finish();
-    let lowered = module_build::finish_module(&original).expect("finishing succeeds");
+    let lowered = build::finish_module(&original).expect("finishing succeeds");
     let artefact = read(&lowered);
     assert_eq!(artefact.globals[0].1, Some(1));
     assert_eq!(artefact.globals[1].1, Some(3));

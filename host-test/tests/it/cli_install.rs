@@ -334,9 +334,9 @@ async fn connect_as_caller(
     server: &serve_support::Server,
     ca_pem: &str,
     name: &str,
-) -> meshlife::bench::client::Connection {
-    let config = meshlife::bench::client::client_config(ca_pem.as_bytes(), None).unwrap();
-    meshlife::bench::client::Connection::open(server.routes, name, &config)
+) -> meshlife::commands::bench::client::Connection {
+    let config = meshlife::commands::bench::client::client_config(ca_pem.as_bytes(), None).unwrap();
+    meshlife::commands::bench::client::Connection::open(server.routes, name, &config)
         .await
         .unwrap()
 }
@@ -382,7 +382,7 @@ fn install_kyverno_prints_a_server_and_policies_that_reach_it_with_the_token() {
         .find(|document| document["metadata"]["name"] == "meshlife-tls")
         .unwrap();
     let ca_pem = tls["stringData"]["ca.crt"].as_str().unwrap();
-    let facts = meshlife::constraint::load_constraints(
+    let facts = meshlife::constraints::constraint::load_constraints(
         std::path::Path::new(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../constraints/gatekeeper/clusters/istio-1.26-classic.yaml"

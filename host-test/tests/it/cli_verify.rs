@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use meshlife::engine::Engine;
+use meshlife::module::engine::Engine;
 use serde::Deserialize as _;
 use serde_json::{Value, json};
 

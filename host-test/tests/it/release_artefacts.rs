@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use meshlife::artefacts::{self, KubewardenMetadata};
-use meshlife::engine::Engine;
-use meshlife::module_build::old_engine_features;
+use meshlife::module::artefacts::{self, KubewardenMetadata};
+use meshlife::module::build::old_engine_features;
+use meshlife::module::engine::Engine;
 use meshlife_policy::Violation;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -332,8 +332,10 @@ fn the_cluster_admission_policies_are_usable() {
     let policies = yaml_documents("constraints/kubewarden/cluster-admission-policy.yaml");
     assert_eq!(policies.len(), 2);
     let engine = Engine::embedded().expect("the embedded module");
-    let loaded =
-        meshlife::manifests::load(&[workspace_root().join("examples").display().to_string()]);
+    let loaded = meshlife::inputs::manifests::load(&[workspace_root()
+        .join("examples")
+        .display()
+        .to_string()]);
     for policy in &policies {
         let name = policy["metadata"]["name"].as_str().expect("a name");
         assert_eq!(policy["apiVersion"], "policies.kubewarden.io/v1", "{name}");

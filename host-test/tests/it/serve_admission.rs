@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use meshlife::engine::Engine;
+use meshlife::module::engine::Engine;
 use meshlife_policy::{Severity, Violation};
 use serde_json::{Value, json};
 use serve_support::kube_api::KubeApi;
@@ -196,7 +196,7 @@ fn every_rule_case_and_example_is_judged_as_the_cli_engine_judges_it() {
             continue;
         }
         let probe = constraint("probe", "deny", &parameters, &json!({}));
-        let valid = meshlife::constraint::parse_constraints_text("probe", &probe)
+        let valid = meshlife::constraints::constraint::parse_constraints_text("probe", &probe)
             .map(|constraints| constraints[0].validate_parameters(&engine).is_ok())
             .unwrap_or(false);
         if !valid {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use meshlife::bench::client::provider_request;
+use meshlife::commands::bench::client::provider_request;
 use serde_json::Value;
 use serve_support::{Authority, Client, SecretVolume, Server, runtime};
 
@@ -49,10 +49,9 @@ fn sigterm_under_load_answers_every_request_and_exits_in_time() {
                 let mut tally = Tally::default();
                 let mut connection = None;
                 while !stop.load(Ordering::Relaxed) {
-                    if connection
-                        .as_ref()
-                        .is_none_or(|open: &meshlife::bench::client::Connection| !open.is_open())
-                    {
+                    if connection.as_ref().is_none_or(
+                        |open: &meshlife::commands::bench::client::Connection| !open.is_open(),
+                    ) {
                         match client.connect().await {
                             Ok(opened) => connection = Some(opened),
                             Err(_) => {

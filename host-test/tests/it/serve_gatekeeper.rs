@@ -4,9 +4,9 @@ use crate::serve_support;
 
 use std::time::{Duration, Instant};
 
-use meshlife::bench::client::provider_request;
-use meshlife::engine::Engine;
+use meshlife::commands::bench::client::provider_request;
 use meshlife::fixtures;
+use meshlife::module::engine::Engine;
 use serde_json::{Value, json};
 use serve_support::{Authority, Client, SecretVolume, Server, runtime, workspace};
 

@@ -4,7 +4,7 @@
 use crate::serve_support;
 
 use bytes::Bytes;
-use meshlife::engine::Engine;
+use meshlife::module::engine::Engine;
 use meshlife_policy::Severity;
 use serde_json::{Value, json};
 use serve_support::{Authority, Client, SecretVolume, Server, runtime};

@@ -12,8 +12,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use meshlife::engine::Engine;
-use meshlife::{fixtures, manifests};
+use meshlife::fixtures;
+use meshlife::inputs::manifests;
+use meshlife::module::engine::Engine;
 use meshlife_policy::{Violation, catalogue};
 use regex::Regex;
 use serde_json::{Value, json};

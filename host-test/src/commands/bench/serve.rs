@@ -1,0 +1,625 @@
+//! `meshlife bench serve`: `meshlife serve` driven over HTTPS keep-alive from several
+//! connections, beside in-process evaluation of the same inputs, and OPA's own server
+//! (`opa run -s`) answering the Rego rendition of three rules through its REST API, against
+//! `meshlife serve` with the same three rules. Both servers are started here, on loopback,
+//! with the same certificates and the same client, in one run.
+//!
+//! Two kinds of load: closed loop (each of N connections sends its next request when the
+//! last is answered) gives throughput at a fixed concurrency; open loop (requests scheduled at
+//! a fixed rate, latency counted from the scheduled time so that a stall is not hidden)
+//! gives the latency at half the maximum throughput, counted from the scheduled time whenever
+//! the previous answer came late (so that a stall is not hidden, as wrk2 counts it).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use bytes::Bytes;
+use clap::Args;
+use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, SanType};
+use serde::Serialize;
+
+use super::client::{Connection, client_config, provider_request};
+use super::{THREE_RULES_REGO, bench_inputs, three_rule_input};
+use crate::module::engine::Engine;
+
+#[derive(Args, Debug)]
+pub struct ServeBenchArgs {
+    /// Concurrencies (connections) of the closed-loop runs.
+    #[arg(long, value_delimiter = ',', default_values_t = [1, 2, 4, 8, 16, 32])]
+    pub concurrency: Vec<usize>,
+    /// Length of each run.
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = crate::commands::serve::limits::parse_duration)]
+    pub duration: Duration,
+    /// The OPA binary for the peer (built with `-tags opa_wasm` by compat/opa/install.sh);
+    /// default: compat/opa/bin/opa, then `opa` on PATH. Without it the peer is reported as not
+    /// measured.
+    #[arg(long, value_name = "FILE")]
+    pub opa: Option<PathBuf>,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Append the figures as Markdown to FILE (BENCHMARKS.md).
+    #[arg(long, value_name = "FILE")]
+    pub markdown: Option<PathBuf>,
+}
+
+#[derive(Serialize, Clone, Debug)]
+pub struct LoadFigures {
+    pub server: String,
+    pub input: String,
+    pub mode: String,
+    pub connections: usize,
+    pub requests: u64,
+    pub errors: u64,
+    pub requests_per_second: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+}
+
+#[derive(Serialize, Debug)]
+pub struct ServeBenchReport {
+    pub runs: Vec<LoadFigures>,
+    /// In-process evaluation of the same inputs (warm instance, one thread), median µs.
+    pub in_process_median_us: Vec<(String, f64)>,
+    pub machine: String,
+    pub opa_version: Option<String>,
+    pub not_measured: Vec<(String, String)>,
+}
+
+/// A server under load: how to reach it and what to send.
+struct Target {
+    name: String,
+    address: SocketAddr,
+    path: &'static str,
+    body: Bytes,
+    /// Whether an answer is right (a transport success with a wrong body is an error).
+    check: fn(&[u8]) -> bool,
+}
+
+fn provider_answer_ok(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body).is_ok_and(|value| {
+        value["response"]["systemError"]
+            .as_str()
+            .unwrap_or("")
+            .is_empty()
+            && value["response"]["items"][0]["value"].is_array()
+    })
+}
+
+fn opa_answer_ok(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(body)
+        .is_ok_and(|value| value.get("result").is_some_and(|result| result.is_array()))
+}
+
+struct Certificates {
+    dir: tempfile::TempDir,
+    ca_pem: String,
+}
+
+impl Certificates {
+    fn make() -> Result<Certificates> {
+        let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+        ca_params
+            .distinguished_name
+            .push(DnType::CommonName, "meshlife-bench-ca");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_key = KeyPair::generate()?;
+        let ca_cert = ca_params.self_signed(&ca_key)?;
+        let issuer = Issuer::new(ca_params, ca_key);
+        let mut params = CertificateParams::new(vec!["localhost".to_string()])?;
+        params
+            .subject_alt_names
+            .push(SanType::IpAddress("127.0.0.1".parse()?));
+        let key = KeyPair::generate()?;
+        let cert = params.signed_by(&key, &issuer)?;
+        let dir = tempfile::tempdir()?;
+        std::fs::write(dir.path().join("tls.crt"), cert.pem())?;
+        std::fs::write(dir.path().join("tls.key"), key.serialize_pem())?;
+        Ok(Certificates {
+            dir,
+            ca_pem: ca_cert.pem(),
+        })
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+/// A child process killed when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> Result<SocketAddr> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(listener.local_addr()?)
+}
+
+fn wait_for_port(address: SocketAddr, child: &mut Child, what: &str) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if std::net::TcpStream::connect(address).is_ok() {
+            return Ok(());
+        }
+        if let Some(status) = child.try_wait()? {
+            bail!("{what} exited ({status}) before listening on {address}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    bail!("{what} did not listen on {address} within 60 s")
+}
+
+fn start_meshlife(certificates: &Certificates) -> Result<(Running, SocketAddr)> {
+    let address = free_port()?;
+    let health = free_port()?;
+    let mut child = Command::new(std::env::current_exe()?)
+        .arg("serve")
+        .arg(format!("--listen={address}"))
+        .arg(format!("--health-listen={health}"))
+        .arg("--tls-cert")
+        .arg(certificates.path("tls.crt"))
+        .arg("--tls-key")
+        .arg(certificates.path("tls.key"))
+        .arg("--log-level=error")
+        // Only /validate is measured: no watch of whatever cluster the machine knows.
+        .arg("--no-namespace-watch")
+        .stdout(Stdio::null())
+        .spawn()
+        .context("starting meshlife serve")?;
+    wait_for_port(address, &mut child, "meshlife serve")?;
+    Ok((Running(child), address))
+}
+
+fn find_opa(explicit: Option<&Path>) -> Option<PathBuf> {
+    if let Some(path) = explicit {
+        return Some(path.to_path_buf());
+    }
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("../compat/opa/bin/opa");
+    if bundled.is_file() {
+        return Some(bundled);
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|folder| folder.join("opa"))
+            .find(|candidate| candidate.is_file())
+    })
+}
+
+fn start_opa(opa: &Path, certificates: &Certificates) -> Result<(Running, SocketAddr, String)> {
+    let version = Command::new(opa)
+        .arg("version")
+        .output()
+        .with_context(|| format!("running {} version", opa.display()))?;
+    let version_text = String::from_utf8_lossy(&version.stdout);
+    let version_line = version_text
+        .lines()
+        .find(|line| line.starts_with("Version:"))
+        .unwrap_or("Version: unknown")
+        .trim_start_matches("Version:")
+        .trim()
+        .to_string();
+    let policy = certificates.path("three_rules.rego");
+    std::fs::write(&policy, THREE_RULES_REGO)?;
+    let address = free_port()?;
+    let mut child = Command::new(opa)
+        .args(["run", "--server", "--log-level=error"])
+        .arg(format!("--addr={address}"))
+        .arg("--tls-cert-file")
+        .arg(certificates.path("tls.crt"))
+        .arg("--tls-private-key-file")
+        .arg(certificates.path("tls.key"))
+        .arg(&policy)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("starting {} run --server", opa.display()))?;
+    wait_for_port(address, &mut child, "opa run --server")?;
+    Ok((Running(child), address, version_line))
+}
+
+fn percentile(sorted: &[u64], fraction: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let index = ((sorted.len() as f64 - 1.0) * fraction).round() as usize;
+    sorted[index] as f64 / 1000.0
+}
+
+fn figures(
+    target: &Target,
+    input: &str,
+    mode: String,
+    connections: usize,
+    mut latencies_ns: Vec<u64>,
+    errors: u64,
+    elapsed: Duration,
+) -> LoadFigures {
+    latencies_ns.sort_unstable();
+    LoadFigures {
+        server: target.name.clone(),
+        input: input.to_string(),
+        mode,
+        connections,
+        requests: latencies_ns.len() as u64,
+        errors,
+        requests_per_second: latencies_ns.len() as f64 / elapsed.as_secs_f64(),
+        p50_us: percentile(&latencies_ns, 0.5),
+        p99_us: percentile(&latencies_ns, 0.99),
+        p999_us: percentile(&latencies_ns, 0.999),
+    }
+}
+
+/// Every connection's latencies and error count, together.
+async fn gather(tasks: Vec<tokio::task::JoinHandle<(Vec<u64>, u64)>>) -> Result<(Vec<u64>, u64)> {
+    let mut latencies = Vec::new();
+    let mut errors = 0;
+    for task in tasks {
+        let (taken, failed) = task.await?;
+        latencies.extend(taken);
+        errors += failed;
+    }
+    Ok((latencies, errors))
+}
+
+/// Each of `connections` keep-alive connections sends as fast as it is answered.
+async fn closed_loop(
+    target: &Target,
+    tls: &Arc<rustls::ClientConfig>,
+    connections: usize,
+    duration: Duration,
+) -> Result<(Vec<u64>, u64, Duration)> {
+    let started = Instant::now();
+    let deadline = started + duration;
+    let mut tasks = Vec::new();
+    for _ in 0..connections {
+        let mut connection = Connection::open(target.address, "localhost", tls).await?;
+        let body = target.body.clone();
+        let path = target.path;
+        let check = target.check;
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut errors = 0u64;
+            while Instant::now() < deadline {
+                let sent = Instant::now();
+                match connection.post(path, body.clone()).await {
+                    Ok(reply) if check(&reply.body) => {
+                        latencies.push(sent.elapsed().as_nanos() as u64)
+                    }
+                    _ => errors += 1,
+                }
+            }
+            (latencies, errors)
+        }));
+    }
+    let (latencies, errors) = gather(tasks).await?;
+    Ok((latencies, errors, started.elapsed()))
+}
+
+/// Requests at `rate` per second spread over `connections`, latency from the scheduled time.
+async fn open_loop(
+    target: &Target,
+    tls: &Arc<rustls::ClientConfig>,
+    connections: usize,
+    rate: f64,
+    duration: Duration,
+) -> Result<(Vec<u64>, u64, Duration)> {
+    let started = Instant::now();
+    let interval = Duration::from_secs_f64(connections as f64 / rate.max(1.0));
+    let mut tasks = Vec::new();
+    for index in 0..connections {
+        let mut connection = Connection::open(target.address, "localhost", tls).await?;
+        let body = target.body.clone();
+        let path = target.path;
+        let check = target.check;
+        let offset = interval.mul_f64(index as f64 / connections as f64);
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut errors = 0u64;
+            let mut scheduled = started + offset;
+            while scheduled < started + duration {
+                // Behind schedule (the server was slow): the wait counts, from the scheduled
+                // time, so a stall is not hidden. On time: from the moment it is sent, so the
+                // client's millisecond timer does not count as the server's latency.
+                let from = if Instant::now() < scheduled {
+                    tokio::time::sleep_until(scheduled.into()).await;
+                    Instant::now()
+                } else {
+                    scheduled
+                };
+                match connection.post(path, body.clone()).await {
+                    Ok(reply) if check(&reply.body) => {
+                        latencies.push(from.elapsed().as_nanos() as u64)
+                    }
+                    _ => errors += 1,
+                }
+                scheduled += interval;
+            }
+            (latencies, errors)
+        }));
+    }
+    let (latencies, errors) = gather(tasks).await?;
+    Ok((latencies, errors, started.elapsed()))
+}
+
+pub fn run_serve_bench(args: &ServeBenchArgs) -> u8 {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("meshlife bench serve: {error}");
+            return crate::terminal::EXIT_ERROR;
+        }
+    };
+    match runtime.block_on(bench(args)) {
+        Ok(report) => {
+            if args.json {
+                println!("{}", serde_json::to_string(&report).unwrap_or_default());
+            } else {
+                print!("{}", text(&report));
+            }
+            if let Some(path) = &args.markdown {
+                // A missing file is made; one that cannot be read is not overwritten blind.
+                let existing = match crate::inputs::files::read_text(path, Default::default()) {
+                    Ok(text) => text,
+                    Err(crate::inputs::files::ReadError::Io(error))
+                        if error.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        String::new()
+                    }
+                    Err(error) => {
+                        eprintln!("meshlife bench serve: {}: {error}", path.display());
+                        return crate::terminal::EXIT_ERROR;
+                    }
+                };
+                let kept = match existing.find(MARKDOWN_HEADING) {
+                    Some(start) => existing[..start].trim_end().to_string(),
+                    None => existing.trim_end().to_string(),
+                };
+                let written = format!("{kept}\n\n{}", markdown(&report));
+                if let Err(error) = std::fs::write(path, written.trim_start()) {
+                    eprintln!("meshlife bench serve: writing {}: {error}", path.display());
+                    return crate::terminal::EXIT_ERROR;
+                }
+                eprintln!("wrote {}", path.display());
+            }
+            crate::terminal::EXIT_OK
+        }
+        Err(error) => {
+            eprintln!("meshlife bench serve: {error:#}");
+            crate::terminal::EXIT_ERROR
+        }
+    }
+}
+
+async fn bench(args: &ServeBenchArgs) -> Result<ServeBenchReport> {
+    let certificates = Certificates::make()?;
+    let tls = client_config(certificates.ca_pem.as_bytes(), None)?;
+    let (_meshlife, meshlife_address) = start_meshlife(&certificates)?;
+    let mut not_measured = Vec::new();
+    let opa = match find_opa(args.opa.as_deref()) {
+        Some(path) => match start_opa(&path, &certificates) {
+            Ok(started) => Some(started),
+            Err(error) => {
+                not_measured.push(("opa run --server".to_string(), format!("{error:#}")));
+                None
+            }
+        },
+        None => {
+            not_measured.push((
+                "opa run --server".to_string(),
+                "no opa binary: run `bash compat/opa/install.sh` or pass --opa".to_string(),
+            ));
+            None
+        }
+    };
+
+    let inputs = bench_inputs();
+    let engine = Engine::embedded()?;
+    let mut in_process = Vec::new();
+    let mut runs = Vec::new();
+    let typical = inputs
+        .iter()
+        .find(|input| input.name == "deployment-typical")
+        .ok_or_else(|| anyhow!("no typical-deployment bench input"))?;
+    for input in inputs.iter().filter(|input| input.name != "object-1mb") {
+        let key = std::str::from_utf8(&input.bytes)?;
+        let started = Instant::now();
+        let mut count = 0u32;
+        while started.elapsed() < Duration::from_millis(300) {
+            engine.evaluate(&input.bytes)?;
+            count += 1;
+        }
+        in_process.push((
+            input.name.to_string(),
+            started.elapsed().as_secs_f64() * 1e6 / f64::from(count),
+        ));
+        let target = Target {
+            name: "meshlife serve".into(),
+            address: meshlife_address,
+            path: "/validate",
+            body: provider_request(&[key]),
+            check: provider_answer_ok,
+        };
+        let concurrencies: &[usize] = if input.name == typical.name {
+            &args.concurrency
+        } else {
+            &[1, 8]
+        };
+        for &connections in concurrencies {
+            let (latencies, errors, elapsed) =
+                closed_loop(&target, &tls, connections, args.duration).await?;
+            runs.push(figures(
+                &target,
+                input.name,
+                "closed".into(),
+                connections,
+                latencies,
+                errors,
+                elapsed,
+            ));
+        }
+    }
+
+    // p99 at half the best throughput, typical Deployment.
+    let best = runs
+        .iter()
+        .filter(|run| run.input == typical.name)
+        .map(|run| (run.requests_per_second, run.connections))
+        .fold(
+            (0.0, 1),
+            |best, run| if run.0 > best.0 { run } else { best },
+        );
+    let half_rate = best.0 / 2.0;
+    let target = Target {
+        name: "meshlife serve".into(),
+        address: meshlife_address,
+        path: "/validate",
+        body: provider_request(&[std::str::from_utf8(&typical.bytes)?]),
+        check: provider_answer_ok,
+    };
+    // Gatekeeper keeps at most 10 idle connections per provider (MaxIdleConnsPerHost).
+    let paced_connections = 8;
+    let (latencies, errors, elapsed) =
+        open_loop(&target, &tls, paced_connections, half_rate, args.duration).await?;
+    runs.push(figures(
+        &target,
+        typical.name,
+        format!("open, {half_rate:.0}/s (half the best)"),
+        paced_connections,
+        latencies,
+        errors,
+        elapsed,
+    ));
+
+    // The three-rule comparison: the same input, the same connections.
+    let three = three_rule_input(&typical.bytes)?;
+    let three_key = String::from_utf8(three.clone())?;
+    let meshlife_three = Target {
+        name: "meshlife serve, 3 rules".into(),
+        address: meshlife_address,
+        path: "/validate",
+        body: provider_request(&[&three_key]),
+        check: provider_answer_ok,
+    };
+    let mut peers = vec![meshlife_three];
+    let mut opa_version = None;
+    if let Some((_, address, version)) = &opa {
+        let body = format!(r#"{{"input":{}}}"#, String::from_utf8(three)?);
+        peers.push(Target {
+            name: "opa run --server, 3 rules (Rego)".into(),
+            address: *address,
+            path: "/v1/data/meshlife/bench/violation",
+            body: Bytes::from(body),
+            check: opa_answer_ok,
+        });
+        opa_version = Some(version.clone());
+    }
+    for &connections in &[1usize, 4, 16] {
+        for peer in &peers {
+            let (latencies, errors, elapsed) =
+                closed_loop(peer, &tls, connections, args.duration).await?;
+            runs.push(figures(
+                peer,
+                "deployment-typical",
+                "closed".into(),
+                connections,
+                latencies,
+                errors,
+                elapsed,
+            ));
+        }
+    }
+    drop(opa);
+    Ok(ServeBenchReport {
+        runs,
+        in_process_median_us: in_process,
+        machine: super::report::machine(),
+        opa_version,
+        not_measured,
+    })
+}
+
+fn text(report: &ServeBenchReport) -> String {
+    let mut out = format!("meshlife bench serve on {}\n", report.machine);
+    out.push_str(&format!(
+        "{:<34} {:<22} {:<30} {:>5} {:>10} {:>9} {:>9} {:>9} {:>6}\n",
+        "server", "input", "load", "conns", "req/s", "p50 us", "p99 us", "p99.9 us", "errors"
+    ));
+    for run in &report.runs {
+        out.push_str(&format!(
+            "{:<34} {:<22} {:<30} {:>5} {:>10.0} {:>9.0} {:>9.0} {:>9.0} {:>6}\n",
+            run.server,
+            run.input,
+            run.mode,
+            run.connections,
+            run.requests_per_second,
+            run.p50_us,
+            run.p99_us,
+            run.p999_us,
+            run.errors
+        ));
+    }
+    for (input, median) in &report.in_process_median_us {
+        out.push_str(&format!("in-process evaluation, {input}: {median:.1} us\n"));
+    }
+    for (what, why) in &report.not_measured {
+        out.push_str(&format!("not measured: {what}: {why}\n"));
+    }
+    out
+}
+
+const MARKDOWN_HEADING: &str = "## `meshlife serve` over HTTPS";
+
+fn markdown(report: &ServeBenchReport) -> String {
+    let mut out = format!(
+        "{MARKDOWN_HEADING}\n\n`meshlife bench serve` on {}: HTTPS/1.1 keep-alive connections on \
+         loopback, the client on the same machine (so client and server share the cores).\n\n",
+        report.machine
+    );
+    out.push_str(
+        "| Server | Input | Load | Connections | req/s | p50 µs | p99 µs | p99.9 µs | Errors |\n",
+    );
+    out.push_str("|---|---|---|---:|---:|---:|---:|---:|---:|\n");
+    for run in &report.runs {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {:.0} | {:.0} | {:.0} | {:.0} | {} |\n",
+            run.server,
+            run.input,
+            run.mode,
+            run.connections,
+            run.requests_per_second,
+            run.p50_us,
+            run.p99_us,
+            run.p999_us,
+            run.errors
+        ));
+    }
+    out.push('\n');
+    for (input, median) in &report.in_process_median_us {
+        out.push_str(&format!(
+            "- In-process evaluation (warm instance, one thread), {input}: {median:.1} µs\n"
+        ));
+    }
+    if let Some(version) = &report.opa_version {
+        out.push_str(&format!(
+            "- OPA {version}, `opa run --server` with `three_rules.rego`\n"
+        ));
+    }
+    for (what, why) in &report.not_measured {
+        out.push_str(&format!("- Not measured: {what}: {why}\n"));
+    }
+    out
+}

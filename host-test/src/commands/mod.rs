@@ -1,0 +1,11 @@
+//! One module per subcommand, named after it: its arguments and its `run`, which returns the
+//! process exit code (`terminal::EXIT_*`).
+
+pub mod bench;
+pub mod build;
+pub mod check;
+pub mod explain;
+pub mod install;
+pub mod rules;
+pub mod serve;
+pub mod verify;

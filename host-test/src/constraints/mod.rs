@@ -1,0 +1,46 @@
+//! Gatekeeper MeshLifecycle constraints: reading them, matching objects and building the
+//! module's input (`constraint`), and writing one from a cluster's facts (`facts`).
+
+pub mod constraint;
+pub mod facts;
+
+use std::path::PathBuf;
+
+use crate::inputs::files::ReadLimit;
+use crate::module::engine::Engine;
+use crate::terminal::print_warning;
+use constraint::Constraint;
+
+/// The constraints to judge under: the `--constraint` files, or the one the cluster-fact flags
+/// make, or the built-in default (parameter defaults, everything matched). `check` and
+/// `explain` take the same.
+pub fn constraints_of(
+    constraint_files: &[PathBuf],
+    facts: &facts::ClusterFactArgs,
+    include_control_planes: bool,
+    limit: ReadLimit,
+    engine: &Engine,
+) -> Result<Vec<Constraint>, String> {
+    if facts.any_given() {
+        if !constraint_files.is_empty() {
+            return Err(
+                "--constraint and the cluster-fact flags (--kubernetes, --istio, \
+                        --linkerd, ...) both state the cluster's facts; give one or the other"
+                    .into(),
+            );
+        }
+        let (constraint, warnings) =
+            facts::constraint_for_check(facts.clone(), include_control_planes)?;
+        for warning in warnings {
+            print_warning(warning);
+        }
+        constraint
+            .validate_parameters(engine)
+            .map_err(|error| error.to_string())?;
+        return Ok(vec![constraint]);
+    }
+    if constraint_files.is_empty() {
+        return Ok(vec![Constraint::default_constraint()]);
+    }
+    constraint::load_constraint_files(constraint_files, limit, engine)
+}
