@@ -11,7 +11,9 @@ mod json_cursor;
 pub mod mesh;
 mod node;
 mod one_pass;
+mod operation;
 pub mod params;
+mod pod_specs;
 pub mod proxy_config;
 mod rules;
 #[cfg(not(target_arch = "wasm32"))]

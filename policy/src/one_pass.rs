@@ -6,7 +6,7 @@
 //! `review`, JSON that serde_json would refuse) makes it give up, and `evaluate` reads the
 //! input again the exact way, which names the path and the problem. So this pass never writes an
 //! error message, valid input is read once, and the two readers agree wherever this one answers
-//! (property-tested in `tests/cases.rs`).
+//! (property-tested in `tests/it/cases.rs`).
 //!
 //! Hand-written over `json_cursor` rather than derived with serde (the first version): in the
 //! module, serde_json merely reading a typical Deployment takes 1.6 times as long as natively,
@@ -16,7 +16,6 @@
 
 use std::collections::BTreeMap;
 
-use crate::evaluate::{is_judged_operation, is_skipped_operation};
 use crate::input::{
     Container, ContainerPort, EnvVar, ExecAction, Handler, HttpGetAction, IntOrString, Lifecycle,
     ObjectMeta, OwnerReference, PodSpec, RollingUpdate, SecurityContext, Service, ServicePort,
@@ -24,6 +23,7 @@ use crate::input::{
 };
 use crate::json_cursor::Cursor;
 use crate::node::parse_parameters;
+use crate::operation::{is_judged_operation, is_skipped_operation};
 use crate::params::{Parameters, Settings};
 use crate::workload::{Workload, WorkloadKind};
 

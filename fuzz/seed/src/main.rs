@@ -100,7 +100,7 @@ fn yaml_files(folder: &Path, files: &mut Vec<PathBuf>) {
     }
 }
 
-/// A rule case as the Gatekeeper-shaped input `policy/tests/cases.rs` makes of it.
+/// A rule case as the Gatekeeper-shaped input `policy/tests/it/cases.rs` makes of it.
 fn case_input(case: &Value) -> String {
     let mut review = json!({ "object": case.get("object").cloned().unwrap_or(Value::Null) });
     if let Some(namespace) = case.get("namespaceObject") {

@@ -1,4 +1,4 @@
-//! Data-driven rule cases: every `cases/*.yaml` file lists inputs and the rule ids they must
+//! Data-driven rule cases: every `tests/cases/*.yaml` file lists inputs and the rule ids they must
 //! (and must only) produce. The wasm end-to-end tests in host-test run the same files through
 //! the module, so the native and wasm builds cannot drift apart.
 

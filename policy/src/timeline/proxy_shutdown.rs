@@ -1,0 +1,214 @@
+//! The proxy's shutdown, which differs by mesh and placement: a native sidecar leaves after
+//! the apps, a classic Istio proxy drains for terminationDrainDuration, a classic Linkerd proxy
+//! waits out its preStop and then refuses new requests. Its exit decides the requests' fates.
+
+use crate::mesh::{LINKERD_WAIT_BEFORE_EXIT, Mesh, Placement};
+use crate::workload::Workload;
+
+use super::{Builder, EventKind, Phase, Role, Source, format_seconds, seconds_ms};
+
+impl Builder<'_, '_> {
+    /// The proxy's shutdown; the time it exits, if there is one.
+    pub(super) fn proxy_shutdown(
+        &mut self,
+        grace_ms: u64,
+        last_app_exit: u64,
+    ) -> Option<ProxyExit> {
+        let decision = self.decision?;
+        let proxy = decision.mesh.proxy_name();
+        let exit = match (decision.mesh, &decision.placement) {
+            (_, Placement::BrokenInit) => return None,
+            (mesh, Placement::Native) => {
+                // Native sidecars get SIGTERM after the app containers exit (Kubernetes 1.29+),
+                // and leave at once.
+                let drain_note = match mesh {
+                    Mesh::Istio => {
+                        self.event(
+                            Phase::Shutdown,
+                            EventKind::DrainStart,
+                            (0, Some(last_app_exit)),
+                            Some(proxy),
+                            format!(
+                                "{proxy} preStop asks Envoy to drain; it keeps serving until the \
+                                 apps exit"
+                            ),
+                            Source::Default(
+                                "Istio's native sidecar preStop (pilot-agent drain)".into(),
+                            ),
+                        );
+                        "Envoy already drained"
+                    }
+                    Mesh::Linkerd => "finishes in-flight requests",
+                };
+                let exit = last_app_exit.min(grace_ms);
+                self.event(
+                    Phase::Shutdown,
+                    EventKind::ProxyExit,
+                    (exit, None),
+                    Some(proxy),
+                    format!(
+                        "{proxy} gets SIGTERM after the last app exits and leaves ({drain_note})"
+                    ),
+                    Source::Default(
+                        "Kubernetes stops native sidecars after the app containers".into(),
+                    ),
+                );
+                ProxyExit {
+                    at_ms: exit,
+                    refuses_new_from: exit,
+                }
+            }
+            (Mesh::Istio, Placement::Classic { .. }) => {
+                // pilot-agent gets SIGTERM at once (no preStop), drains inbound listeners for
+                // terminationDrainDuration, then stops Envoy; outbound works meanwhile.
+                let has_own_pre_stop = decision
+                    .proxy(self.workload)
+                    .is_some_and(|container| container.pre_stop().is_some());
+                let (drain_end, what, source) = if decision.exit_on_zero_active_connections {
+                    let minimum = decision.minimum_drain_ms;
+                    let end = last_app_exit.max(minimum).min(grace_ms);
+                    (
+                        end,
+                        format!(
+                            "{proxy} waits MINIMUM_DRAIN_DURATION {}, then exits when no \
+                             connection is active (here: after the apps)",
+                            format_seconds(minimum)
+                        ),
+                        Source::Manifest("proxyMetadata.EXIT_ON_ZERO_ACTIVE_CONNECTIONS".into()),
+                    )
+                } else {
+                    let source = if decision.drain_from_annotation {
+                        Source::Manifest(self.workload.annotation_path("proxy.istio.io/config"))
+                    } else {
+                        Source::Parameter(format!(
+                            "istio.terminationDrainDuration ({})",
+                            format_seconds(decision.drain_ms)
+                        ))
+                    };
+                    (
+                        decision.drain_ms.min(grace_ms),
+                        format!(
+                            "{proxy} drains inbound for terminationDrainDuration {}",
+                            format_seconds(decision.drain_ms)
+                        ),
+                        source,
+                    )
+                };
+                let start = 0;
+                self.event(
+                    Phase::Shutdown,
+                    EventKind::DrainStart,
+                    (start, Some(drain_end)),
+                    Some(proxy),
+                    what,
+                    source.clone(),
+                );
+                let cut = drain_end >= grace_ms && decision.drain_ms >= grace_ms;
+                let exit = if has_own_pre_stop {
+                    drain_end.max(last_app_exit).min(grace_ms)
+                } else {
+                    drain_end
+                };
+                self.event(
+                    Phase::Shutdown,
+                    EventKind::DrainEnd,
+                    (exit, None),
+                    Some(proxy),
+                    if cut {
+                        format!("{proxy} killed at the grace period before its drain ends")
+                    } else {
+                        format!("{proxy} exits")
+                    },
+                    source,
+                );
+                self.event(
+                    Phase::Shutdown,
+                    EventKind::ProxyExit,
+                    (exit, None),
+                    Some(proxy),
+                    format!("{proxy} gone: the app's inbound and outbound traffic stop"),
+                    Source::Derived("the drain's end".into()),
+                );
+                ProxyExit {
+                    at_ms: exit,
+                    refuses_new_from: exit,
+                }
+            }
+            (Mesh::Linkerd, Placement::Classic { .. }) => {
+                // The proxy's preStop waits proxy-wait-before-exit-seconds; on SIGTERM it refuses
+                // new requests (the app's outbound ones too) and exits when in-flight ones end.
+                let (wait, source) = linkerd_wait_before_exit(self.workload);
+                let sigterm = seconds_ms(wait).min(grace_ms);
+                if wait > 0 {
+                    self.event(
+                        Phase::Shutdown,
+                        EventKind::PreStop,
+                        (0, Some(sigterm)),
+                        Some(proxy),
+                        format!("{proxy} preStop sleeps {wait}s"),
+                        source.clone(),
+                    );
+                }
+                // It waits for the connections it carries: in-flight requests end, and the
+                // app's own connections close when the app exits.
+                let exit = (sigterm + self.assumptions.short_request_ms)
+                    .max(last_app_exit)
+                    .min(grace_ms);
+                self.event(
+                    Phase::Shutdown,
+                    EventKind::DrainStart,
+                    (sigterm, None),
+                    Some(proxy),
+                    format!("{proxy} gets SIGTERM: refuses new requests, inbound and outbound"),
+                    source,
+                );
+                self.event(
+                    Phase::Shutdown,
+                    EventKind::ProxyExit,
+                    (exit, None),
+                    Some(proxy),
+                    format!("{proxy} exits once the connections it carries have closed"),
+                    Source::Derived("SIGTERM to the proxy".into()),
+                );
+                ProxyExit {
+                    at_ms: exit,
+                    refuses_new_from: sigterm,
+                }
+            }
+        };
+        if let Some(lane) = self.lanes.iter_mut().find(|lane| lane.role == Role::Proxy) {
+            lane.shutdown_exit_ms = Some(exit.at_ms);
+        }
+        Some(exit)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ProxyExit {
+    pub(super) at_ms: u64,
+    /// From when the proxy refuses new requests.
+    pub(super) refuses_new_from: u64,
+}
+
+/// `config.alpha.linkerd.io/proxy-wait-before-exit-seconds` of the pod, else of its namespace,
+/// as the proxy reads it (unreadable: ignored), and where it was found.
+pub(crate) fn linkerd_wait_before_exit(workload: &Workload) -> (i64, Source) {
+    match workload.annotation(LINKERD_WAIT_BEFORE_EXIT) {
+        Some(value) => (
+            value.parse::<i64>().unwrap_or(0),
+            Source::Manifest(workload.annotation_path(LINKERD_WAIT_BEFORE_EXIT)),
+        ),
+        None => match workload.namespace_annotation(LINKERD_WAIT_BEFORE_EXIT) {
+            Some(value) => (
+                value.parse::<i64>().unwrap_or(0),
+                Source::Manifest(format!(
+                    "namespaceObject.metadata.annotations[\"{LINKERD_WAIT_BEFORE_EXIT}\"]"
+                )),
+            ),
+            None => (
+                0,
+                Source::Default(format!("{LINKERD_WAIT_BEFORE_EXIT}: Linkerd's 0")),
+            ),
+        },
+    }
+}

@@ -1,0 +1,198 @@
+//! The shutdown phase, from the pod's deletion (t = 0): SIGTERM, the endpoint leaving the
+//! rotation, each app's preStop and exit, the SIGKILL at the grace period. The proxy's part and
+//! the requests' fates follow in `proxy_shutdown` and `shutdown_fates`.
+
+use crate::mesh::Placement;
+use crate::rules::prestop_delay_seconds;
+
+use super::{
+    Builder, EventKind, Fate, Outcome, Phase, Request, Role, Source, assumption, format_seconds,
+    seconds_ms,
+};
+
+impl Builder<'_, '_> {
+    /// The shutdown events and fates; returns the grace period in ms.
+    pub(super) fn shutdown(&mut self) -> u64 {
+        let assumptions = self.assumptions.clone();
+        let spec = &self.workload.spec;
+        let grace_ms = seconds_ms(spec.grace_period_seconds());
+        let grace_source = match spec.termination_grace_period_seconds {
+            Some(_) => Source::Manifest(self.workload.field_path("terminationGracePeriodSeconds")),
+            None => Source::Default("terminationGracePeriodSeconds: Kubernetes' 30 s".into()),
+        };
+        self.event(
+            Phase::Shutdown,
+            EventKind::Sigterm,
+            (0, None),
+            None,
+            "pod deleted: preStop hooks run, then SIGTERM to each container".into(),
+            Source::Derived("t = 0 of the shutdown".into()),
+        );
+        if let Some(decision) = self
+            .decision
+            .filter(|d| d.placement == Placement::BrokenInit)
+        {
+            self.stuck_init_shutdown(decision.mesh.proxy_name(), grace_ms, grace_source);
+            return grace_ms;
+        }
+        let serves_requests = self.serves_requests();
+        if serves_requests {
+            self.event(
+                Phase::Shutdown,
+                EventKind::EndpointRemoved,
+                (0, Some(assumptions.endpoint_removal_ms)),
+                None,
+                "endpoint leaves the Service's rotation (new requests may still arrive until then)"
+                    .into(),
+                assumption("endpointRemovalMs"),
+            );
+        }
+        // Each app container: preStop, then SIGTERM, then its own shutdown; SIGKILL at grace.
+        let mut app_exits = Vec::new();
+        let mut app_sigterms = Vec::new();
+        let apps: Vec<(usize, String, Option<i64>, bool)> = self
+            .app_containers()
+            .iter()
+            .map(|(index, container)| {
+                let pre_stop = container.pre_stop();
+                (
+                    *index,
+                    container.name().to_string(),
+                    pre_stop.and_then(prestop_delay_seconds),
+                    pre_stop.is_some(),
+                )
+            })
+            .collect();
+        for (index, name, delay, has_pre_stop) in &apps {
+            let sigterm = match (delay, has_pre_stop) {
+                (Some(seconds), _) => {
+                    let end = seconds_ms(*seconds).min(grace_ms);
+                    self.event(
+                        Phase::Shutdown,
+                        EventKind::PreStop,
+                        (0, Some(end)),
+                        Some(name),
+                        format!("{name} preStop waits {seconds}s"),
+                        Source::Manifest(format!(
+                            "{}.lifecycle.preStop",
+                            self.workload.container_path(*index)
+                        )),
+                    );
+                    end
+                }
+                (None, true) => {
+                    self.event(
+                        Phase::Shutdown,
+                        EventKind::PreStop,
+                        (0, None),
+                        Some(name),
+                        format!("{name} preStop runs (its length cannot be read; drawn as 0)"),
+                        Source::Manifest(format!(
+                            "{}.lifecycle.preStop",
+                            self.workload.container_path(*index)
+                        )),
+                    );
+                    0
+                }
+                (None, false) => 0,
+            };
+            let exit = (sigterm + assumptions.app_exit_ms).min(grace_ms);
+            self.event(
+                Phase::Shutdown,
+                EventKind::AppExit,
+                (exit, None),
+                Some(name),
+                if exit >= grace_ms && sigterm + assumptions.app_exit_ms > grace_ms {
+                    format!("{name} killed at the grace period")
+                } else {
+                    format!("{name} exits (SIGTERM at {})", format_seconds(sigterm))
+                },
+                assumption("appExitMs"),
+            );
+            app_sigterms.push(sigterm);
+            app_exits.push(exit);
+            if let Some(lane) = self.lanes.iter_mut().find(|lane| lane.container == *name) {
+                lane.shutdown_exit_ms = Some(exit);
+            }
+        }
+        let last_app_exit = app_exits.iter().copied().max().unwrap_or(0);
+        let first_app_sigterm = app_sigterms.iter().copied().min().unwrap_or(0);
+        let proxy_exit = self.proxy_shutdown(grace_ms, last_app_exit);
+        self.sigkill_event(grace_ms, grace_source);
+        self.shutdown_fates(
+            grace_ms,
+            first_app_sigterm,
+            last_app_exit,
+            proxy_exit,
+            serves_requests,
+            &assumptions,
+        );
+        grace_ms
+    }
+
+    /// Whether anything routes requests to the pod, so that endpoint removal, new requests
+    /// during the drain and long-lived streams belong on its timeline. A serving workload
+    /// always; a batch pod only when a container declares a port and a Service of the input
+    /// selects the pod (a Job that runs to completion has neither).
+    fn serves_requests(&self) -> bool {
+        let workload = self.workload;
+        if !workload.is_batch() {
+            return true;
+        }
+        let declares_port = self
+            .app_containers()
+            .iter()
+            .any(|(_, container)| !container.ports().is_empty());
+        let namespace = workload.namespace.as_deref();
+        declares_port
+            && workload.services.iter().any(|service| {
+                (service.namespace.is_none() || service.namespace.as_deref() == namespace)
+                    && service.selects(workload.pod_meta.labels.as_ref())
+            })
+    }
+
+    fn sigkill_event(&mut self, grace_ms: u64, source: Source) {
+        self.event(
+            Phase::Shutdown,
+            EventKind::Sigkill,
+            (grace_ms, None),
+            None,
+            format!(
+                "SIGKILL to whatever still runs (terminationGracePeriodSeconds {})",
+                grace_ms / 1000
+            ),
+            source,
+        );
+    }
+
+    /// The shutdown of a pod stuck at its proxy init container (ML104): only the proxy runs,
+    /// and no request ever reached the pod.
+    fn stuck_init_shutdown(&mut self, proxy: &'static str, grace_ms: u64, grace_source: Source) {
+        let exit = self.assumptions.app_exit_ms.min(grace_ms);
+        self.event(
+            Phase::Shutdown,
+            EventKind::ProxyExit,
+            (exit, None),
+            Some(proxy),
+            format!("{proxy}, still the running init container, exits on SIGTERM"),
+            assumption("appExitMs"),
+        );
+        if let Some(lane) = self.lanes.iter_mut().find(|lane| lane.role == Role::Proxy) {
+            lane.shutdown_exit_ms = Some(exit);
+        }
+        self.sigkill_event(grace_ms, grace_source);
+        for request in [
+            Request::InFlightAtSigterm,
+            Request::NewDuringDrain,
+            Request::LongLivedStream,
+        ] {
+            self.fates.push(Fate {
+                request,
+                phase: Phase::Shutdown,
+                outcome: Outcome::Refused,
+                window: None,
+                why: "the pod never became ready, so no request was ever sent to it".into(),
+            });
+        }
+    }
+}
