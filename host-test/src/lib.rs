@@ -19,6 +19,8 @@ pub mod constraints;
 pub mod fixtures;
 pub mod inputs;
 #[cfg(feature = "commands")]
+pub mod judging;
+#[cfg(feature = "commands")]
 pub mod module;
 #[cfg(feature = "commands")]
 pub mod report;

@@ -10,13 +10,13 @@ use std::time::Instant;
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use meshlife_policy::Severity;
-use meshlife_policy::verdicts::{MeshVerdict, PodSpecVerdict};
-use rayon::prelude::*;
+use meshlife_policy::verdicts::MeshVerdict;
 
 use crate::constraints::constraint::Constraint;
 use crate::inputs::manifests::{self, InputError};
 use crate::inputs::namespaces::NamespaceDefinitions;
 use crate::inputs::services::ServiceIndex;
+use crate::judging::{self, Context, Evaluation};
 use crate::module::engine::Engine;
 use crate::report::coverage::{self, Coverage};
 use crate::report::{self, Exemption, Finding, Format, ObjectIdentity, ObjectReport, Report};
@@ -25,10 +25,6 @@ use crate::terminal::{print_note, print_warning};
 
 /// Above this many files a progress bar is worth its flicker (and only on a terminal).
 const PROGRESS_MIN_FILES: usize = 300;
-
-/// Evaluations whose inputs are held at once: enough to keep every core busy, few enough that
-/// the inputs stay small beside the objects.
-const EVALUATION_CHUNK: usize = 4096;
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
@@ -205,7 +201,6 @@ pub fn run(args: &CheckArgs) -> u8 {
         .iter()
         .map(ToString::to_string)
         .collect();
-    let namespace_object_of = |object: &manifests::ManifestObject| namespaces.for_object(object);
     let services = ServiceIndex::from_objects(&loaded.objects);
     let mut errors = loaded.errors.clone();
     let mut coverage = Coverage::default();
@@ -225,54 +220,46 @@ pub fn run(args: &CheckArgs) -> u8 {
     if loaded.objects.is_empty() && errors.is_empty() && !args.allow_empty {
         errors.push(no_object_error(&args.paths, &loaded));
     }
-    // One evaluation per (object, matching constraint).
-    let mut jobs: Vec<(usize, usize)> = Vec::new();
-    for (object_index, object) in loaded.objects.iter().enumerate() {
-        // A mesh's own control plane (linkerd-identity runs without a proxy on purpose): not
-        // judged, as the generated constraints leave it out; a constraint file decides itself.
-        if args.constraints.is_empty()
-            && !args.include_control_planes
-            && object.is_reviewed_kind()
-            && crate::constraints::facts::is_control_plane_namespace(&object.namespace)
-        {
-            coverage.control_plane.push(object.listing());
-            continue;
-        }
-        let mut matched = false;
-        for (constraint_index, constraint) in constraints.iter().enumerate() {
-            match constraint.matches(object, namespace_object_of(object)) {
-                Ok(true) => {
-                    jobs.push((object_index, constraint_index));
-                    matched = true;
-                }
-                Ok(false) => {}
-                Err(message) => {
-                    matched = true; // said as an error, not as unmatched
-                    errors.push(object.error(Some("metadata.namespace"), message))
-                }
-            }
-        }
-        if !matched && object.is_reviewed_kind() {
-            let reason = if constraints.len() == 1 {
-                format!(
-                    "not matched by constraint {}",
-                    constraint_title(&constraints[0])
-                )
-            } else {
-                "not matched by any of the constraints".to_string()
-            };
-            coverage
-                .unmatched
-                .entry(reason)
-                .or_default()
-                .push(object.listing());
-        }
+    let context = Context {
+        namespaces: &namespaces,
+        services: &services,
+    };
+    let plan = judging::plan(
+        &loaded.objects,
+        &constraints,
+        &context,
+        args.constraints.is_empty() && !args.include_control_planes,
+    );
+    for &object_index in &plan.control_plane {
+        coverage
+            .control_plane
+            .push(loaded.objects[object_index].listing());
     }
+    for (object_index, message) in &plan.unmatchable {
+        errors
+            .push(loaded.objects[*object_index].error(Some("metadata.namespace"), message.clone()));
+    }
+    for &object_index in &plan.unmatched {
+        let reason = if constraints.len() == 1 {
+            format!(
+                "not matched by constraint {}",
+                constraint_title(&constraints[0])
+            )
+        } else {
+            "not matched by any of the constraints".to_string()
+        };
+        coverage
+            .unmatched
+            .entry(reason)
+            .or_default()
+            .push(loaded.objects[object_index].listing());
+    }
+    let jobs = plan.jobs;
     let mut disagreements = std::collections::BTreeSet::new();
     for &(object_index, constraint_index) in &jobs {
         let object = &loaded.objects[object_index];
         if let (Some(namespace_object), Some(file)) =
-            (namespace_object_of(object), namespaces.location_of(object))
+            (context.namespace_of(object), namespaces.location_of(object))
         {
             disagreements.extend(crate::inputs::namespaces::facts_disagreement(
                 &constraints[constraint_index].parameters,
@@ -283,53 +270,19 @@ pub fn run(args: &CheckArgs) -> u8 {
         }
     }
     notices.extend(crate::inputs::namespaces::facts_win_notices(&disagreements));
-    // Each reviewed object's mesh decision, in words, for what the run did not judge; once per
-    // object (its first evaluation: several constraints would ask the same question twice).
-    let mut first_job = BTreeMap::new();
-    for (job_index, &(object_index, _)) in jobs.iter().enumerate() {
-        first_job.entry(object_index).or_insert(job_index);
-    }
     if let Some(bar) = progress.get() {
         bar.set_position(0);
         bar.set_length(jobs.len() as u64);
         bar.set_message("checking");
     }
-    // The inputs (each object again, as JSON, with the parameters) are made, evaluated and
-    // dropped a chunk at a time: all at once they were a second copy of the whole input.
-    let mut outcomes = Vec::with_capacity(jobs.len());
-    let mut verdicts: Vec<(usize, usize, Vec<PodSpecVerdict>)> = Vec::new();
-    for (chunk_index, chunk) in jobs.chunks(EVALUATION_CHUNK).enumerate() {
-        let first_of_chunk = chunk_index * EVALUATION_CHUNK;
-        let inputs: Vec<Vec<u8>> = chunk
-            .par_iter()
-            .map(|&(object_index, constraint_index)| {
-                let object = &loaded.objects[object_index];
-                constraints[constraint_index].input_for(
-                    object,
-                    namespace_object_of(object),
-                    &services.selecting(object),
-                )
-            })
-            .collect();
-        outcomes.extend(engine.evaluate_many_with_progress(&inputs, &tick));
-        verdicts.par_extend(
-            chunk
-                .par_iter()
-                .zip(inputs.par_iter())
-                .enumerate()
-                .filter(|&(offset, (&(object_index, _), _))| {
-                    first_job.get(&object_index) == Some(&(first_of_chunk + offset))
-                        && loaded.objects[object_index].is_reviewed_kind()
-                })
-                .map(|(_, (&(object_index, constraint_index), input))| {
-                    (
-                        object_index,
-                        constraint_index,
-                        meshlife_policy::mesh_verdicts(input),
-                    )
-                }),
-        );
-    }
+    let Evaluation { outcomes, verdicts } = judging::evaluate(
+        &engine,
+        &loaded.objects,
+        &constraints,
+        &context,
+        &jobs,
+        &tick,
+    );
     let evaluated = Instant::now();
     if let Some(bar) = progress.get() {
         bar.finish_and_clear();
@@ -342,9 +295,9 @@ pub fn run(args: &CheckArgs) -> u8 {
         let object = &loaded.objects[*object_index];
         let listed = object.listing();
         let namespace = coverage::NamespaceFacts {
-            in_input: namespace_object_of(object).is_some(),
+            in_input: context.namespace_of(object).is_some(),
             defined_elsewhere: namespaces.defines(&object.namespace)
-                && namespace_object_of(object).is_none(),
+                && context.namespace_of(object).is_none(),
         };
         for verdict in verdicts {
             for misplaced in &verdict.misplaced {
@@ -357,7 +310,7 @@ pub fn run(args: &CheckArgs) -> u8 {
                     if args.require_mesh {
                         required_mesh_findings.push((
                             *object_index,
-                            coverage::require_mesh_finding(
+                            judging::require_mesh_finding(
                                 &reason,
                                 pod_spec,
                                 &constraints[*constraint_index],
@@ -391,14 +344,12 @@ pub fn run(args: &CheckArgs) -> u8 {
     for (&(object_index, constraint_index), outcome) in jobs.iter().zip(outcomes) {
         let constraint = &constraints[constraint_index];
         match outcome {
-            Ok(violations) => findings[object_index].extend(
-                violations
-                    .into_iter()
-                    .map(|violation| Finding::new(violation, constraint, fail_on)),
-            ),
-            Err(error) => errors.push(loaded.objects[object_index].error(
-                None,
-                format!("the policy could not evaluate this object: {error:#}"),
+            Ok(violations) => {
+                findings[object_index].extend(judging::findings_of(violations, constraint, fail_on))
+            }
+            Err(error) => errors.push(judging::evaluation_error(
+                &loaded.objects[object_index],
+                &error,
             )),
         }
     }
@@ -406,11 +357,9 @@ pub fn run(args: &CheckArgs) -> u8 {
     let colour = args.format == Format::Text && terminal && !no_colour_requested();
     let timelines = if args.explain {
         let input_of = |object_index: usize, constraint_index: usize| {
-            let object = &loaded.objects[object_index];
-            constraints[constraint_index].input_for(
-                object,
-                namespace_object_of(object),
-                &services.selecting(object),
+            context.module_input(
+                &constraints[constraint_index],
+                &loaded.objects[object_index],
             )
         };
         let explained = explain_findings(

@@ -7,11 +7,8 @@ use std::fmt::Write as _;
 
 use meshlife_policy::mesh::NotMeshed;
 use meshlife_policy::verdicts::{MisplacedKey, NotJudged};
-use meshlife_policy::{Details, Severity, Violation};
 
-use crate::constraints::constraint::{Constraint, EnforcementAction};
 use crate::inputs::manifests::Skipped;
-use crate::report::Finding;
 
 /// Objects the run did not judge, for one reason.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -155,11 +152,6 @@ impl Coverage {
     }
 }
 
-/// The id and name of the finding `--require-mesh` makes of a workload judged as not meshed.
-/// Not a rule of the module: the CLI's own check, so it never reaches Gatekeeper.
-pub const REQUIRE_MESH_RULE: &str = "require-mesh";
-pub const REQUIRE_MESH_NAME: &str = "workload-not-meshed";
-
 /// What the run knew of a workload's Namespace, to say why its injection is unknown.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NamespaceFacts {
@@ -272,41 +264,6 @@ pub fn misplaced_notice(object: &str, misplaced: &MisplacedKey) -> String {
          move it to the pod template",
         misplaced.path
     )
-}
-
-/// The error finding `--require-mesh` adds for a pod spec judged as not meshed.
-pub fn require_mesh_finding(
-    reason: &str,
-    pod_spec_path: &str,
-    constraint: &Constraint,
-    fail_on: Option<Severity>,
-) -> Finding {
-    let violation = Violation {
-        msg: format!(
-            "[{REQUIRE_MESH_RULE} {REQUIRE_MESH_NAME}] The pod spec is judged as not meshed \
-             ({reason}), and --require-mesh says every workload here is meshed: no mesh rule \
-             checked it."
-        ),
-        details: Details {
-            rule: REQUIRE_MESH_RULE.into(),
-            name: REQUIRE_MESH_NAME.into(),
-            severity: Severity::Error,
-            path: pod_spec_path.into(),
-            fix: "Turn injection on where the cluster does (the namespace's istio-injection: \
-                  enabled label or linkerd.io/inject: enabled annotation, or the pod template's \
-                  sidecar.istio.io/inject: \"true\" label), state it with \
-                  --istio-injected-namespaces or --linkerd-injected-namespaces, or exclude this \
-                  file from the run."
-                .into(),
-            mesh: None,
-            container: None,
-        },
-    };
-    // The flag states what the user knows of every workload, whatever the constraint's action.
-    let mut finding = Finding::new(violation, constraint, fail_on);
-    finding.enforcement_action = EnforcementAction::Deny;
-    finding.fails_run = fail_on.is_some();
-    finding
 }
 
 fn plural(count: usize, one: &str, many: &str) -> String {

@@ -20,9 +20,9 @@ use serde::Serialize;
 use crate::inputs::manifests::{self, ManifestObject};
 use crate::inputs::namespaces::NamespaceDefinitions;
 use crate::inputs::services::ServiceIndex;
+use crate::judging::{self, Applicable, Context, REQUIRE_MESH_RULE};
 use crate::module::engine::Engine;
 use crate::report::Finding;
-use crate::report::coverage::REQUIRE_MESH_RULE;
 use crate::terminal::print_note;
 use crate::terminal::{EXIT_ERROR, EXIT_OK, no_colour_requested, print_error};
 
@@ -455,6 +455,10 @@ fn explain_inputs(args: &ExplainArgs) -> Result<ExplainRun, String> {
     crate::inputs::namespaces::apply_default_namespace(&mut loaded.objects, &args.namespace);
     let namespaces = NamespaceDefinitions::from_objects(&loaded.objects);
     let services = ServiceIndex::from_objects(&loaded.objects);
+    let context = Context {
+        namespaces: &namespaces,
+        services: &services,
+    };
     let assumptions = args.assumptions.assumptions();
     let mut errors = loaded.errors.clone();
     let mut explained = Vec::new();
@@ -468,21 +472,15 @@ fn explain_inputs(args: &ExplainArgs) -> Result<ExplainRun, String> {
         if !object.is_reviewed_kind() {
             continue;
         }
-        let namespace_object = namespaces.for_object(object);
-        let mut constraint = None;
-        for candidate in &constraints {
-            match candidate.matches(object, namespace_object) {
-                Ok(true) => {
-                    constraint = Some(candidate);
-                    break;
-                }
-                Ok(false) => {}
-                Err(message) => {
-                    errors.push(object.error(Some("metadata.namespace"), message));
-                    break;
-                }
+        let applicable = Applicable::of(&constraints, object, context.namespace_of(object));
+        let constraint = match applicable.first() {
+            Some(Ok(index)) => Some(&constraints[index]),
+            Some(Err(message)) => {
+                errors.push(object.error(Some("metadata.namespace"), message.to_string()));
+                None
             }
-        }
+            None => None,
+        };
         let Some(constraint) = constraint else {
             notes.push(format!(
                 "{}: not matched by any constraint, not explained",
@@ -490,17 +488,11 @@ fn explain_inputs(args: &ExplainArgs) -> Result<ExplainRun, String> {
             ));
             continue;
         };
-        let input = constraint.input_for(object, namespace_object, &services.selecting(object));
+        let input = context.module_input(constraint, object);
         let findings: Vec<Finding> = match engine.evaluate(&input) {
-            Ok(violations) => violations
-                .into_iter()
-                .map(|violation| Finding::new(violation, constraint, None))
-                .collect(),
+            Ok(violations) => judging::findings_of(violations, constraint, None).collect(),
             Err(error) => {
-                errors.push(object.error(
-                    None,
-                    format!("the policy could not evaluate this object: {error:#}"),
-                ));
+                errors.push(judging::evaluation_error(object, &error));
                 continue;
             }
         };

@@ -24,11 +24,12 @@ use meshlife_policy::Severity;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::metrics::RequestOutcome;
-use super::routes::{
-    Answer, BodyError, Routes, finding_lines, json_response, text_response, violations_of,
+use super::exchange::{
+    Answer, BodyError, Routes, finding_lines, json_response, one_line, text_response, violations_of,
 };
-use crate::constraints::constraint::EnforcementAction;
+use super::metrics::RequestOutcome;
+use crate::constraints::constraint::{Constraint, EnforcementAction};
+use crate::judging::{self, Applicable};
 use crate::report::Finding;
 
 pub const PATH: &str = "/admission";
@@ -127,25 +128,25 @@ pub async fn review(routes: &Routes, body: Result<Bytes, BodyError>) -> Answer {
         }
     };
     let namespace_object = routes.namespaces.get(&object.namespace).await;
-    let mut applied = Vec::new();
-    for constraint in &routes.constraints {
-        match constraint.matches(&object, namespace_object.as_ref()) {
-            Ok(true) => applied.push(constraint),
-            Ok(false) => {}
-            Err(message) => {
-                routes.metrics.key_done("unmatchable");
-                tracing::warn!(constraint = %constraint.name, %message, "constraint cannot be matched");
-                return failure(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!(
-                        "constraint {} cannot be matched against {}: {message}",
-                        constraint.name,
-                        object.display_name()
-                    ),
-                );
-            }
-        }
+    let applicable = Applicable::of(&routes.constraints, &object, namespace_object.as_ref());
+    if let Some((index, message)) = applicable.unmatchable.first() {
+        let constraint = &routes.constraints[*index];
+        routes.metrics.key_done("unmatchable");
+        tracing::warn!(constraint = %constraint.name, %message, "constraint cannot be matched");
+        return failure(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!(
+                "constraint {} cannot be matched against {}: {message}",
+                constraint.name,
+                object.display_name()
+            ),
+        );
     }
+    let applied: Vec<&Constraint> = applicable
+        .constraints
+        .iter()
+        .map(|&index| &routes.constraints[index])
+        .collect();
     if applied.is_empty() {
         routes.metrics.key_done("unmatched");
         return respond(&uid, true, None, Vec::new(), String::new());
@@ -170,11 +171,11 @@ pub async fn review(routes: &Routes, body: Result<Bytes, BodyError>) -> Answer {
     let mut findings = Vec::new();
     for (constraint, pending) in applied.iter().zip(pending) {
         match violations_of(pending.outcome().await, routes) {
-            Ok(violations) => findings.extend(
-                violations
-                    .into_iter()
-                    .map(|violation| Finding::new(violation, constraint, Some(Severity::Error))),
-            ),
+            Ok(violations) => findings.extend(judging::findings_of(
+                violations,
+                constraint,
+                Some(Severity::Error),
+            )),
             Err(message) => return failure(StatusCode::INTERNAL_SERVER_ERROR, message),
         }
     }
@@ -256,7 +257,7 @@ pub fn short_warnings(findings: &[&Finding]) -> Vec<String> {
     let mut warnings = Vec::new();
     let mut total = 0;
     for (index, finding) in findings.iter().enumerate() {
-        let warning = cut(&super::one_line(&finding.msg), WARNING_LIMIT);
+        let warning = cut(&one_line(&finding.msg), WARNING_LIMIT);
         let left = findings.len() - index - 1;
         // Room is kept for the line that says how many were left out.
         let reserve = if left > 0 { SUMMARY_ROOM } else { 0 };

@@ -16,11 +16,11 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::metrics::RequestOutcome;
-use super::pool::{KeyOutcome, PendingKey};
-use super::routes::{
+use super::exchange::{
     Answer, BodyError, Routes, evaluation_failure, input_shape_problem, json_response,
 };
+use super::metrics::RequestOutcome;
+use super::pool::{KeyOutcome, PendingKey};
 
 pub const PATH: &str = "/validate";
 

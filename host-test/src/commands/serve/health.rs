@@ -11,10 +11,10 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 
+use super::exchange::text_response;
 use super::listener::{ConnectionInfo, Handler};
 use super::metrics::Metrics;
 use super::pool::EvaluationPool;
-use super::routes::text_response;
 use super::shutdown::{Lifecycle, Phase};
 use super::tls::TlsState;
 
@@ -22,7 +22,7 @@ pub struct Health {
     pub lifecycle: Lifecycle,
     pub tls: Arc<TlsState>,
     pub metrics: Arc<Metrics>,
-    pub routes: Arc<super::routes::Routes>,
+    pub routes: Arc<super::exchange::Routes>,
 }
 
 impl Health {

@@ -20,9 +20,10 @@ use meshlife_policy::{Severity, Violation};
 use serde::Serialize;
 
 use super::metrics::RequestOutcome;
-use super::one_line;
-use super::routes::{
-    Answer, BodyError, Routes, finding_lines, input_shape_problem, json_response, violations_of,
+
+use super::exchange::{
+    Answer, BodyError, Routes, finding_lines, input_shape_problem, json_response, one_line,
+    violations_of,
 };
 
 pub const PATH: &str = "/kyverno";

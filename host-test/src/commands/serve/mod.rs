@@ -11,6 +11,7 @@
 //! `metrics`.
 
 pub mod admission;
+pub mod exchange;
 pub mod gatekeeper;
 pub mod health;
 pub mod kyverno;
@@ -263,7 +264,7 @@ async fn serve(
         args.limits.eval_timeout,
         Arc::clone(&metrics),
     )?;
-    let routes = Arc::new(routes::Routes {
+    let routes = Arc::new(exchange::Routes {
         pool,
         metrics: Arc::clone(&metrics),
         limits: args.limits.clone(),
@@ -385,27 +386,5 @@ async fn reload_certificates(tls: Arc<TlsState>, every: Duration, metrics: Arc<m
             }
             Err(error) => tracing::error!(%error, "certificate reload task failed"),
         }
-    }
-}
-
-/// `text` with every control character (line breaks included) as a space: what the engines
-/// show of a finding (an API server warning, a Kyverno message) is one line.
-pub(crate) fn one_line(text: &str) -> String {
-    text.chars()
-        .map(|character| {
-            if character.is_control() {
-                ' '
-            } else {
-                character
-            }
-        })
-        .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn texts_for_the_engines_are_one_line() {
-        assert_eq!(super::one_line("a\nb\tc\r"), "a b c ");
     }
 }
