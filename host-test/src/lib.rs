@@ -15,7 +15,7 @@ pub mod cli;
 pub mod commands;
 #[cfg(feature = "commands")]
 pub mod constraints;
-#[cfg(feature = "commands")]
+#[cfg(feature = "fixtures")]
 pub mod fixtures;
 pub mod inputs;
 #[cfg(feature = "commands")]
