@@ -13,11 +13,10 @@ mod sarif;
 mod tap;
 mod text;
 
-pub use json::JSON_FORMAT_VERSION;
-
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+pub use json::JSON_FORMAT_VERSION;
 use meshlife_policy::catalogue::RULES;
 use meshlife_policy::{Severity, Violation};
 use serde_json::Value;
