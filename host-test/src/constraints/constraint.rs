@@ -11,23 +11,20 @@
 //! violation into a constraint error, so a typo stops the run (exit 2) instead of being
 //! reported once per object or silently switching a rule off.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
-use std::sync::OnceLock;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use regex::Regex;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::constraints::matching::Match;
 use crate::inputs::manifests::{self, ManifestObject};
 use crate::module::engine::Engine;
 
 pub const CONSTRAINT_GROUP: &str = "constraints.gatekeeper.sh";
 pub const CONSTRAINT_KIND: &str = "MeshLifecycle";
 /// Versions Gatekeeper serves for constraints; v1beta1 is the one to write.
-const CONSTRAINT_VERSIONS: [&str; 3] = ["v1beta1", "v1", "v1alpha1"];
+pub(super) const CONSTRAINT_VERSIONS: [&str; 3] = ["v1beta1", "v1", "v1alpha1"];
 
 /// What a finding from this constraint does to the run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -182,7 +179,7 @@ impl Constraint {
         self.matcher.matches(object, namespace_object)
     }
 
-    fn error(&self, field: Option<&str>, message: String) -> ConstraintError {
+    pub(super) fn error(&self, field: Option<&str>, message: String) -> ConstraintError {
         ConstraintError {
             file: self.file.clone(),
             document: Some(self.document),
@@ -322,13 +319,13 @@ pub fn refuse_duplicate_names(constraints: &[Constraint]) -> Result<(), Constrai
 
 /// Keys Gatekeeper's CRD defines. Unknown keys are errors: a misspelt `excludedNamespaces`
 /// must not silently widen what the constraint covers.
-const SPEC_KEYS: [&str; 4] = [
+pub(super) const SPEC_KEYS: [&str; 4] = [
     "match",
     "parameters",
     "enforcementAction",
     "scopedEnforcementActions",
 ];
-const MATCH_KEYS: [&str; 8] = [
+pub(super) const MATCH_KEYS: [&str; 8] = [
     "kinds",
     "scope",
     "namespaces",
@@ -342,31 +339,31 @@ const MATCH_KEYS: [&str; 8] = [
 /// `spec.scopedEnforcementActions[]` entries.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ScopedEnforcementAction {
-    action: String,
+pub(super) struct ScopedEnforcementAction {
+    pub(super) action: String,
     #[serde(default)]
-    enforcement_points: Vec<EnforcementPoint>,
+    pub(super) enforcement_points: Vec<EnforcementPoint>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct EnforcementPoint {
-    name: String,
+pub(super) struct EnforcementPoint {
+    pub(super) name: String,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct KindsDocument {
+pub(super) struct KindsDocument {
     #[serde(default)]
-    api_groups: Vec<String>,
+    pub(super) api_groups: Vec<String>,
     #[serde(default)]
-    kinds: Vec<String>,
+    pub(super) kinds: Vec<String>,
 }
 
-type FieldError = (String, String);
+pub(super) type FieldError = (String, String);
 
 /// Deserialises `fields[key]` (absent or null: `None`), naming `parent.key` on a type error.
-fn typed_field<T: serde::de::DeserializeOwned>(
+pub(super) fn typed_field<T: serde::de::DeserializeOwned>(
     fields: &Map<String, Value>,
     parent: &str,
     key: &str,
@@ -380,7 +377,7 @@ fn typed_field<T: serde::de::DeserializeOwned>(
 }
 
 /// The mapping at `value`, with every key in `allowed`; `None` when absent or null.
-fn mapping<'a>(
+pub(super) fn mapping<'a>(
     value: Option<&'a Value>,
     field: &str,
     allowed: &[&str],
@@ -406,7 +403,7 @@ fn mapping<'a>(
     }
 }
 
-fn parse_constraint(
+pub(super) fn parse_constraint(
     file: &str,
     document: usize,
     value: Value,
@@ -499,7 +496,7 @@ fn parse_constraint(
 
 /// `deny` (also when absent or empty), `warn`, `dryrun`, or `scoped`: the strongest action
 /// whose enforcement points include gator's (the CLI plays gator's role) or `*`.
-fn enforcement_action(
+pub(super) fn enforcement_action(
     action: Option<&str>,
     scoped: Option<&[ScopedEnforcementAction]>,
 ) -> Result<EnforcementAction, (&'static str, String)> {
@@ -532,416 +529,12 @@ fn enforcement_action(
     }
 }
 
-/// `spec.match`, validated.
-#[derive(Clone, Debug, Default)]
-pub struct Match {
-    kinds: Vec<KindsMatcher>,
-    scope: Scope,
-    namespaces: Vec<Wildcard>,
-    excluded_namespaces: Vec<Wildcard>,
-    label_selector: Option<Selector>,
-    namespace_selector: Option<Selector>,
-    name: Option<Wildcard>,
-}
-
-#[derive(Clone, Debug)]
-struct KindsMatcher {
-    api_groups: Vec<String>,
-    kinds: Vec<String>,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum Scope {
-    #[default]
-    All,
-    Cluster,
-    Namespaced,
-}
-
-impl Match {
-    fn from_fields(fields: &Map<String, Value>) -> Result<Match, FieldError> {
-        const PARENT: &str = "spec.match";
-        let scope_text: Option<String> = typed_field(fields, PARENT, "scope")?;
-        let scope = match scope_text.as_deref() {
-            None | Some("" | "*") => Scope::All,
-            Some("Cluster") => Scope::Cluster,
-            Some("Namespaced") => Scope::Namespaced,
-            // Gatekeeper treats a typo as `*`; an error is kinder than a silently wider match.
-            Some(other) => {
-                return Err((
-                    "spec.match.scope".into(),
-                    format!("{other:?} is not one of *, Cluster, Namespaced"),
-                ));
-            }
-        };
-        // Only meaningful for expanded resources, which the CLI does not generate.
-        let source: Option<String> = typed_field(fields, PARENT, "source")?;
-        if let Some(source) = source.as_deref()
-            && !matches!(source, "" | "All" | "Original" | "Generated")
-        {
-            return Err((
-                "spec.match.source".into(),
-                format!("{source:?} is not one of All, Original, Generated"),
-            ));
-        }
-        let selector = |key: &str| -> Result<Option<Selector>, FieldError> {
-            let field = format!("{PARENT}.{key}");
-            mapping(
-                fields.get(key),
-                &field,
-                &["matchLabels", "matchExpressions"],
-            )?;
-            typed_field::<LabelSelector>(fields, PARENT, key)?
-                .map(|selector| Selector::new(selector, &field))
-                .transpose()
-        };
-        let kinds: Vec<KindsDocument> = typed_field(fields, PARENT, "kinds")?.unwrap_or_default();
-        let namespaces: Vec<String> =
-            typed_field(fields, PARENT, "namespaces")?.unwrap_or_default();
-        let excluded_namespaces: Vec<String> =
-            typed_field(fields, PARENT, "excludedNamespaces")?.unwrap_or_default();
-        let name: Option<String> = typed_field(fields, PARENT, "name")?;
-        for (key, patterns) in [
-            ("namespaces", &namespaces),
-            ("excludedNamespaces", &excluded_namespaces),
-        ] {
-            for (index, pattern) in patterns.iter().enumerate() {
-                Wildcard::check(pattern, &format!("{PARENT}.{key}[{index}]"))?;
-            }
-        }
-        if let Some(name) = name.as_deref().filter(|name| !name.is_empty()) {
-            Wildcard::check(name, &format!("{PARENT}.name"))?;
-        }
-        Ok(Match {
-            kinds: kinds
-                .into_iter()
-                .map(|kinds| KindsMatcher {
-                    api_groups: kinds.api_groups,
-                    kinds: kinds.kinds,
-                })
-                .collect(),
-            scope,
-            namespaces: namespaces.into_iter().map(Wildcard).collect(),
-            excluded_namespaces: excluded_namespaces.into_iter().map(Wildcard).collect(),
-            label_selector: selector("labelSelector")?,
-            namespace_selector: selector("namespaceSelector")?,
-            name: name.filter(|name| !name.is_empty()).map(Wildcard),
-        })
-    }
-
-    /// Gatekeeper's top-level matchers, ANDed, in Gatekeeper's order.
-    pub fn matches(
-        &self,
-        object: &ManifestObject,
-        namespace_object: Option<&Value>,
-    ) -> Result<bool, String> {
-        Ok(self.kinds_match(object)
-            && self.scope_match(object, namespace_object)
-            && self.namespaces_match(object, namespace_object)
-            && self.excluded_namespaces_match(object, namespace_object)
-            && self.label_selector_match(object)
-            && self.namespace_selector_match(object, namespace_object)?
-            && self.name_match(object))
-    }
-
-    fn kinds_match(&self, object: &ManifestObject) -> bool {
-        if self.kinds.is_empty() {
-            return true;
-        }
-        self.kinds.iter().any(|entry| {
-            let kind_matches = entry.kinds.is_empty()
-                || entry
-                    .kinds
-                    .iter()
-                    .any(|kind| kind == "*" || *kind == object.kind);
-            let group_matches = entry.api_groups.is_empty()
-                || entry
-                    .api_groups
-                    .iter()
-                    .any(|group| group == "*" || group == object.group());
-            kind_matches && group_matches
-        })
-    }
-
-    fn scope_match(&self, object: &ManifestObject, namespace_object: Option<&Value>) -> bool {
-        let has_namespace = !object.namespace.is_empty() || namespace_object.is_some();
-        let is_namespace = object.is_namespace();
-        match self.scope {
-            Scope::All => true,
-            Scope::Cluster => is_namespace || !has_namespace,
-            Scope::Namespaced => !is_namespace && has_namespace,
-        }
-    }
-
-    /// The namespace the namespace matchers look at: a Namespace's own name, else the object's
-    /// namespace; `None` for cluster-scoped objects, which namespace matchers never exclude.
-    fn namespace_of<'a>(
-        object: &'a ManifestObject,
-        namespace_object: Option<&'a Value>,
-    ) -> Option<&'a str> {
-        if object.is_namespace() {
-            return Some(&object.name);
-        }
-        if let Some(name) = namespace_object
-            .and_then(|namespace| namespace.pointer("/metadata/name"))
-            .and_then(Value::as_str)
-        {
-            return Some(name);
-        }
-        (!object.namespace.is_empty()).then_some(object.namespace.as_str())
-    }
-
-    fn namespaces_match(&self, object: &ManifestObject, namespace_object: Option<&Value>) -> bool {
-        if self.namespaces.is_empty() {
-            return true;
-        }
-        match Match::namespace_of(object, namespace_object) {
-            Some(namespace) => self
-                .namespaces
-                .iter()
-                .any(|pattern| pattern.matches(namespace)),
-            None => true,
-        }
-    }
-
-    fn excluded_namespaces_match(
-        &self,
-        object: &ManifestObject,
-        namespace_object: Option<&Value>,
-    ) -> bool {
-        match Match::namespace_of(object, namespace_object) {
-            Some(namespace) => !self
-                .excluded_namespaces
-                .iter()
-                .any(|pattern| pattern.matches(namespace)),
-            None => true,
-        }
-    }
-
-    fn label_selector_match(&self, object: &ManifestObject) -> bool {
-        self.label_selector
-            .as_ref()
-            .is_none_or(|selector| selector.matches(&object.labels()))
-    }
-
-    fn namespace_selector_match(
-        &self,
-        object: &ManifestObject,
-        namespace_object: Option<&Value>,
-    ) -> Result<bool, String> {
-        let Some(selector) = &self.namespace_selector else {
-            return Ok(true);
-        };
-        if object.is_namespace() {
-            return Ok(selector.matches(&object.labels()));
-        }
-        match namespace_object {
-            Some(namespace) => Ok(selector.matches(&manifests::string_map(
-                namespace.pointer("/metadata/labels"),
-            ))),
-            // Cluster-scoped objects are not selected away by a namespace selector.
-            None if object.namespace.is_empty() => Ok(true),
-            None => Err(format!(
-                "constraint's spec.match.namespaceSelector needs the labels of namespace {:?}, which is not in the input; \
-                 add its Namespace manifest to the checked files",
-                object.namespace
-            )),
-        }
-    }
-
-    fn name_match(&self, object: &ManifestObject) -> bool {
-        self.name
-            .as_ref()
-            .is_none_or(|pattern| pattern.matches(&object.name))
-    }
-}
-
-/// Gatekeeper's glob: `kube-*` (prefix), `*-system` (suffix), `*mesh*` (contains), or exact.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Wildcard(pub String);
-
-impl Wildcard {
-    /// Gatekeeper's CRD refuses other patterns (`pkg/wildcard`'s kubebuilder validation
-    /// `^(\*|\*-)?[a-z0-9]([-:a-z0-9]*[a-z0-9])?(\*|-\*)?$`), so the API server would never
-    /// store a constraint holding one: here it is an error, not a pattern that matches nothing.
-    fn check(pattern: &str, field: &str) -> Result<(), FieldError> {
-        static PATTERN: OnceLock<Regex> = OnceLock::new();
-        let valid = PATTERN.get_or_init(|| {
-            Regex::new(r"^(\*|\*-)?[a-z0-9]([-:a-z0-9]*[a-z0-9])?(\*|-\*)?$").expect("valid regex")
-        });
-        if valid.is_match(pattern) {
-            return Ok(());
-        }
-        Err((
-            field.to_string(),
-            format!(
-                "{pattern:?} is not a namespace or name pattern Gatekeeper accepts: lower-case \
-                 letters, digits, '-' and ':', starting and ending with a letter or digit, with \
-                 an optional '*' or '*-' in front and '*' or '-*' at the end"
-            ),
-        ))
-    }
-
-    pub fn matches(&self, candidate: &str) -> bool {
-        let pattern = self.0.as_str();
-        match (pattern.strip_prefix('*'), pattern.strip_suffix('*')) {
-            (Some(after_star), Some(_)) => {
-                candidate.contains(after_star.strip_suffix('*').unwrap_or(after_star))
-            }
-            (Some(suffix), None) => candidate.ends_with(suffix),
-            (None, Some(prefix)) => candidate.starts_with(prefix),
-            (None, None) => pattern == candidate,
-        }
-    }
-}
-
-/// A validated Kubernetes label selector (k8s-openapi's type, checked like the API server's
-/// `LabelSelectorAsSelector`: In/NotIn need values, Exists/DoesNotExist must have none).
-#[derive(Clone, Debug)]
-pub struct Selector {
-    match_labels: BTreeMap<String, String>,
-    requirements: Vec<Requirement>,
-}
-
-#[derive(Clone, Debug)]
-enum Requirement {
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    DoesNotExist(String),
-}
-
-impl Selector {
-    pub fn new(selector: LabelSelector, field: &str) -> Result<Selector, (String, String)> {
-        let mut requirements = Vec::new();
-        for (index, expression) in selector
-            .match_expressions
-            .unwrap_or_default()
-            .into_iter()
-            .enumerate()
-        {
-            let at = |name: &str| format!("{field}.matchExpressions[{index}].{name}");
-            let values = expression.values.unwrap_or_default();
-            let key = expression.key;
-            label_key_problem(&key).map_or(Ok(()), |problem| Err((at("key"), problem)))?;
-            for (value_index, value) in values.iter().enumerate() {
-                if let Some(problem) = label_value_problem(value) {
-                    return Err((format!("{}[{value_index}]", at("values")), problem));
-                }
-            }
-            let requirement = match expression.operator.as_str() {
-                "In" | "NotIn" if values.is_empty() => {
-                    return Err((
-                        at("values"),
-                        format!("must not be empty for operator {}", expression.operator),
-                    ));
-                }
-                "Exists" | "DoesNotExist" if !values.is_empty() => {
-                    return Err((
-                        at("values"),
-                        format!("must be empty for operator {}", expression.operator),
-                    ));
-                }
-                "In" => Requirement::In(key, values),
-                "NotIn" => Requirement::NotIn(key, values),
-                "Exists" => Requirement::Exists(key),
-                "DoesNotExist" => Requirement::DoesNotExist(key),
-                other => {
-                    return Err((
-                        at("operator"),
-                        format!("{other:?} is not one of In, NotIn, Exists, DoesNotExist"),
-                    ));
-                }
-            };
-            requirements.push(requirement);
-        }
-        let match_labels = selector.match_labels.unwrap_or_default();
-        for (key, value) in &match_labels {
-            let at = format!("{field}.matchLabels.{key}");
-            if let Some(problem) = label_key_problem(key) {
-                return Err((at, format!("the key {problem}")));
-            }
-            if let Some(problem) = label_value_problem(value) {
-                return Err((at, problem));
-            }
-        }
-        Ok(Selector {
-            match_labels,
-            requirements,
-        })
-    }
-
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.match_labels
-            .iter()
-            .all(|(key, value)| labels.get(key) == Some(value))
-            && self
-                .requirements
-                .iter()
-                .all(|requirement| match requirement {
-                    Requirement::In(key, values) => {
-                        labels.get(key).is_some_and(|value| values.contains(value))
-                    }
-                    // As in Kubernetes: an absent key satisfies NotIn.
-                    Requirement::NotIn(key, values) => {
-                        labels.get(key).is_none_or(|value| !values.contains(value))
-                    }
-                    Requirement::Exists(key) => labels.contains_key(key),
-                    Requirement::DoesNotExist(key) => !labels.contains_key(key),
-                })
-    }
-}
-
-/// Why `key` is not a label key, as apimachinery's `IsQualifiedName` judges it (Gatekeeper
-/// turns selectors into label selectors with `LabelSelectorAsSelector`, which refuses such keys).
-fn label_key_problem(key: &str) -> Option<String> {
-    let (prefix, name) = match key.split_once('/') {
-        Some((prefix, name)) => (Some(prefix), name),
-        None => (None, key),
-    };
-    if let Some(prefix) = prefix {
-        static SUBDOMAIN: OnceLock<Regex> = OnceLock::new();
-        let subdomain = SUBDOMAIN.get_or_init(|| {
-            Regex::new(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-                .expect("valid regex")
-        });
-        if prefix.len() > 253 || !subdomain.is_match(prefix) {
-            return Some(format!(
-                "{key:?} is not a label key: its prefix {prefix:?} must be a DNS subdomain \
-                 (lower-case letters, digits, '-' and '.', at most 253 characters)"
-            ));
-        }
-    }
-    if name.is_empty() || label_value_problem(name).is_some() {
-        return Some(format!(
-            "{key:?} is not a label key: the name part must be 1 to 63 characters of letters, \
-             digits, '-', '_' and '.', starting and ending with a letter or digit, after an \
-             optional DNS-subdomain prefix and '/'"
-        ));
-    }
-    None
-}
-
-/// Why `value` is not a label value (apimachinery's `IsValidLabelValue`).
-fn label_value_problem(value: &str) -> Option<String> {
-    static VALUE: OnceLock<Regex> = OnceLock::new();
-    let valid = VALUE.get_or_init(|| {
-        Regex::new(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$").expect("valid regex")
-    });
-    if value.len() <= 63 && valid.is_match(value) {
-        return None;
-    }
-    Some(format!(
-        "{value:?} is not a label value: at most 63 characters of letters, digits, '-', '_' and \
-         '.', starting and ending with a letter or digit (or empty)"
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::constraints::selectors::Wildcard;
 
-    fn object(
+    pub(super) fn object(
         kind: &str,
         api_version: &str,
         namespace: &str,
@@ -965,7 +558,7 @@ mod tests {
         }
     }
 
-    fn constraint(yaml: &str) -> Result<Constraint, ConstraintError> {
+    pub(super) fn constraint(yaml: &str) -> Result<Constraint, ConstraintError> {
         let value: Value = serde_yaml_ng::from_str(yaml).unwrap();
         parse_constraint("c.yaml", 0, value).map(Option::unwrap)
     }
@@ -974,7 +567,7 @@ mod tests {
         "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: MeshLifecycle\nmetadata: {name: c}\n";
 
     #[test]
-    fn wildcards_follow_gatekeeper() {
+    pub(super) fn wildcards_follow_gatekeeper() {
         let matches = |pattern: &str, candidate: &str| Wildcard(pattern.into()).matches(candidate);
         assert!(matches("kube-*", "kube-system"));
         assert!(!matches("kube-*", "my-kube"));
@@ -986,7 +579,7 @@ mod tests {
     }
 
     #[test]
-    fn kinds_namespaces_and_labels_are_anded() {
+    pub(super) fn kinds_namespaces_and_labels_are_anded() {
         let constraint = constraint(&format!(
             "{HEADER}spec:\n  match:\n    kinds: [{{apiGroups: [apps], kinds: [Deployment]}}]\n    excludedNamespaces: [kube-*]\n    labelSelector:\n      matchExpressions: [{{key: tier, operator: NotIn, values: [test]}}]\n"
         ))
@@ -1034,7 +627,7 @@ mod tests {
     }
 
     #[test]
-    fn namespace_selector_reads_the_namespace_object_or_the_namespace_itself() {
+    pub(super) fn namespace_selector_reads_the_namespace_object_or_the_namespace_itself() {
         let constraint = constraint(&format!(
             "{HEADER}spec:\n  match:\n    namespaceSelector: {{matchLabels: {{istio-injection: enabled}}}}\n"
         ))
@@ -1070,7 +663,7 @@ mod tests {
     }
 
     #[test]
-    fn scope_and_name() {
+    pub(super) fn scope_and_name() {
         let namespaced = constraint(&format!(
             "{HEADER}spec:\n  match:\n    scope: Namespaced\n    name: web-*\n"
         ))
@@ -1117,7 +710,7 @@ mod tests {
     }
 
     #[test]
-    fn malformed_constraints_name_the_field() {
+    pub(super) fn malformed_constraints_name_the_field() {
         let field = |yaml: &str| constraint(yaml).unwrap_err().field.unwrap();
         assert_eq!(
             field(&format!(
@@ -1155,7 +748,7 @@ mod tests {
     /// Gatekeeper would refuse these constraints (its CRD's wildcard pattern, and
     /// `LabelSelectorAsSelector` for selectors); accepting them would match nothing, silently.
     #[test]
-    fn invalid_selectors_and_namespace_patterns_are_refused_naming_the_field() {
+    pub(super) fn invalid_selectors_and_namespace_patterns_are_refused_naming_the_field() {
         let field = |spec_match: &str| {
             constraint(&format!("{HEADER}spec:\n  match:\n{spec_match}"))
                 .unwrap_err()
@@ -1201,7 +794,7 @@ mod tests {
     }
 
     #[test]
-    fn enforcement_actions() {
+    pub(super) fn enforcement_actions() {
         let action = |spec: &str| {
             constraint(&format!("{HEADER}spec:\n{spec}"))
                 .unwrap()

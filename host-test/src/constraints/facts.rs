@@ -27,8 +27,7 @@ use crate::constraints::constraint::{
     CONSTRAINT_GROUP, CONSTRAINT_KIND, Constraint, EnforcementAction,
 };
 use crate::module::engine::Engine;
-use crate::terminal::{EXIT_ERROR, EXIT_OK};
-use crate::terminal::{print_error, print_warning};
+use crate::terminal::{EXIT_ERROR, EXIT_OK, print_error, print_warning};
 
 /// Lowest Kubernetes minor version that runs native sidecars (beta, on by default).
 const NATIVE_MIN_MINOR: u32 = meshlife_policy::mesh::NATIVE_SIDECAR_MIN_MINOR;

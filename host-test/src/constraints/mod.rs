@@ -3,13 +3,16 @@
 
 pub mod constraint;
 pub mod facts;
+pub mod matching;
+pub mod selectors;
 
 use std::path::PathBuf;
+
+use constraint::Constraint;
 
 use crate::inputs::files::ReadLimit;
 use crate::module::engine::Engine;
 use crate::terminal::print_warning;
-use constraint::Constraint;
 
 /// The constraints to judge under: the `--constraint` files, or the one the cluster-fact flags
 /// make, or the built-in default (parameter defaults, everything matched). `check` and
