@@ -51,8 +51,9 @@ impl Serialize for ObjectBody {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use serde_json::json;
+
+    use super::*;
 
     #[test]
     fn the_text_reads_back_as_the_same_value_in_the_same_key_order() {
