@@ -28,7 +28,7 @@ pub enum Command {
     Verify(commands::verify::VerifyArgs),
     /// Write a Gatekeeper MeshLifecycle constraint for a cluster from its facts (Kubernetes,
     /// Istio and Linkerd versions and settings), with comments on what each fact changes.
-    Constraint(Box<crate::constraints::facts::ConstraintArgs>),
+    Constraint(Box<crate::constraints::generate::ConstraintArgs>),
     /// Measure evaluation latency: the module warm and fresh in wasmtime, the native build, the
     /// JSON parse floor, a Rego rendition of three rules in regorus, and the npm SDK.
     Bench(commands::bench::BenchArgs),
@@ -51,7 +51,7 @@ pub fn run(cli: Cli) -> u8 {
         Command::Check(args) => commands::check::run(&args),
         Command::Build(args) => commands::build::run(&args),
         Command::Verify(args) => commands::verify::run_verify(&args),
-        Command::Constraint(args) => crate::constraints::facts::run_constraint(&args),
+        Command::Constraint(args) => commands::constraint::run(&args),
         Command::Bench(args) => commands::bench::run_bench(&args),
         Command::Serve(args) => commands::serve::run_serve(&args),
         Command::Install(args) => commands::install::run_install(&args),

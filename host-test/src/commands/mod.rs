@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod build;
 pub mod check;
+pub mod constraint;
 pub mod explain;
 pub mod install;
 pub mod rules;

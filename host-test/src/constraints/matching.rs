@@ -4,7 +4,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{Map, Value};
 
-use crate::constraints::constraint::{FieldError, KindsDocument, mapping, typed_field};
+use crate::constraints::fields::{FieldError, KindsDocument, mapping, typed_field};
 use crate::constraints::selectors::{Selector, Wildcard};
 use crate::inputs::manifests;
 use crate::inputs::manifests::ManifestObject;

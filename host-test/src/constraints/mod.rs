@@ -3,8 +3,14 @@
 
 pub mod constraint;
 pub mod facts;
+mod fields;
+pub mod generate;
+mod istio;
+mod linkerd;
 pub mod matching;
+mod parameters;
 pub mod selectors;
+mod yaml_writer;
 
 use std::path::PathBuf;
 
@@ -33,7 +39,7 @@ pub fn constraints_of(
             );
         }
         let (constraint, warnings) =
-            facts::constraint_for_check(facts.clone(), include_control_planes)?;
+            generate::constraint_for_check(facts.clone(), include_control_planes)?;
         for warning in warnings {
             print_warning(warning);
         }

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use regex::Regex;
 
-use crate::constraints::constraint::FieldError;
+use crate::constraints::fields::FieldError;
 
 /// Gatekeeper's glob: `kube-*` (prefix), `*-system` (suffix), `*mesh*` (contains), or exact.
 #[derive(Clone, Debug, PartialEq, Eq)]

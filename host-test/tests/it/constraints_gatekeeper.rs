@@ -129,7 +129,7 @@ fn the_always_error_rules_are_the_ones_the_rule_table_says_are() {
     let listed: BTreeSet<String> = ERROR_RULES.iter().map(|rule| rule.to_string()).collect();
     assert_eq!(from_table, listed);
     assert_eq!(
-        meshlife::constraints::facts::ALWAYS_ERROR_RULES
+        meshlife::constraints::generate::ALWAYS_ERROR_RULES
             .iter()
             .map(|rule| rule.to_string())
             .collect::<BTreeSet<_>>(),

@@ -1,0 +1,72 @@
+//! `meshlife constraint`: writes a constraint for one cluster from its facts (the flags are
+//! `constraints::generate::ConstraintArgs`), checks its parameters with the module and prints it
+//! or writes it to `--output`.
+
+use serde_json::Value;
+
+use crate::constraints::generate::{ConstraintArgs, Generated, generate};
+use crate::module::engine::Engine;
+use crate::terminal::{EXIT_ERROR, EXIT_OK, print_error, print_warning};
+
+/// Runs `meshlife constraint` and returns the exit code.
+pub fn run(args: &ConstraintArgs) -> u8 {
+    let generated = match generate(args) {
+        Ok(generated) => generated,
+        Err(error) => {
+            print_error(error);
+            return EXIT_ERROR;
+        }
+    };
+    if let Err(error) = validate(&generated) {
+        print_error(error);
+        return EXIT_ERROR;
+    }
+    for warning in &generated.warnings {
+        print_warning(warning);
+    }
+    match args.output.as_ref().filter(|path| path.as_os_str() != "-") {
+        Some(path) => {
+            if let Err(error) = std::fs::write(path, &generated.yaml) {
+                print_error(format_args!("cannot write {}: {error}", path.display()));
+                return EXIT_ERROR;
+            }
+        }
+        None => {
+            if let Err(error) = crate::terminal::write_stdout(&generated.yaml) {
+                print_error(error);
+                return EXIT_ERROR;
+            }
+        }
+    }
+    EXIT_OK
+}
+
+/// Reads the written YAML back as `meshlife check --constraint` does, and has the policy module
+/// judge each constraint's parameters: what is written must be what `check` and Gatekeeper use.
+fn validate(generated: &Generated) -> Result<(), String> {
+    let engine = Engine::embedded().map_err(|error| format!("{error:#}"))?;
+    let read_back =
+        crate::constraints::constraint::parse_constraints_text("(generated)", &generated.yaml)
+            .map_err(|error| format!("the generated YAML does not read back: {error}"))?;
+    let intended: Vec<(&str, &Value)> = generated
+        .constraints
+        .iter()
+        .map(|(name, parameters)| (name.as_str(), parameters))
+        .collect();
+    let found: Vec<(&str, &Value)> = read_back
+        .iter()
+        .map(|constraint| (constraint.name.as_str(), &constraint.parameters))
+        .collect();
+    if found != intended {
+        return Err(format!(
+            "the generated YAML holds other constraints than intended: {found:?} instead of \
+             {intended:?}"
+        ));
+    }
+    for constraint in &read_back {
+        constraint
+            .validate_parameters(&engine)
+            .map_err(|error| error.to_string())?;
+    }
+    Ok(())
+}
