@@ -483,7 +483,7 @@ mod tests {
     use super::*;
     use crate::constraints::selectors::Wildcard;
 
-    pub(super) fn object(
+    fn object(
         kind: &str,
         api_version: &str,
         namespace: &str,
@@ -507,7 +507,7 @@ mod tests {
         }
     }
 
-    pub(super) fn constraint(yaml: &str) -> Result<Constraint, ConstraintError> {
+    fn constraint(yaml: &str) -> Result<Constraint, ConstraintError> {
         let value: Value = serde_yaml_ng::from_str(yaml).unwrap();
         parse_constraint("c.yaml", 0, value).map(Option::unwrap)
     }
@@ -516,7 +516,7 @@ mod tests {
         "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: MeshLifecycle\nmetadata: {name: c}\n";
 
     #[test]
-    pub(super) fn wildcards_follow_gatekeeper() {
+    fn wildcards_follow_gatekeeper() {
         let matches = |pattern: &str, candidate: &str| Wildcard(pattern.into()).matches(candidate);
         assert!(matches("kube-*", "kube-system"));
         assert!(!matches("kube-*", "my-kube"));
@@ -528,7 +528,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn kinds_namespaces_and_labels_are_anded() {
+    fn kinds_namespaces_and_labels_are_anded() {
         let constraint = constraint(&format!(
             "{HEADER}spec:\n  match:\n    kinds: [{{apiGroups: [apps], kinds: [Deployment]}}]\n    excludedNamespaces: [kube-*]\n    labelSelector:\n      matchExpressions: [{{key: tier, operator: NotIn, values: [test]}}]\n"
         ))
@@ -576,7 +576,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn namespace_selector_reads_the_namespace_object_or_the_namespace_itself() {
+    fn namespace_selector_reads_the_namespace_object_or_the_namespace_itself() {
         let constraint = constraint(&format!(
             "{HEADER}spec:\n  match:\n    namespaceSelector: {{matchLabels: {{istio-injection: enabled}}}}\n"
         ))
@@ -612,7 +612,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn scope_and_name() {
+    fn scope_and_name() {
         let namespaced = constraint(&format!(
             "{HEADER}spec:\n  match:\n    scope: Namespaced\n    name: web-*\n"
         ))
@@ -659,7 +659,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn malformed_constraints_name_the_field() {
+    fn malformed_constraints_name_the_field() {
         let field = |yaml: &str| constraint(yaml).unwrap_err().field.unwrap();
         assert_eq!(
             field(&format!(
@@ -697,7 +697,7 @@ mod tests {
     /// Gatekeeper would refuse these constraints (its CRD's wildcard pattern, and
     /// `LabelSelectorAsSelector` for selectors); accepting them would match nothing, silently.
     #[test]
-    pub(super) fn invalid_selectors_and_namespace_patterns_are_refused_naming_the_field() {
+    fn invalid_selectors_and_namespace_patterns_are_refused_naming_the_field() {
         let field = |spec_match: &str| {
             constraint(&format!("{HEADER}spec:\n  match:\n{spec_match}"))
                 .unwrap_err()
@@ -743,7 +743,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn enforcement_actions() {
+    fn enforcement_actions() {
         let action = |spec: &str| {
             constraint(&format!("{HEADER}spec:\n{spec}"))
                 .unwrap()

@@ -959,7 +959,7 @@ mod tests {
     use crate::constraints::yaml_writer::COMMENT_WIDTH;
 
     #[test]
-    pub(super) fn versions() {
+    fn versions() {
         assert_eq!(parse_kubernetes_version("1.31").unwrap().minor, 31);
         assert_eq!(parse_kubernetes_version("v1.31.4-eks-1").unwrap().minor, 31);
         assert_eq!(parse_kubernetes_version("v1.30.2+k3s1").unwrap().minor, 30);
@@ -986,7 +986,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn scalars_are_quoted_when_yaml_would_misread_them() {
+    fn scalars_are_quoted_when_yaml_would_misread_them() {
         let inline = |text: &str| Yaml::string(text).inline();
         assert_eq!(inline("kube-system"), "kube-system");
         assert_eq!(inline("5s"), "5s");
@@ -1003,7 +1003,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn comments_wrap() {
+    fn comments_wrap() {
         let mut out = String::new();
         comment(4, &"word ".repeat(60), &mut out);
         assert!(out.lines().count() > 1);

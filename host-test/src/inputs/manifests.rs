@@ -5,8 +5,7 @@
 //! the document and (where the parser knows it) the line or field, and every other document and
 //! file is still read.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use rayon::prelude::*;
 use serde_json::Value;
@@ -19,6 +18,8 @@ mod values;
 mod admission;
 mod documents;
 mod errors;
+mod file;
+mod loaded;
 mod object;
 mod objects;
 mod templates;
@@ -27,83 +28,18 @@ mod walk;
 pub use admission::object_of_admission_review;
 pub use body::ObjectBody;
 pub use errors::{EMPTY_STDIN, InputError, Skipped, item_text};
+pub use loaded::{IGNORE_FILE, LoadOptions, LoadedInputs, STDIN_NAME};
 pub use object::{
     MadeReview, ManifestObject, Review, json_type_name, split_api_version, string_map,
 };
 
-use crate::inputs::files::{self, ReadLimit};
+use crate::inputs::files::{self};
 use crate::inputs::manifests::documents::{
-    document_error, parse_json_stream, parse_yaml_document, split_yaml_documents,
+    document_error, parse_yaml_document, split_yaml_documents,
 };
-use crate::inputs::manifests::objects::add_document;
-use crate::inputs::manifests::templates::{
-    has_helm_expression, holds_helm_expression, template_directive_line, template_expression_line,
-    template_skip,
-};
+use crate::inputs::manifests::file::{parse_text, read_file};
+use crate::inputs::manifests::loaded::{FileContents, InputFile};
 use crate::inputs::manifests::walk::{render_folder, walk_folder};
-
-/// Documents of one stream parsed in parallel before their results are merged.
-pub(super) const DOCUMENTS_PARSED_TOGETHER: usize = 4096;
-
-/// What `-` on the command line reads, and how it is named in reports.
-pub const STDIN_NAME: &str = "<stdin>";
-
-/// What the walk leaves out, beyond hidden files and non-manifest extensions, and how much
-/// one file may hold.
-#[derive(Clone, Debug, Default)]
-pub struct LoadOptions {
-    /// `--exclude` globs, gitignore syntax, relative to each folder named on the command line.
-    pub exclude: Vec<String>,
-    /// The cap on each file and on stdin (`--max-file-size`).
-    pub limit: ReadLimit,
-}
-
-/// The file, in any walked folder or the folders above it, whose gitignore-style lines name
-/// what `meshlife check` never reads there.
-pub const IGNORE_FILE: &str = ".meshlifeignore";
-
-/// Everything read from the command line's paths.
-#[derive(Debug, Default)]
-pub struct LoadedInputs {
-    pub objects: Vec<ManifestObject>,
-    pub errors: Vec<InputError>,
-    pub skipped: Vec<Skipped>,
-    /// Files read, in order (stdin counts as one).
-    pub files: Vec<String>,
-    /// Folders that held no manifest file at all, so the caller can say so.
-    pub empty_folders: Vec<String>,
-    /// What a walk did not follow although nothing of a manifest was lost (a symlink back to a
-    /// folder being read, a dangling symlink whose name is not a manifest's), for `note:` lines.
-    pub notes: Vec<String>,
-}
-
-impl LoadedInputs {
-    /// Namespace objects of the input by name: the `namespaceObject` of objects in them.
-    pub fn namespaces(&self) -> BTreeMap<String, Value> {
-        self.objects
-            .iter()
-            .filter(|object| object.is_namespace() && !object.name.is_empty())
-            .map(|object| (object.name.clone(), object.object.value()))
-            .collect()
-    }
-}
-
-/// One file's worth of results, so files can be parsed in parallel and merged in order.
-#[derive(Default)]
-pub(super) struct FileContents {
-    pub(super) objects: Vec<ManifestObject>,
-    pub(super) errors: Vec<InputError>,
-    pub(super) skipped: Vec<Skipped>,
-    /// What was done to read it (a folder rendered by kustomize), for `note:` lines.
-    pub(super) notes: Vec<String>,
-}
-
-/// A file to read; `Stdin` for `-`; a folder to render first (Kustomize, a Helm chart).
-pub(super) enum InputFile {
-    Path(PathBuf),
-    Stdin,
-    Render(PathBuf, render::Source),
-}
 
 /// Reads every path: `-` is stdin, folders are walked recursively for `.yaml`, `.yml` and
 /// `.json` files (hidden folders such as `.git` and `.github` are skipped), files named
@@ -210,97 +146,6 @@ pub fn load_with_progress(
     loaded
 }
 
-pub(super) fn read_file(path: &Path, name: &str, limit: ReadLimit) -> FileContents {
-    // Regular files only, capped: a FIFO or /dev/zero named on the command line is refused.
-    let text = match files::read_text(path, limit) {
-        Ok(text) => text,
-        Err(error) => {
-            return FileContents {
-                errors: vec![InputError::file(name, error.to_string())],
-                ..Default::default()
-            };
-        }
-    };
-    let is_json = path
-        .extension()
-        .is_some_and(|extension| extension.eq_ignore_ascii_case("json"));
-    parse_text(name, &text, is_json)
-}
-
-/// Parses a whole file (or stdin). JSON files may hold several concatenated values.
-pub(super) fn parse_text(file: &str, text: &str, is_json: bool) -> FileContents {
-    let mut contents = FileContents::default();
-    // A UTF-8 byte order mark is legal in both formats but neither parser skips it.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    if is_json {
-        parse_json_stream(file, text, &mut contents);
-    } else {
-        // Documents are parsed in parallel: one rendered stream on stdin (a whole Helm
-        // release) would otherwise keep every core but one idle. A chunk at a time, merged in
-        // document order: each document's results, held for all of a long stream before the
-        // merge, were most of the reader's memory.
-        let documents = split_yaml_documents(text);
-        // Mostly one object per document: room for them all at once, not by doubling, which
-        // held up to three times the objects' size while the array moved.
-        contents.objects.reserve_exact(documents.len());
-        for chunk in documents.chunks(DOCUMENTS_PARSED_TOGETHER) {
-            let parsed: Vec<FileContents> = chunk
-                .par_iter()
-                .map(|document| {
-                    let mut parsed = FileContents::default();
-                    match parse_yaml_document(document) {
-                        // A document that parses is a chart's template only when a one-line
-                        // string holds a Helm expression (`name: "{{ .Release.Name }}-x"`);
-                        // Argo's quoted `"{{inputs.parameters.x}}"` is a value.
-                        Ok(Some(value))
-                            if document.text.contains("{{") && holds_helm_expression(&value) =>
-                        {
-                            let line = document
-                                .text
-                                .lines()
-                                .position(has_helm_expression)
-                                .map_or(document.first_line, |index| {
-                                    document.text_first_line + index
-                                });
-                            parsed
-                                .skipped
-                                .push(template_skip(file, Some(document.index), line));
-                        }
-                        Ok(Some(value)) => add_document(
-                            file,
-                            document.index,
-                            document.first_line,
-                            value,
-                            &mut parsed,
-                        ),
-                        Ok(None) => {}
-                        // A template rarely parses (`image: {{ .Values.image }}`, `{{- if }}`
-                        // lines): that document is skipped, the others of the file judged.
-                        Err(error) => match template_directive_line(&document.text)
-                            .or_else(|| template_expression_line(&document.text))
-                        {
-                            Some(index) => parsed.skipped.push(template_skip(
-                                file,
-                                Some(document.index),
-                                document.text_first_line + index - 1,
-                            )),
-                            None => parsed.errors.push(document_error(file, document, &error)),
-                        },
-                    }
-                    parsed
-                })
-                .collect();
-            for document in parsed {
-                contents.objects.extend(document.objects);
-                contents.errors.extend(document.errors);
-                contents.skipped.extend(document.skipped);
-            }
-        }
-        contents.objects.shrink_to_fit();
-    }
-    contents
-}
-
 /// Parses a YAML/JSON text into documents for callers other than `load` (the constraint
 /// reader): each document's index and value, or the error naming file and document.
 pub fn parse_documents(file: &str, text: &str) -> Vec<Result<(usize, usize, Value), InputError>> {
@@ -320,7 +165,7 @@ mod tests {
     use super::objects::MAX_LIST_NESTING;
     use super::*;
 
-    pub(super) fn documents(text: &str) -> Vec<(usize, usize, String)> {
+    fn documents(text: &str) -> Vec<(usize, usize, String)> {
         split_yaml_documents(text)
             .into_iter()
             .map(|document| {
@@ -334,7 +179,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn splitting_numbers_documents_like_a_yaml_parser() {
+    fn splitting_numbers_documents_like_a_yaml_parser() {
         assert_eq!(
             documents("a: 1\n---\nb: 2\n"),
             vec![(0, 1, "a: 1".into()), (1, 3, "b: 2".into())]
@@ -362,7 +207,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn a_broken_document_does_not_hide_the_next_one() {
+    fn a_broken_document_does_not_hide_the_next_one() {
         let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\nkind: [unclosed\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b}\n";
         let contents = parse_text("f.yaml", text, false);
         assert_eq!(contents.objects.len(), 2);
@@ -385,7 +230,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn lists_and_admission_reviews_become_objects() {
+    fn lists_and_admission_reviews_become_objects() {
         let text = r#"{"apiVersion":"v1","kind":"List","items":[{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","namespace":"n"}},null,{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"b"}}]}
 {"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"1","kind":{"group":"batch","version":"v1","kind":"Job"},"name":"j","namespace":"x","operation":"CREATE","object":{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j"}}}}"#;
         let contents = parse_text("f.json", text, true);
@@ -408,7 +253,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn documents_that_are_not_objects_name_the_field() {
+    fn documents_that_are_not_objects_name_the_field() {
         let contents = parse_text(
             "f.yaml",
             "- a\n---\nkind: Pod\n---\napiVersion: v1\nkind: 3\n",
@@ -426,7 +271,7 @@ mod tests {
     }
 
     /// A Job whose `status` nests `depth` levels, as block YAML.
-    pub(super) fn job_with_deep_status(depth: usize) -> String {
+    fn job_with_deep_status(depth: usize) -> String {
         let mut text = String::from(
             "apiVersion: batch/v1\nkind: Job\nmetadata: {name: deep, namespace: jobs}\nspec:\n  template:\n    metadata:\n      annotations: {sidecar.istio.io/inject: \"true\"}\n      labels: {sidecar.istio.io/inject: \"true\"}\n    spec:\n      restartPolicy: Never\n      containers: [{name: main, image: busybox}]\nstatus:\n",
         );
@@ -439,14 +284,14 @@ mod tests {
         text
     }
 
-    pub(super) fn only_error(contents: &FileContents) -> &InputError {
+    fn only_error(contents: &FileContents) -> &InputError {
         assert!(contents.objects.is_empty(), "{:?}", contents.objects);
         assert_eq!(contents.errors.len(), 1, "{:?}", contents.errors);
         &contents.errors[0]
     }
 
     #[test]
-    pub(super) fn deep_flow_nesting_is_refused_before_the_parser_with_its_line() {
+    fn deep_flow_nesting_is_refused_before_the_parser_with_its_line() {
         for opening in ["[", "{a: "] {
             let text = format!(
                 "apiVersion: v1\nkind: ConfigMap\ndata: {}\n",
@@ -466,7 +311,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn a_deep_field_the_module_never_reads_is_read() {
+    fn a_deep_field_the_module_never_reads_is_read() {
         for depth in [200, 1_000] {
             let contents = parse_text("job.yaml", &job_with_deep_status(depth), false);
             assert!(contents.errors.is_empty(), "{depth}: {:?}", contents.errors);
@@ -486,7 +331,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn the_cli_and_the_module_agree_on_deep_fields() {
+    fn the_cli_and_the_module_agree_on_deep_fields() {
         let engine = crate::module::engine::Engine::embedded().unwrap();
         let rules = |input: &Value| -> Vec<String> {
             let mut rules: Vec<String> = engine
@@ -542,12 +387,12 @@ mod tests {
     }
 
     /// serde_json writes values of any depth (only its reader has a limit).
-    pub(super) fn disable_recursion_limit_to_string(value: &Value) -> String {
+    fn disable_recursion_limit_to_string(value: &Value) -> String {
         serde_json::to_string(value).unwrap()
     }
 
     #[test]
-    pub(super) fn infinities_and_nan_are_refused_naming_the_field() {
+    fn infinities_and_nan_are_refused_naming_the_field() {
         for (literal, shown) in [
             (".inf", ".inf"),
             ("-.inf", "-.inf"),
@@ -573,7 +418,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn integers_beyond_64_bits_are_refused_not_rounded() {
+    fn integers_beyond_64_bits_are_refused_not_rounded() {
         for literal in [
             "99999999999999999999",
             "-99999999999999999999",
@@ -611,7 +456,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn duplicate_keys_are_refused_whatever_else_the_document_holds() {
+    fn duplicate_keys_are_refused_whatever_else_the_document_holds() {
         let plain = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n";
         let with_comment = format!("{plain}# <<: not a merge key\n");
         let with_merge = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  <<: {labels: {x: y}}\n  name: a\n  name: b\n";
@@ -631,7 +476,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn lists_inside_lists_are_expanded_and_bounded() {
+    fn lists_inside_lists_are_expanded_and_bounded() {
         let job =
             serde_json::json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}});
         let wrap = |kind: &str, items: Vec<Value>| serde_json::json!({"apiVersion": "v1", "kind": kind, "items": items});
@@ -664,7 +509,7 @@ mod tests {
     }
 
     #[test]
-    pub(super) fn merge_keys_are_resolved() {
+    fn merge_keys_are_resolved() {
         let text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  <<: {name: merged}\n";
         let contents = parse_text("f.yaml", text, false);
         assert_eq!(contents.objects[0].name, "merged");

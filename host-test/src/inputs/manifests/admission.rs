@@ -3,8 +3,9 @@
 
 use serde_json::Value;
 
-use crate::inputs::manifests::object::namespace_and_name;
-use crate::inputs::manifests::{InputError, ManifestObject, ObjectBody, json_type_name};
+use super::body::ObjectBody;
+use super::errors::InputError;
+use super::object::{ManifestObject, json_type_name, namespace_and_name};
 
 /// The object of an AdmissionReview a webhook received, read as `meshlife check` reads one
 /// from a file (`meshlife serve`'s `POST /admission`).

@@ -6,8 +6,10 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::inputs::manifests::objects::add_document;
-use crate::inputs::manifests::{FileContents, InputError, nesting, values};
+use super::errors::InputError;
+use super::loaded::FileContents;
+use super::objects::add_document;
+use super::{nesting, values};
 
 pub(super) fn parse_json_stream(file: &str, text: &str, contents: &mut FileContents) {
     // Nothing left from another file read on this thread.

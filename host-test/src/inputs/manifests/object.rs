@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::inputs::manifests::{InputError, ObjectBody, item_text};
+use super::body::ObjectBody;
+use super::errors::{InputError, item_text};
 
 /// One Kubernetes object from the input, with its origin.
 #[derive(Clone, Debug)]

@@ -3,11 +3,11 @@
 
 use serde_json::Value;
 
-use crate::inputs::manifests::admission::admission_review_object;
-use crate::inputs::manifests::object::namespace_and_name;
-use crate::inputs::manifests::{
-    FileContents, InputError, ManifestObject, ObjectBody, Skipped, json_type_name,
-};
+use super::admission::admission_review_object;
+use super::body::ObjectBody;
+use super::errors::{InputError, Skipped};
+use super::loaded::FileContents;
+use super::object::{ManifestObject, json_type_name, namespace_and_name};
 
 /// Turns one parsed document into objects: a List is expanded, an AdmissionReview contributes
 /// its request, anything that is not a Kubernetes object is an error naming the field.

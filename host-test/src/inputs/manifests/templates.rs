@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::inputs::manifests::Skipped;
+use super::errors::Skipped;
 
 pub(super) fn template_skip(file: &str, document: Option<usize>, line: usize) -> Skipped {
     Skipped {

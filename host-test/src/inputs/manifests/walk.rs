@@ -3,10 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
+use super::errors::{InputError, Skipped};
+use super::file::parse_text;
+use super::loaded::{FileContents, IGNORE_FILE, InputFile, LoadedInputs};
+use super::render;
 use crate::inputs::files::{self, ReadLimit};
-use crate::inputs::manifests::{
-    FileContents, IGNORE_FILE, InputError, InputFile, LoadedInputs, Skipped, parse_text, render,
-};
 
 /// A Kustomize folder or Helm chart: its rendering, parsed as a stream named by the command, or
 /// the folder skipped (no renderer on the PATH, or it refused the folder alone: a chart that
@@ -272,13 +273,13 @@ pub(super) fn has_manifest_extension(path: &Path) -> bool {
 }
 
 #[cfg(test)]
-mod manifest_extension_tests {
+mod tests {
     use std::path::Path;
 
     use super::has_manifest_extension;
 
     #[test]
-    pub(super) fn reads_yaml_and_json_files_only() {
+    fn reads_yaml_and_json_files_only() {
         for name in ["a.yaml", "a.YML", "a.json", "values.prod.yaml"] {
             assert!(has_manifest_extension(Path::new(name)), "{name}");
         }
