@@ -154,11 +154,11 @@ func (h *harness) latencyTable() string {
 	return b.String()
 }
 
-// threeRulesTemplate is host-test/src/bench/three_rules.rego as a Gatekeeper
+// threeRulesTemplate is host-test/src/commands/bench/three_rules.rego as a Gatekeeper
 // ConstraintTemplate (what a Gatekeeper user writes instead of calling meshlife), and a
 // constraint of it over the same kinds.
 func (h *harness) threeRulesTemplate() ([]*unstructured.Unstructured, error) {
-	rego, err := os.ReadFile(filepath.Join(h.repo, "host-test/src/bench/three_rules.rego"))
+	rego, err := os.ReadFile(filepath.Join(h.repo, "host-test/src/commands/bench/three_rules.rego"))
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,5 @@
 //! Criterion benchmarks of one evaluation, per input and engine, on the inputs of
-//! `meshlife bench` (host-test/src/bench/inputs.rs): `cargo bench -p meshlife`.
+//! `meshlife bench` (host-test/src/commands/bench/inputs.rs): `cargo bench -p meshlife`.
 //! `meshlife bench` measures the same engines (plus the npm SDK) in one quick run and writes
 //! BENCHMARKS.md; these give criterion's statistics and regression comparisons between runs.
 

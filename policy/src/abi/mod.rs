@@ -28,7 +28,7 @@ pub(crate) fn abort(message: &CStr) -> ! {
 }
 
 // Hosts read the ABI version from these two exported globals. Rust exports a static's *address*
-// as the global's value; the build pipeline (`host-test/src/module_build.rs`) rewrites the
+// as the global's value; the build pipeline (`host-test/src/module/build.rs`) rewrites the
 // globals' init values to 1 and 3 after linking. The statics' own memory holds the same numbers,
 // so nothing depends on which of the two a reader sees.
 #[unsafe(no_mangle)]

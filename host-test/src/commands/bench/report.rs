@@ -257,7 +257,7 @@ pub fn markdown(report: &BenchReport) -> String {
          the module imports its memory, which belongs to one store); `native` the same rules \
          compiled natively; `parse-floor` serde_json reading the bytes into `IgnoredAny`; \
          `regorus-3-rules` regorus evaluating a Rego rendition of ML101, ML301 and ML401 \
-         (host-test/src/bench/three_rules.rego) against `wasm-warm-3-rules`, the module limited to \
+         (host-test/src/commands/bench/three_rules.rego) against `wasm-warm-3-rules`, the module limited to \
          the same rules; `node-sdk` the module in @open-policy-agent/opa-wasm on Node.js.\n"
     );
     let _ = writeln!(
