@@ -55,7 +55,7 @@ pub fn run(cli: Cli) -> u8 {
         Command::Bench(args) => commands::bench::run_bench(&args),
         Command::Serve(args) => commands::serve::run_serve(&args),
         Command::Install(args) => commands::install::run_install(&args),
-        Command::Rules(args) => commands::rules::run_rules(&args),
+        Command::Rules(args) => commands::rules::run(&args),
         Command::Explain(args) => commands::explain::run_explain(&args),
     }
 }

@@ -25,4 +25,6 @@ pub mod module;
 #[cfg(feature = "commands")]
 pub mod report;
 #[cfg(feature = "commands")]
+pub mod rule_reference;
+#[cfg(feature = "commands")]
 pub mod terminal;

@@ -548,7 +548,7 @@ pub(super) fn rule_list(flag: &str, entries: &[String]) -> Result<Vec<String>, S
     let cleaned = non_empty(entries);
     for entry in &cleaned {
         if catalogue::find(entry).is_none() {
-            if let Some(nearest) = crate::commands::rules::nearest_rules(entry) {
+            if let Some(nearest) = crate::rule_reference::nearest_rules(entry) {
                 return Err(format!(
                     "{flag}: {entry:?} is not a rule id or name; did you mean {nearest}? \
                      (`meshlife rules` lists them all)"

@@ -233,7 +233,7 @@ impl Exemption {
         self.unknown
             .iter()
             .map(|entry| {
-                let suggestion = match crate::commands::rules::nearest_rules(entry) {
+                let suggestion = match crate::rule_reference::nearest_rules(entry) {
                     Some(nearest) => format!("did you mean {nearest}?"),
                     None => "`meshlife rules` lists the ids and names".to_string(),
                 };

@@ -67,7 +67,7 @@ pub(super) fn render_sarif(report: &Report) -> String {
                 "shortDescription": {"text": format!("{id} {name}")},
                 "defaultConfiguration": {"level": sarif_level(*severity)},
             });
-            if let Some(help) = crate::commands::rules::help(id) {
+            if let Some(help) = crate::rule_reference::help(id) {
                 descriptor["fullDescription"] = json!({"text": help.full_description});
                 descriptor["help"] = json!({"text": help.text, "markdown": help.markdown});
                 descriptor["helpUri"] = json!(help.uri);
