@@ -114,11 +114,11 @@ pub fn manifest_objects(paths: &[String], parameters: &Value) -> Result<Vec<Fixt
         .objects
         .iter()
         .map(|object| {
-            let namespace_object = namespaces.get(&object.namespace);
+            let namespace_object = namespaces.get(&object.identity.namespace);
             let input =
                 json!({"review": object.review(namespace_object), "parameters": parameters});
             Fixture {
-                label: format!("{} {}", object.file, object.location()),
+                label: format!("{} {}", object.identity.file, object.location()),
                 input: serde_json::to_vec(&input).expect("a serde_json::Value always serialises"),
             }
         })

@@ -118,7 +118,7 @@ pub fn plan(
     for (object_index, object) in objects.iter().enumerate() {
         if skip_control_planes
             && object.is_reviewed_kind()
-            && is_control_plane_namespace(&object.namespace)
+            && is_control_plane_namespace(&object.identity.namespace)
         {
             plan.control_plane.push(object_index);
             continue;

@@ -19,9 +19,10 @@ use crate::inputs::services::ServiceIndex;
 use crate::judging::{self, Context, Evaluation};
 use crate::module::engine::Engine;
 use crate::report::coverage::{self, Coverage};
-use crate::report::{self, Exemption, Finding, Format, ObjectIdentity, ObjectReport, Report};
-use crate::terminal::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, no_colour_requested, print_error};
-use crate::terminal::{print_note, print_warning};
+use crate::report::{self, Exemption, Finding, Format, ObjectReport, Report};
+use crate::terminal::{
+    EXIT_ERROR, EXIT_FAILED, EXIT_OK, no_colour_requested, print_error, print_note, print_warning,
+};
 
 /// Above this many files a progress bar is worth its flicker (and only on a terminal).
 const PROGRESS_MIN_FILES: usize = 300;
@@ -263,7 +264,7 @@ pub fn run(args: &CheckArgs) -> u8 {
         {
             disagreements.extend(crate::inputs::namespaces::facts_disagreement(
                 &constraints[constraint_index].parameters,
-                &object.namespace,
+                &object.identity.namespace,
                 namespace_object,
                 &file,
             ));
@@ -296,7 +297,7 @@ pub fn run(args: &CheckArgs) -> u8 {
         let listed = object.listing();
         let namespace = coverage::NamespaceFacts {
             in_input: context.namespace_of(object).is_some(),
-            defined_elsewhere: namespaces.defines(&object.namespace)
+            defined_elsewhere: namespaces.defines(&object.identity.namespace)
                 && context.namespace_of(object).is_none(),
         };
         for verdict in verdicts {
@@ -385,7 +386,7 @@ pub fn run(args: &CheckArgs) -> u8 {
         .into_iter()
         .zip(findings)
         .map(|(object, findings)| ObjectReport {
-            identity: ObjectIdentity::from(object),
+            identity: object.identity,
             findings,
         })
         .collect();
@@ -448,18 +449,23 @@ fn locate_findings(objects: &[manifests::ManifestObject], findings: &mut [Vec<Fi
     use crate::inputs::source_location::{DocumentLines, line_starts};
     let mut texts: BTreeMap<&str, Option<(String, Vec<usize>)>> = BTreeMap::new();
     for (object, findings) in objects.iter().zip(findings.iter_mut()) {
-        if findings.is_empty() || object.item.is_some() || object.file == manifests::STDIN_NAME {
+        if findings.is_empty()
+            || object.identity.item.is_some()
+            || object.identity.file == manifests::STDIN_NAME
+        {
             continue;
         }
-        let text = texts.entry(object.file.as_str()).or_insert_with(|| {
-            let text = std::fs::read_to_string(&object.file).ok()?;
-            let starts = line_starts(&text);
-            Some((text, starts))
-        });
+        let text = texts
+            .entry(object.identity.file.as_str())
+            .or_insert_with(|| {
+                let text = std::fs::read_to_string(&object.identity.file).ok()?;
+                let starts = line_starts(&text);
+                Some((text, starts))
+            });
         let Some((text, starts)) = text else {
             continue;
         };
-        let document = DocumentLines::new(text, starts, object.line);
+        let document = DocumentLines::new(text, starts, object.identity.line);
         for finding in findings.iter_mut() {
             finding.location = document.locate(&finding.path);
         }

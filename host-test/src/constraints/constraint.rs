@@ -482,6 +482,7 @@ pub(super) fn enforcement_action(
 mod tests {
     use super::*;
     use crate::constraints::selectors::Wildcard;
+    use crate::inputs::manifests::ObjectIdentity;
 
     fn object(
         kind: &str,
@@ -491,15 +492,17 @@ mod tests {
         labels: Value,
     ) -> ManifestObject {
         ManifestObject {
-            file: "f.yaml".into(),
-            document: 0,
-            item: None,
-            inner_items: Vec::new(),
-            line: 1,
-            api_version: api_version.into(),
-            kind: kind.into(),
-            namespace: namespace.into(),
-            name: name.into(),
+            identity: ObjectIdentity {
+                file: "f.yaml".into(),
+                document: 0,
+                item: None,
+                inner_items: Vec::new(),
+                line: 1,
+                api_version: api_version.into(),
+                kind: kind.into(),
+                namespace: namespace.into(),
+                name: name.into(),
+            },
             object: manifests::ObjectBody::new(
                 &serde_json::json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": namespace, "labels": labels}}),
             ),

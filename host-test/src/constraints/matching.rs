@@ -130,7 +130,7 @@ impl Match {
                 || entry
                     .kinds
                     .iter()
-                    .any(|kind| kind == "*" || *kind == object.kind);
+                    .any(|kind| kind == "*" || *kind == object.identity.kind);
             let group_matches = entry.api_groups.is_empty()
                 || entry
                     .api_groups
@@ -145,7 +145,7 @@ impl Match {
         object: &ManifestObject,
         namespace_object: Option<&Value>,
     ) -> bool {
-        let has_namespace = !object.namespace.is_empty() || namespace_object.is_some();
+        let has_namespace = !object.identity.namespace.is_empty() || namespace_object.is_some();
         let is_namespace = object.is_namespace();
         match self.scope {
             Scope::All => true,
@@ -161,7 +161,7 @@ impl Match {
         namespace_object: Option<&'a Value>,
     ) -> Option<&'a str> {
         if object.is_namespace() {
-            return Some(&object.name);
+            return Some(&object.identity.name);
         }
         if let Some(name) = namespace_object
             .and_then(|namespace| namespace.pointer("/metadata/name"))
@@ -169,7 +169,7 @@ impl Match {
         {
             return Some(name);
         }
-        (!object.namespace.is_empty()).then_some(object.namespace.as_str())
+        (!object.identity.namespace.is_empty()).then_some(object.identity.namespace.as_str())
     }
 
     pub(super) fn namespaces_match(
@@ -225,11 +225,11 @@ impl Match {
                 namespace.pointer("/metadata/labels"),
             ))),
             // Cluster-scoped objects are not selected away by a namespace selector.
-            None if object.namespace.is_empty() => Ok(true),
+            None if object.identity.namespace.is_empty() => Ok(true),
             None => Err(format!(
                 "constraint's spec.match.namespaceSelector needs the labels of namespace {:?}, which is not in the input; \
                  add its Namespace manifest to the checked files",
-                object.namespace
+                object.identity.namespace
             )),
         }
     }
@@ -237,6 +237,6 @@ impl Match {
     pub(super) fn name_match(&self, object: &ManifestObject) -> bool {
         self.name
             .as_ref()
-            .is_none_or(|pattern| pattern.matches(&object.name))
+            .is_none_or(|pattern| pattern.matches(&object.identity.name))
     }
 }

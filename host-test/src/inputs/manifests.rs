@@ -30,7 +30,8 @@ pub use body::ObjectBody;
 pub use errors::{EMPTY_STDIN, InputError, Skipped, item_text};
 pub use loaded::{IGNORE_FILE, LoadOptions, LoadedInputs, STDIN_NAME};
 pub use object::{
-    MadeReview, ManifestObject, Review, json_type_name, split_api_version, string_map,
+    MadeReview, ManifestObject, ObjectIdentity, Review, json_type_name, split_api_version,
+    string_map,
 };
 
 use crate::inputs::files::{self};
@@ -211,7 +212,7 @@ mod tests {
         let text = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n---\nkind: [unclosed\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: b}\n";
         let contents = parse_text("f.yaml", text, false);
         assert_eq!(contents.objects.len(), 2);
-        assert_eq!(contents.objects[1].document, 2);
+        assert_eq!(contents.objects[1].identity.document, 2);
         assert_eq!(contents.errors.len(), 1);
         let error = &contents.errors[0];
         assert_eq!(error.document, Some(1));
@@ -238,7 +239,7 @@ mod tests {
         let names: Vec<_> = contents
             .objects
             .iter()
-            .map(|o| (o.document, o.item, o.display_name()))
+            .map(|o| (o.identity.document, o.identity.item, o.display_name()))
             .collect();
         assert_eq!(
             names,
@@ -487,7 +488,10 @@ mod tests {
         assert!(contents.errors.is_empty(), "{:?}", contents.errors);
         let job_object = &contents.objects[1];
         assert_eq!(
-            (job_object.item, job_object.inner_items.clone()),
+            (
+                job_object.identity.item,
+                job_object.identity.inner_items.clone()
+            ),
             (Some(1), vec![0])
         );
         assert_eq!(job_object.location(), "document 1, item 2, item 1");
@@ -512,6 +516,6 @@ mod tests {
     fn merge_keys_are_resolved() {
         let text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  <<: {name: merged}\n";
         let contents = parse_text("f.yaml", text, false);
-        assert_eq!(contents.objects[0].name, "merged");
+        assert_eq!(contents.objects[0].identity.name, "merged");
     }
 }

@@ -75,11 +75,11 @@ pub fn default_namespace_note(
     // several files.
     let mut defined: Vec<&str> = Vec::new();
     for object in objects {
-        if object.kind == "Namespace"
+        if object.identity.kind == "Namespace"
             && object.group().is_empty()
-            && !defined.contains(&object.name.as_str())
+            && !defined.contains(&object.identity.name.as_str())
         {
-            defined.push(object.name.as_str());
+            defined.push(object.identity.name.as_str());
         }
     }
     if defined.is_empty() || defined.contains(&namespace) {
@@ -111,9 +111,9 @@ pub fn default_namespace_note(
 pub fn apply_default_namespace(objects: &mut [ManifestObject], namespace: &str) -> usize {
     let mut moved = 0;
     for object in objects.iter_mut() {
-        if !object.namespace.is_empty()
+        if !object.identity.namespace.is_empty()
             || object.admission_request.is_some()
-            || is_cluster_scoped(object.group(), &object.kind)
+            || is_cluster_scoped(object.group(), &object.identity.kind)
         {
             continue;
         }
@@ -132,7 +132,7 @@ pub fn apply_default_namespace(objects: &mut [ManifestObject], namespace: &str) 
         };
         metadata.insert("namespace".into(), Value::String(namespace.to_string()));
         object.object = ObjectBody::new(&value);
-        object.namespace = namespace.to_string();
+        object.identity.namespace = namespace.to_string();
         moved += 1;
     }
     moved
@@ -197,15 +197,15 @@ impl NamespaceDefinitions {
         let mut by_name: BTreeMap<String, Vec<Definition>> = BTreeMap::new();
         for object in objects
             .iter()
-            .filter(|object| object.is_namespace() && !object.name.is_empty())
+            .filter(|object| object.is_namespace() && !object.identity.name.is_empty())
         {
             by_name
-                .entry(object.name.clone())
+                .entry(object.identity.name.clone())
                 .or_default()
                 .push(Definition {
-                    file: object.file.clone(),
-                    document: object.document,
-                    folder: folder_of(&object.file),
+                    file: object.identity.file.clone(),
+                    document: object.identity.document,
+                    folder: folder_of(&object.identity.file),
                     object: object.object.value(),
                 });
         }
@@ -219,22 +219,22 @@ impl NamespaceDefinitions {
 
     /// The Namespace manifest `object` belongs to, if the input holds one that applies.
     pub fn for_object(&self, object: &ManifestObject) -> Option<&Value> {
-        if object.is_namespace() || object.namespace.is_empty() {
+        if object.is_namespace() || object.identity.namespace.is_empty() {
             return None;
         }
-        let definitions = self.by_name.get(&object.namespace)?;
+        let definitions = self.by_name.get(&object.identity.namespace)?;
         if agree(definitions) {
             return definitions.first().map(|definition| &definition.object);
         }
         // A file applied with `kubectl apply -f` ends with its last definition; so does a folder.
         let in_file: Vec<&Definition> = definitions
             .iter()
-            .filter(|definition| definition.file == object.file)
+            .filter(|definition| definition.file == object.identity.file)
             .collect();
         if !in_file.is_empty() {
             return in_file.last().map(|definition| &definition.object);
         }
-        let mut folder = folder_of(&object.file);
+        let mut folder = folder_of(&object.identity.file);
         while let Some(current) = folder {
             let in_folder: Vec<&Definition> = definitions
                 .iter()
@@ -253,7 +253,7 @@ impl NamespaceDefinitions {
     pub fn location_of(&self, object: &ManifestObject) -> Option<String> {
         let chosen = self.for_object(object)?;
         self.by_name
-            .get(&object.namespace)?
+            .get(&object.identity.namespace)?
             .iter()
             .find(|definition| std::ptr::eq(&definition.object, chosen))
             .map(|definition| format!("{} (document {})", definition.file, definition.document + 1))
@@ -425,8 +425,9 @@ pub fn facts_win_notices(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use serde_json::json;
+
+    use super::*;
 
     fn object(
         file: &str,
@@ -462,11 +463,11 @@ mod tests {
             object("a.yaml", "ClusterRole", "", "reader", json!({})),
         ];
         assert_eq!(apply_default_namespace(&mut objects, "team"), 1);
-        assert_eq!(objects[0].namespace, "team");
+        assert_eq!(objects[0].identity.namespace, "team");
         assert_eq!(objects[0].object.value()["metadata"]["namespace"], "team");
-        assert_eq!(objects[1].namespace, "shop");
-        assert_eq!(objects[2].namespace, "");
-        assert_eq!(objects[3].namespace, "");
+        assert_eq!(objects[1].identity.namespace, "shop");
+        assert_eq!(objects[2].identity.namespace, "");
+        assert_eq!(objects[3].identity.namespace, "");
     }
 
     #[test]

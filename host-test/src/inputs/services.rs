@@ -20,10 +20,10 @@ impl<'a> ServiceIndex<'a> {
         let mut by_namespace: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
         for object in objects
             .iter()
-            .filter(|object| object.kind == "Service" && object.group().is_empty())
+            .filter(|object| object.identity.kind == "Service" && object.group().is_empty())
         {
             by_namespace
-                .entry(object.namespace.as_str())
+                .entry(object.identity.namespace.as_str())
                 .or_default()
                 .push(object.object.value());
         }
@@ -33,7 +33,7 @@ impl<'a> ServiceIndex<'a> {
     /// The Services in `object`'s namespace whose selector its pod labels satisfy. A Service
     /// without a selector selects no pod (its endpoints are managed by hand).
     pub fn selecting(&self, object: &ManifestObject) -> Vec<&Value> {
-        let Some(services) = self.by_namespace.get(object.namespace.as_str()) else {
+        let Some(services) = self.by_namespace.get(object.identity.namespace.as_str()) else {
             return Vec::new();
         };
         let Some(labels) = pod_labels(object) else {
@@ -55,15 +55,16 @@ impl<'a> ServiceIndex<'a> {
 /// The labels the workload's pods get, from where the policy reads the pod template
 /// (`WorkloadKind::metadata_path`); `None` for kinds without pods a Service selects.
 fn pod_labels(object: &ManifestObject) -> Option<BTreeMap<String, String>> {
-    let kind = WorkloadKind::from_kind(&object.kind)?;
+    let kind = WorkloadKind::from_kind(&object.identity.kind)?;
     let pointer = format!("/{}/labels", kind.metadata_path().replace('.', "/"));
     Some(string_map(object.object.pointer(&pointer).as_ref()))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use serde_json::json;
+
+    use super::*;
 
     fn object(kind: &str, namespace: &str, value: Value) -> ManifestObject {
         ManifestObject::for_test("a.yaml", kind, namespace, value)

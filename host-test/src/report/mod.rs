@@ -22,7 +22,7 @@ use meshlife_policy::{Severity, Violation};
 use serde_json::Value;
 
 use crate::constraints::constraint::{Constraint, EnforcementAction};
-use crate::inputs::manifests::{InputError, ManifestObject};
+use crate::inputs::manifests::{InputError, ManifestObject, ObjectIdentity};
 
 /// The annotation listing exempted rules (ids, names or `*`), and the one giving the reason.
 pub const EXEMPT_ANNOTATION: &str = "meshlife.io/exempt";
@@ -40,45 +40,6 @@ pub enum Format {
     Sarif,
     Tap,
     Github,
-}
-
-/// Where an object came from and what it is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ObjectIdentity {
-    pub file: String,
-    pub document: usize,
-    pub item: Option<usize>,
-    pub inner_items: Vec<usize>,
-    pub line: usize,
-    pub api_version: String,
-    pub kind: String,
-    pub namespace: String,
-    pub name: String,
-}
-
-impl ObjectIdentity {
-    pub fn of(object: &ManifestObject) -> ObjectIdentity {
-        ObjectIdentity::from(object.clone())
-    }
-
-    /// `Deployment shop/web (document 1)`: documents and items counted from 1.
-    pub fn title(&self) -> String {
-        let name = if self.name.is_empty() {
-            "<unnamed>"
-        } else {
-            &self.name
-        };
-        let location = format!(
-            "document {}{}",
-            self.document + 1,
-            crate::inputs::manifests::item_text(self.item, &self.inner_items)
-        );
-        if self.namespace.is_empty() {
-            format!("{} {name} ({location})", self.kind)
-        } else {
-            format!("{} {}/{name} ({location})", self.kind, self.namespace)
-        }
-    }
 }
 
 /// One violation of one object under one constraint.
@@ -139,22 +100,6 @@ pub struct ObjectReport {
     pub findings: Vec<Finding>,
 }
 
-impl From<ManifestObject> for ObjectIdentity {
-    fn from(object: ManifestObject) -> ObjectIdentity {
-        ObjectIdentity {
-            file: object.file,
-            document: object.document,
-            item: object.item,
-            inner_items: object.inner_items,
-            line: object.line,
-            api_version: object.api_version,
-            kind: object.kind,
-            namespace: object.namespace,
-            name: object.name,
-        }
-    }
-}
-
 /// A `meshlife.io/exempt` annotation in use, listed so exemptions stay visible in review.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Exemption {
@@ -171,7 +116,7 @@ impl Exemption {
     /// The exemption of `object`, read where the policy reads it: the Pod's own metadata or
     /// the pod template's.
     pub fn of(object: &ManifestObject) -> Option<Exemption> {
-        let template_metadata = match object.kind.as_str() {
+        let template_metadata = match object.identity.kind.as_str() {
             "Pod" => "/metadata",
             "CronJob" => "/spec/jobTemplate/spec/template/metadata",
             _ => "/spec/template/metadata",
@@ -206,7 +151,7 @@ impl Exemption {
             .map(str::to_string)
             .collect();
         Some(Exemption {
-            identity: ObjectIdentity::of(object),
+            identity: object.identity.clone(),
             rules,
             reason: annotation(metadata, EXEMPT_REASON_ANNOTATION)
                 .filter(|reason| !reason.trim().is_empty()),

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use meshlife_policy::Severity;
 use serde_json::{Value, json};
 
-use super::{Finding, ObjectIdentity, Report};
+use super::{Finding, Report};
+use crate::inputs::manifests::ObjectIdentity;
 
 fn sarif_level(severity: Severity) -> &'static str {
     match severity {

@@ -154,12 +154,15 @@ fn example_reviews() -> Vec<(String, Value)> {
         .objects
         .iter()
         .map(|object| {
-            let namespace = if object.is_namespace() || object.namespace.is_empty() {
+            let namespace = if object.is_namespace() || object.identity.namespace.is_empty() {
                 None
             } else {
-                namespaces.get(&object.namespace)
+                namespaces.get(&object.identity.namespace)
             };
-            let file = object.file.replace(&root.display().to_string(), "");
+            let file = object
+                .identity
+                .file
+                .replace(&root.display().to_string(), "");
             (
                 format!("{file} {} {}", object.location(), object.display_name()),
                 serde_json::to_value(object.review(namespace)).expect("a review serialises"),

@@ -7,9 +7,8 @@
 
 use std::fmt::Write as _;
 
-use meshlife_policy::violation::Severity;
-
 use meshlife_policy::timeline::Anchor;
+use meshlife_policy::violation::Severity;
 
 use super::bars::{anchor_phrase, mode_line, rules_at};
 use super::{Explained, svg};

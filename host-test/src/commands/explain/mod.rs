@@ -23,8 +23,7 @@ use crate::inputs::services::ServiceIndex;
 use crate::judging::{self, Applicable, Context, REQUIRE_MESH_RULE};
 use crate::module::engine::Engine;
 use crate::report::Finding;
-use crate::terminal::print_note;
-use crate::terminal::{EXIT_ERROR, EXIT_OK, no_colour_requested, print_error};
+use crate::terminal::{EXIT_ERROR, EXIT_OK, no_colour_requested, print_error, print_note};
 
 #[derive(Args, Debug)]
 pub struct ExplainArgs {
@@ -186,7 +185,7 @@ pub(crate) fn explain_object(
         .iter()
         .enumerate()
         .map(|(index, PodSpecTimeline { path, timeline })| Explained {
-            file: object.file.clone(),
+            file: object.identity.file.clone(),
             location: object.location(),
             object: object.display_name(),
             pod_spec: path.clone(),

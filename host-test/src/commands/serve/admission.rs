@@ -127,7 +127,7 @@ pub async fn review(routes: &Routes, body: Result<Bytes, BodyError>) -> Answer {
             return failure(StatusCode::BAD_REQUEST, message);
         }
     };
-    let namespace_object = routes.namespaces.get(&object.namespace).await;
+    let namespace_object = routes.namespaces.get(&object.identity.namespace).await;
     let applicable = Applicable::of(&routes.constraints, &object, namespace_object.as_ref());
     if let Some((index, message)) = applicable.unmatchable.first() {
         let constraint = &routes.constraints[*index];

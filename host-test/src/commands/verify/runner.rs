@@ -185,10 +185,10 @@ impl Runner<'_> {
             let inventory_path = resolve(suite_dir, "inventory", inventory)?;
             namespaces.extend(read_namespaces(&inventory_path, self.limit)?);
         }
-        let namespace_object = if object.is_namespace() || object.namespace.is_empty() {
+        let namespace_object = if object.is_namespace() || object.identity.namespace.is_empty() {
             None
         } else {
-            namespaces.get(&object.namespace)
+            namespaces.get(&object.identity.namespace)
         };
         let violations = match constraint.matches(&object, namespace_object) {
             Ok(false) => Vec::new(),

@@ -348,7 +348,7 @@ pub(super) fn read_namespaces(
 pub(super) fn namespace_map(objects: Vec<ManifestObject>) -> BTreeMap<String, Value> {
     objects
         .into_iter()
-        .filter(|object| !object.name.is_empty())
-        .map(|object| (object.name, object.object.value()))
+        .filter(|object| !object.identity.name.is_empty())
+        .map(|object| (object.identity.name, object.object.value()))
         .collect()
 }

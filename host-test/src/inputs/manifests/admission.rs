@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::body::ObjectBody;
 use super::errors::InputError;
-use super::object::{ManifestObject, json_type_name, namespace_and_name};
+use super::object::{ManifestObject, ObjectIdentity, json_type_name, namespace_and_name};
 
 /// The object of an AdmissionReview a webhook received, read as `meshlife check` reads one
 /// from a file (`meshlife serve`'s `POST /admission`).
@@ -101,15 +101,17 @@ pub(super) fn admission_review_object(
         .map(str::to_string)
         .unwrap_or(object_name);
     Ok(ManifestObject {
-        file: file.into(),
-        document,
-        item,
-        inner_items: Vec::new(),
-        line: first_line,
-        api_version,
-        kind,
-        namespace,
-        name,
+        identity: ObjectIdentity {
+            file: file.into(),
+            document,
+            item,
+            inner_items: Vec::new(),
+            line: first_line,
+            api_version,
+            kind,
+            namespace,
+            name,
+        },
         object: ObjectBody::new(&object),
         admission_request: Some(ObjectBody::new(&request)),
     })

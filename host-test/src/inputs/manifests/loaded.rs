@@ -48,8 +48,8 @@ impl LoadedInputs {
     pub fn namespaces(&self) -> BTreeMap<String, Value> {
         self.objects
             .iter()
-            .filter(|object| object.is_namespace() && !object.name.is_empty())
-            .map(|object| (object.name.clone(), object.object.value()))
+            .filter(|object| object.is_namespace() && !object.identity.name.is_empty())
+            .map(|object| (object.identity.name.clone(), object.object.value()))
             .collect()
     }
 }

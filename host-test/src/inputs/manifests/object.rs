@@ -9,9 +9,9 @@ use serde_json::Value;
 use super::body::ObjectBody;
 use super::errors::{InputError, item_text};
 
-/// One Kubernetes object from the input, with its origin.
-#[derive(Clone, Debug)]
-pub struct ManifestObject {
+/// Where an object came from and what it is: what every report, note and error names it by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectIdentity {
     /// The file as named on the command line (or found under a named folder), or `<stdin>`.
     pub file: String,
     /// 0-based document index within the file (reports show it 1-based: `document 1`).
@@ -30,6 +30,33 @@ pub struct ManifestObject {
     pub namespace: String,
     /// `metadata.name` (or `generateName` when there is no name), empty when neither is set.
     pub name: String,
+}
+
+impl ObjectIdentity {
+    /// `Deployment shop/web (document 1)`: documents and items counted from 1.
+    pub fn title(&self) -> String {
+        let name = if self.name.is_empty() {
+            "<unnamed>"
+        } else {
+            &self.name
+        };
+        let location = format!(
+            "document {}{}",
+            self.document + 1,
+            item_text(self.item, &self.inner_items)
+        );
+        if self.namespace.is_empty() {
+            format!("{} {name} ({location})", self.kind)
+        } else {
+            format!("{} {}/{name} ({location})", self.kind, self.namespace)
+        }
+    }
+}
+
+/// One Kubernetes object from the input, with its origin.
+#[derive(Clone, Debug)]
+pub struct ManifestObject {
+    pub identity: ObjectIdentity,
     pub object: ObjectBody,
     /// The `request` of an AdmissionReview, used as the review instead of a synthesised one.
     pub admission_request: Option<ObjectBody>,
@@ -38,20 +65,24 @@ pub struct ManifestObject {
 impl ManifestObject {
     /// The API group: `apps` for `apps/v1`, empty for the core group (`v1`).
     pub fn group(&self) -> &str {
-        split_api_version(&self.api_version).0
+        split_api_version(&self.identity.api_version).0
     }
 
     pub fn version(&self) -> &str {
-        split_api_version(&self.api_version).1
+        split_api_version(&self.identity.api_version).1
     }
 
     /// Whether the policy reviews this kind's pod specs (its own definition, not a copy).
     pub fn is_reviewed_kind(&self) -> bool {
-        meshlife_policy::workload::WorkloadKind::of(&self.kind, Some(&self.api_version)).is_some()
+        meshlife_policy::workload::WorkloadKind::of(
+            &self.identity.kind,
+            Some(&self.identity.api_version),
+        )
+        .is_some()
     }
 
     pub fn is_namespace(&self) -> bool {
-        self.kind == "Namespace" && self.group().is_empty()
+        self.identity.kind == "Namespace" && self.group().is_empty()
     }
 
     /// `metadata.labels`, ignoring values that are not strings (the policy reports those).
@@ -61,15 +92,15 @@ impl ManifestObject {
 
     /// `Kind namespace/name`, or `Kind name` for objects without a namespace.
     pub fn display_name(&self) -> String {
-        let name = if self.name.is_empty() {
+        let name = if self.identity.name.is_empty() {
             "<unnamed>"
         } else {
-            &self.name
+            &self.identity.name
         };
-        if self.namespace.is_empty() {
-            format!("{} {name}", self.kind)
+        if self.identity.namespace.is_empty() {
+            format!("{} {name}", self.identity.kind)
         } else {
-            format!("{} {}/{name}", self.kind, self.namespace)
+            format!("{} {}/{name}", self.identity.kind, self.identity.namespace)
         }
     }
 
@@ -78,8 +109,8 @@ impl ManifestObject {
     pub fn location(&self) -> String {
         format!(
             "document {}{}",
-            self.document + 1,
-            item_text(self.item, &self.inner_items)
+            self.identity.document + 1,
+            item_text(self.identity.item, &self.identity.inner_items)
         )
     }
 
@@ -87,7 +118,7 @@ impl ManifestObject {
     pub fn listing(&self) -> String {
         format!(
             "{}: {}: {}",
-            self.file,
+            self.identity.file,
             self.location(),
             self.display_name()
         )
@@ -96,11 +127,11 @@ impl ManifestObject {
     /// An error about this object, placed at its document (and `field`, when one is to blame).
     pub fn error(&self, field: Option<&str>, message: String) -> InputError {
         InputError {
-            file: self.file.clone(),
-            document: Some(self.document),
-            item: self.item,
-            inner_items: self.inner_items.clone(),
-            line: Some(self.line),
+            file: self.identity.file.clone(),
+            document: Some(self.identity.document),
+            item: self.identity.item,
+            inner_items: self.identity.inner_items.clone(),
+            line: Some(self.identity.line),
             field: field.map(str::to_string),
             message: format!("{}: {message}", self.display_name()),
         }
@@ -120,15 +151,17 @@ impl ManifestObject {
         };
         let (_, name) = namespace_and_name(&value);
         ManifestObject {
-            file: file.into(),
-            document: 0,
-            item: None,
-            inner_items: Vec::new(),
-            line: 1,
-            api_version: api_version.into(),
-            kind: kind.into(),
-            namespace: namespace.into(),
-            name,
+            identity: ObjectIdentity {
+                file: file.into(),
+                document: 0,
+                item: None,
+                inner_items: Vec::new(),
+                line: 1,
+                api_version: api_version.into(),
+                kind: kind.into(),
+                namespace: namespace.into(),
+                name,
+            },
             object: ObjectBody::new(&value),
             admission_request: None,
         }
@@ -153,10 +186,10 @@ impl ManifestObject {
             kind: ReviewKind {
                 group: self.group(),
                 version: self.version(),
-                kind: &self.kind,
+                kind: &self.identity.kind,
             },
-            name: &self.name,
-            namespace: &self.namespace,
+            name: &self.identity.name,
+            namespace: &self.identity.namespace,
             operation: "CREATE",
             object: &self.object,
             namespace_object,

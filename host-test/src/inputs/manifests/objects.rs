@@ -7,7 +7,7 @@ use super::admission::admission_review_object;
 use super::body::ObjectBody;
 use super::errors::{InputError, Skipped};
 use super::loaded::FileContents;
-use super::object::{ManifestObject, json_type_name, namespace_and_name};
+use super::object::{ManifestObject, ObjectIdentity, json_type_name, namespace_and_name};
 
 /// Turns one parsed document into objects: a List is expanded, an AdmissionReview contributes
 /// its request, anything that is not a Kubernetes object is an error naming the field.
@@ -125,7 +125,7 @@ pub(super) fn expand_list(
                 item,
             ) {
                 Ok(mut object) => {
-                    object.inner_items = items[1..].to_vec();
+                    object.identity.inner_items = items[1..].to_vec();
                     contents.objects.push(object)
                 }
                 Err(error) => contents.errors.push(error.with_items(items)),
@@ -221,15 +221,17 @@ pub(super) fn build_object(
     }
     let (namespace, name) = namespace_and_name(&value);
     Ok(ManifestObject {
-        file: file.into(),
-        document,
-        item,
-        inner_items: Vec::new(),
-        line: first_line,
-        api_version,
-        kind,
-        namespace,
-        name,
+        identity: ObjectIdentity {
+            file: file.into(),
+            document,
+            item,
+            inner_items: Vec::new(),
+            line: first_line,
+            api_version,
+            kind,
+            namespace,
+            name,
+        },
         object: ObjectBody::new(&value),
         admission_request: None,
     })
