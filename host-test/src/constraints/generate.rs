@@ -94,9 +94,6 @@ pub struct ConstraintArgs {
     pub provider_failure: Option<ProviderFailure>,
 }
 
-// ---------------------------------------------------------------------------------------------
-// Versions
-
 /// The generated constraints: their YAML text, the parameters each holds, and advice for stderr.
 #[derive(Debug)]
 pub struct Generated {

@@ -164,6 +164,3 @@ pub(super) fn linkerd_parameters(
     }
     map
 }
-
-// ---------------------------------------------------------------------------------------------
-// A small YAML writer: block mappings and sequences with comments, flow lists of scalars.
