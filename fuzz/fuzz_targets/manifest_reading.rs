@@ -77,7 +77,7 @@ fuzz_target!(|input: &[u8]| {
         return;
     }
     for (index, value) in seen {
-        let accounted = loaded.objects.iter().any(|object| object.document == index)
+        let accounted = loaded.objects.iter().any(|object| object.identity.document == index)
             || loaded
                 .errors
                 .iter()
