@@ -4,7 +4,9 @@
 
 use serde_json::Value;
 
+use crate::constraints::constraint::parse_constraints_text;
 use crate::constraints::generate::{ConstraintArgs, Generated, generate};
+use crate::inputs::manifests::parse_documents;
 use crate::module::engine::Engine;
 use crate::terminal::{EXIT_ERROR, EXIT_OK, print_error, print_warning};
 
@@ -42,27 +44,27 @@ pub fn run(args: &ConstraintArgs) -> u8 {
 }
 
 /// Reads the written YAML back as `meshlife check --constraint` does, and has the policy module
-/// judge each constraint's parameters: what is written must be what `check` and Gatekeeper use.
+/// judge each constraint's parameters: what is written must be what `check` (which takes
+/// `generated.documents` for the same flags) and Gatekeeper use.
 fn validate(generated: &Generated) -> Result<(), String> {
     let engine = Engine::embedded().map_err(|error| format!("{error:#}"))?;
-    let read_back =
-        crate::constraints::constraint::parse_constraints_text("(generated)", &generated.yaml)
-            .map_err(|error| format!("the generated YAML does not read back: {error}"))?;
-    let intended: Vec<(&str, &Value)> = generated
-        .constraints
-        .iter()
-        .map(|(name, parameters)| (name.as_str(), parameters))
-        .collect();
-    let found: Vec<(&str, &Value)> = read_back
-        .iter()
-        .map(|constraint| (constraint.name.as_str(), &constraint.parameters))
-        .collect();
-    if found != intended {
+    let documents: Vec<Value> = parse_documents("(generated)", &generated.yaml)
+        .into_iter()
+        .map(|document| {
+            document
+                .map(|(_, _, value)| value)
+                .map_err(|error| format!("the generated YAML does not read back: {error}"))
+        })
+        .collect::<Result<_, _>>()?;
+    if documents != generated.documents {
         return Err(format!(
-            "the generated YAML holds other constraints than intended: {found:?} instead of \
-             {intended:?}"
+            "the generated YAML reads back as other documents than intended: {documents:?} \
+             instead of {:?}",
+            generated.documents
         ));
     }
+    let read_back = parse_constraints_text("(generated)", &generated.yaml)
+        .map_err(|error| format!("the generated YAML does not read back: {error}"))?;
     for constraint in &read_back {
         constraint
             .validate_parameters(&engine)

@@ -24,7 +24,9 @@ use meshlife_policy::duration::parse_go_duration;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::constraints::constraint::{CONSTRAINT_GROUP, CONSTRAINT_KIND, Constraint};
+use crate::constraints::constraint::{
+    CONSTRAINT_GROUP, CONSTRAINT_KIND, Constraint, parse_constraint,
+};
 use crate::constraints::facts::{
     ClusterFactArgs, Enforcement, FACTS_SOURCE, ISTIO_CONTROL_PLANE, IstioFacts,
     LINKERD_CNI_NAMESPACE, LINKERD_CONTROL_PLANE, LinkerdFacts, MinSeverity, ProviderFailure,
@@ -94,12 +96,13 @@ pub struct ConstraintArgs {
     pub provider_failure: Option<ProviderFailure>,
 }
 
-/// The generated constraints: their YAML text, the parameters each holds, and advice for stderr.
+/// The generated constraints: their YAML text, each document as that text reads back, and
+/// advice for stderr.
 #[derive(Debug)]
 pub struct Generated {
     pub yaml: String,
-    /// Each constraint's name and parameters, in the order of the documents.
-    pub constraints: Vec<(String, Value)>,
+    /// Each constraint document as a YAML reader makes of `yaml`, in order.
+    pub documents: Vec<Value>,
     pub warnings: Vec<String>,
 }
 
@@ -141,15 +144,15 @@ pub fn constraint_for_check(
         provider_failure: None,
     };
     // The warning about info findings denying admission is about Gatekeeper, not this run.
-    let generated = generate_documents(&args, &[Role::Single(Enforcement::Deny)], false)?;
-    let mut constraints =
-        crate::constraints::constraint::parse_constraints_text(FACTS_SOURCE, &generated.yaml)
-            .map_err(|error| {
-                format!("the constraint made from the flags does not read back: {error}")
-            })?;
-    match (constraints.pop(), constraints.is_empty()) {
-        (Some(constraint), true) => Ok((constraint, generated.warnings)),
-        _ => Err("the constraint made from the flags is not one constraint".into()),
+    let mut generated = generate_documents(&args, &[Role::Single(Enforcement::Deny)], false)?;
+    let document = generated.documents.remove(0);
+    // The same reader as a `--constraint` file's, so the flags cannot mean more than a file can.
+    match parse_constraint(FACTS_SOURCE, 0, document) {
+        Ok(Some(constraint)) => Ok((constraint, generated.warnings)),
+        Ok(None) => Err("the constraint made from the flags is not a constraint".into()),
+        Err(error) => Err(format!(
+            "the constraint made from the flags does not read as one: {error}"
+        )),
     }
 }
 
@@ -236,7 +239,7 @@ pub(super) fn generate_documents(
         );
     }
     let mut yaml = header(args, &facts, roles);
-    let mut constraints = Vec::new();
+    let mut documents = Vec::new();
     for (index, role) in roles.iter().enumerate() {
         // The facts' advice (an unsupported native sidecar, say) is given once.
         let mut ignored = Vec::new();
@@ -245,27 +248,27 @@ pub(super) fn generate_documents(
         } else {
             &mut ignored
         };
-        let (document, parameters) = constraint_document(args, &facts, *role, role_warnings)?;
+        let document = constraint_document(args, &facts, *role, role_warnings)?;
         if index > 0 {
             yaml.push_str("---\n");
         }
         document.render_entries(0, &mut yaml);
-        constraints.push((role.name(&args.name), parameters));
+        documents.push(document.to_value());
     }
     Ok(Generated {
         yaml,
-        constraints,
+        documents,
         warnings,
     })
 }
 
-/// One MeshLifecycle constraint as YAML, and its parameters as they read back.
+/// One MeshLifecycle constraint, with a comment on every fact.
 pub(super) fn constraint_document(
     args: &ConstraintArgs,
     facts: &Facts,
     role: Role,
     warnings: &mut Vec<String>,
-) -> Result<(Yaml, Value), String> {
+) -> Result<Yaml, String> {
     let facts = role.facts(facts);
     let enforcement = role.enforcement();
     let provider_failure = role.provider_failure(args.provider_failure);
@@ -275,10 +278,6 @@ pub(super) fn constraint_document(
         Value::from(provider_failure.as_str()),
         provider_failure_comment(enforcement, provider_failure),
     );
-    let parameters = Parameters {
-        yaml: Yaml::Map(parameters.entries),
-        value: Value::Object(parameters.value),
-    };
     let spec = Yaml::Map(vec![
         Entry::new(
             "enforcementAction",
@@ -286,7 +285,7 @@ pub(super) fn constraint_document(
         )
         .comment(enforcement_comment(role, &args.name, facts.min_severity)),
         Entry::new("match", match_section(args, &facts)?),
-        Entry::new("parameters", parameters.yaml).comment(parameters_comment(&facts)),
+        Entry::new("parameters", Yaml::Map(parameters.entries)).comment(parameters_comment(&facts)),
     ]);
     let document = Yaml::Map(vec![
         Entry::new(
@@ -303,7 +302,7 @@ pub(super) fn constraint_document(
         ),
         Entry::new("spec", spec),
     ]);
-    Ok((document, parameters.value))
+    Ok(document)
 }
 
 /// The cluster's facts, validated, with the derived parameter values.
@@ -784,12 +783,6 @@ pub(super) fn parameters_comment(facts: &Facts) -> String {
         );
     }
     text
-}
-
-/// The parameters as YAML (with comments) and as the JSON value it parses to.
-pub(super) struct Parameters {
-    pub(super) yaml: Yaml,
-    pub(super) value: Value,
 }
 
 pub(super) fn provider_failure_comment(enforcement: Enforcement, mode: ProviderFailure) -> String {

@@ -2,7 +2,7 @@
 //! value and the comment saying what it changes, and the defaults the meshes document.
 
 use meshlife_policy::catalogue;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::constraints::yaml_writer::{Entry, Yaml};
 
@@ -29,18 +29,16 @@ pub(super) fn rule(id: &str) -> String {
     }
 }
 
-/// Collects entries of a parameter map and their JSON values side by side.
+/// Collects the entries of a parameter map, each with the comment saying what it changes.
 #[derive(Default)]
 pub(super) struct ParameterMap {
     pub(super) entries: Vec<Entry>,
-    pub(super) value: Map<String, Value>,
 }
 
 impl ParameterMap {
     pub(super) fn push(&mut self, key: &str, value: Value, comment: String) {
         self.entries
             .push(Entry::new(key, Yaml::from_json(&value)).comment(comment));
-        self.value.insert(key.into(), value);
     }
 
     pub(super) fn push_map(&mut self, key: &str, map: ParameterMap, comment: Option<String>) {
@@ -49,7 +47,6 @@ impl ParameterMap {
             entry = entry.comment(comment);
         }
         self.entries.push(entry);
-        self.value.insert(key.into(), Value::Object(map.value));
     }
 
     pub(super) fn push_list(&mut self, key: &str, list: &[String], comment: String) {

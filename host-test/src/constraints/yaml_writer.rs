@@ -7,8 +7,11 @@ use regex::Regex;
 use serde_json::Value;
 
 pub(super) enum Yaml {
-    /// A scalar, already rendered.
-    Scalar(String),
+    /// A scalar: as it is written, and the value a YAML reader takes it for.
+    Scalar {
+        text: String,
+        value: Value,
+    },
     /// `[a, b]`, of scalars.
     Flow(Vec<Yaml>),
     Map(Vec<Entry>),
@@ -80,18 +83,28 @@ pub(super) static GO_DURATION: LazyLock<Regex> =
 impl Yaml {
     /// A scalar known to need no quotes.
     pub(super) fn plain(text: &str) -> Yaml {
-        Yaml::Scalar(text.to_string())
+        Yaml::Scalar {
+            text: text.to_string(),
+            value: Value::String(text.to_string()),
+        }
     }
 
     /// A string scalar, quoted when a YAML reader could take it for something else.
     pub(super) fn string(text: &str) -> Yaml {
         let plain = (PLAIN_SAFE.is_match(text) || GO_DURATION.is_match(text))
             && !YAML_11_WORDS.contains(&text.to_ascii_lowercase().as_str());
+        let value = Value::String(text.to_string());
         if plain {
-            Yaml::Scalar(text.to_string())
+            Yaml::Scalar {
+                text: text.to_string(),
+                value,
+            }
         } else {
             // A JSON string is a valid YAML double-quoted scalar.
-            Yaml::Scalar(Value::String(text.to_string()).to_string())
+            Yaml::Scalar {
+                text: value.to_string(),
+                value,
+            }
         }
     }
 
@@ -99,7 +112,31 @@ impl Yaml {
         match value {
             Value::String(text) => Yaml::string(text),
             Value::Array(items) => Yaml::Flow(items.iter().map(Yaml::from_json).collect()),
-            other => Yaml::Scalar(other.to_string()),
+            other => Yaml::Scalar {
+                text: other.to_string(),
+                value: other.clone(),
+            },
+        }
+    }
+
+    /// The value a YAML reader makes of this, comments aside: what Gatekeeper and `meshlife
+    /// check --constraint` read from the written file, without writing and parsing it.
+    pub(super) fn to_value(&self) -> Value {
+        match self {
+            Yaml::Scalar { value, .. } => value.clone(),
+            Yaml::Flow(items) => Value::Array(items.iter().map(Yaml::to_value).collect()),
+            Yaml::Map(entries) => Value::Object(
+                entries
+                    .iter()
+                    .map(|entry| (entry.key.clone(), entry.value.to_value()))
+                    .collect(),
+            ),
+            Yaml::Seq(items) => Value::Array(
+                items
+                    .iter()
+                    .flat_map(|item| item.values.iter().map(Yaml::to_value))
+                    .collect(),
+            ),
         }
     }
 
@@ -122,7 +159,7 @@ impl Yaml {
     /// The value after `key:` at `indent`.
     pub(super) fn render_value(&self, indent: usize, out: &mut String) {
         match self {
-            Yaml::Scalar(_) | Yaml::Flow(_) => {
+            Yaml::Scalar { .. } | Yaml::Flow(_) => {
                 out.push(' ');
                 out.push_str(&self.inline());
                 out.push('\n');
@@ -162,7 +199,7 @@ impl Yaml {
 
     pub(super) fn inline(&self) -> String {
         match self {
-            Yaml::Scalar(text) => text.clone(),
+            Yaml::Scalar { text, .. } => text.clone(),
             Yaml::Flow(items) => {
                 let items: Vec<String> = items.iter().map(Yaml::inline).collect();
                 format!("[{}]", items.join(", "))

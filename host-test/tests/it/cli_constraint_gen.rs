@@ -692,3 +692,78 @@ fn the_default_is_the_pair_the_cluster_files_use() {
         "{job:?}"
     );
 }
+
+/// `meshlife check` with fact flags judges under the constraint `meshlife constraint
+/// --enforcement deny` writes for those flags: the same findings, messages, constraint name and
+/// exit code as `check --constraint` on the written file. (The flags build that constraint in
+/// memory; this holds them to the file a cluster is given.)
+#[test]
+fn fact_flags_judge_as_the_written_constraint_does() {
+    let cases = [
+        ("--kubernetes 1.31 --istio 1.26", false),
+        ("--kubernetes 1.33 --istio 1.27", false),
+        (
+            "--kubernetes 1.31 --istio 1.26.3 --istio-cni --istio-hold --istio-hold-forced \
+             --istio-drain 1m30s --istio-injected-namespaces shop,* \
+             --istio-ambient-namespaces edge --istio-proxy-uid 1000650000 \
+             --min-severity warning",
+            false,
+        ),
+        (
+            "--kubernetes v1.30.4-eks-1 --linkerd stable-2.14.10 --linkerd-await disabled \
+             --linkerd-cni --linkerd-shutdown-endpoint --linkerd-injected-namespaces batch \
+             --linkerd-proxy-uid 2103 --min-available 2 --exclude-rules ML404,job-no-deadline \
+             --exempt-namespaces team-* --exempt-images registry.local/tools/* \
+             --exit-markers kill-sidecar",
+            false,
+        ),
+        (
+            "--kubernetes 1.28 --istio 1.22 --istio-native-sidecars true --linkerd 2.20 \
+             --rules ML104,startup-no-hold",
+            false,
+        ),
+        ("--kubernetes 1.34 --istio 1.28 --linkerd 2.19", true),
+    ];
+    for (flags, include_control_planes) in cases {
+        let workspace = Workspace::new();
+        let mut written = vec![
+            "constraint",
+            "--enforcement",
+            "deny",
+            "-o",
+            "generated.yaml",
+        ];
+        if include_control_planes {
+            // What --include-control-planes leaves excluded.
+            written.extend([
+                "--exclude-namespaces",
+                "kube-system,kube-public,kube-node-lease,gatekeeper-system",
+            ]);
+        }
+        written.extend(flags.split_whitespace());
+        let written = workspace.run(&written);
+        assert_eq!(written.code, 0, "{flags}: {written:?}");
+
+        let examples = examples();
+        let mut from_file = vec!["check", "--constraint", "generated.yaml", "-o", "json"];
+        let mut from_flags = vec!["check", "-o", "json"];
+        from_flags.extend(flags.split_whitespace());
+        if include_control_planes {
+            from_file.push("--include-control-planes");
+            from_flags.push("--include-control-planes");
+        }
+        from_file.push(&examples);
+        from_flags.push(&examples);
+        let from_file = workspace.run(&from_file);
+        let from_flags = workspace.run(&from_flags);
+        assert!(
+            !from_file.json().is_empty(),
+            "{flags}: nothing to compare: {from_file:?}"
+        );
+        assert_eq!(
+            (from_flags.code, &from_flags.stdout),
+            (from_file.code, &from_file.stdout),
+            "{flags}: the flags and the written constraint disagree"
+        );
+    }
+}
