@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::constraints::facts::IstioFacts;
 use crate::constraints::parameters::{
     CLASSIC_ONLY, DEFAULT_DRAIN, DEFAULT_GRACE_SECONDS, DEFAULT_ISTIO_UID, ISTIO_AUTO_NATIVE_SINCE,
-    NATIVE_MIN_MINOR, ParameterMap, rule,
+    NATIVE_MIN_MINOR, ParameterMap, cni_comment, rule,
 };
 
 pub(super) fn istio_parameters(
@@ -121,24 +121,7 @@ pub(super) fn istio_parameters(
     };
     map.push("holdForced", Value::Bool(istio.hold_forced), forced_comment);
 
-    let cni_comment = match (istio.cni, native_effective) {
-        (true, false) => format!(
-            "istio-cni: traffic is captured before the init containers run and a classic proxy \
-             starts only after them, so each user init container not running as UID {uid} is {}.",
-            rule("ML201")
-        ),
-        (true, true) => format!(
-            "istio-cni: traffic is captured before the init containers run; a native proxy \
-             starts before the user init containers, so only pods that opt out of native \
-             sidecars get {}, for each user init container not running as UID {uid}.",
-            rule("ML201")
-        ),
-        (false, _) => format!(
-            "no istio-cni: istio-init runs last among the init containers, so user init \
-             containers still have network and predicted pods get no {}.",
-            rule("ML201")
-        ),
-    };
+    let cni_comment = cni_comment("istio", istio.cni, native_effective, uid);
     map.push("cni", Value::Bool(istio.cni), cni_comment);
 
     let default_note = if istio.drain == DEFAULT_DRAIN && !istio.drain_given {

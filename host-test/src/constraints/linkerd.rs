@@ -4,7 +4,9 @@
 use serde_json::Value;
 
 use crate::constraints::facts::LinkerdFacts;
-use crate::constraints::parameters::{DEFAULT_LINKERD_UID, NATIVE_MIN_MINOR, ParameterMap, rule};
+use crate::constraints::parameters::{
+    DEFAULT_LINKERD_UID, NATIVE_MIN_MINOR, ParameterMap, cni_comment, rule,
+};
 
 pub(super) fn linkerd_parameters(
     linkerd: &LinkerdFacts,
@@ -105,24 +107,7 @@ pub(super) fn linkerd_parameters(
     );
 
     let native_effective = linkerd.native && k >= NATIVE_MIN_MINOR;
-    let cni_comment = match (linkerd.cni, native_effective) {
-        (true, false) => format!(
-            "linkerd-cni: traffic is captured before the init containers run and a classic proxy \
-             starts only after them, so each user init container not running as UID {uid} is {}.",
-            rule("ML201")
-        ),
-        (true, true) => format!(
-            "linkerd-cni: traffic is captured before the init containers run; a native proxy \
-             starts before the user init containers, so only pods that opt out of native \
-             sidecars get {}, for each user init container not running as UID {uid}.",
-            rule("ML201")
-        ),
-        (false, _) => format!(
-            "no linkerd-cni: linkerd-init runs last among the init containers, so user init \
-             containers still have network and predicted pods get no {}.",
-            rule("ML201")
-        ),
-    };
+    let cni_comment = cni_comment("linkerd", linkerd.cni, native_effective, uid);
     map.push("cni", Value::Bool(linkerd.cni), cni_comment);
 
     let shutdown_comment = if linkerd.shutdown_endpoint {

@@ -58,3 +58,27 @@ impl ParameterMap {
 
 pub(super) const CLASSIC_ONLY: &str = "ML101 (startup-no-hold), ML301 (job-sidecar-never-exits), ML201 \
                             (init-container-no-network)";
+
+/// What `cni` changes for ML201, in the words of one mesh (`mesh` is its CNI plugin's prefix,
+/// `istio` or `linkerd`): whether the mesh's CNI plugin captures traffic before the init
+/// containers, and whether a native proxy starts before them.
+pub(super) fn cni_comment(mesh: &str, cni: bool, native_effective: bool, uid: u32) -> String {
+    match (cni, native_effective) {
+        (true, false) => format!(
+            "{mesh}-cni: traffic is captured before the init containers run and a classic proxy \
+             starts only after them, so each user init container not running as UID {uid} is {}.",
+            rule("ML201")
+        ),
+        (true, true) => format!(
+            "{mesh}-cni: traffic is captured before the init containers run; a native proxy \
+             starts before the user init containers, so only pods that opt out of native \
+             sidecars get {}, for each user init container not running as UID {uid}.",
+            rule("ML201")
+        ),
+        (false, _) => format!(
+            "no {mesh}-cni: {mesh}-init runs last among the init containers, so user init \
+             containers still have network and predicted pods get no {}.",
+            rule("ML201")
+        ),
+    }
+}
