@@ -2,12 +2,13 @@
 //! flows: objects with their context (the Namespaces and Services around them) → which
 //! constraints apply to each ([`Applicable`], and for a whole input the [`Plan`]) → the module's
 //! input ([`Context::module_input`]) → the module's violations ([`evaluate`]) → findings
-//! ([`findings_of`]). Each command keeps only what it does with the result: a report, timelines,
+//! ([`findings_of`]). [`judge`] runs it over a whole input, as `check` does, with what was not
+//! judged and why. Each command keeps only what it does with the result: a report, timelines,
 //! an AdmissionReview answer. One pipeline, so a verdict cannot depend on the door it came in by.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use meshlife_policy::verdicts::PodSpecVerdict;
+use meshlife_policy::verdicts::{MeshVerdict, PodSpecVerdict};
 use meshlife_policy::{Details, Severity, Violation};
 use rayon::prelude::*;
 use serde_json::Value;
@@ -15,10 +16,12 @@ use serde_json::Value;
 use crate::constraints::constraint::{Constraint, EnforcementAction};
 use crate::constraints::facts::is_control_plane_namespace;
 use crate::inputs::manifests::{InputError, ManifestObject};
-use crate::inputs::namespaces::NamespaceDefinitions;
+use crate::inputs::namespaces::{self, NamespaceDefinitions};
 use crate::inputs::services::ServiceIndex;
 use crate::module::engine::Engine;
 use crate::report::Finding;
+use crate::report::coverage::{self, Coverage};
+use crate::terminal::Progress;
 
 /// Evaluations whose inputs are held at once: enough to keep every core busy, few enough that
 /// the inputs stay small beside the objects.
@@ -203,6 +206,187 @@ pub fn evaluate(
         );
     }
     evaluation
+}
+
+/// How a whole input is judged, beyond its constraints (`check`'s flags).
+pub struct Options {
+    /// Leave out reviewed objects in a mesh's own namespaces (see [`plan`]).
+    pub skip_control_planes: bool,
+    /// `--require-mesh`: a workload judged as not meshed gets an error finding.
+    pub require_mesh: bool,
+    /// The lowest severity of a deny finding that fails the run; `None`: none does.
+    pub fail_on: Option<Severity>,
+}
+
+/// A whole input judged: each object's findings, and everything said about what was not.
+pub struct Judgement {
+    /// The evaluations made, `(object, constraint)`, in object order.
+    pub jobs: Vec<(usize, usize)>,
+    /// Each object's findings, in the objects' order.
+    pub findings: Vec<Vec<Finding>>,
+    /// Objects whose constraints could not be matched, or that could not be evaluated.
+    pub errors: Vec<InputError>,
+    /// What was not judged and why; `skipped` stays for the reader of the inputs to fill.
+    pub coverage: Coverage,
+    /// Warnings on the input: Namespaces that disagree with the facts, keys in the wrong place.
+    pub notices: Vec<String>,
+}
+
+/// Judges every object of an input under the constraints that apply to it: the plan, the
+/// module's answers, the findings, and what was left unjudged with why.
+pub fn judge(
+    engine: &Engine,
+    objects: &[ManifestObject],
+    constraints: &[Constraint],
+    context: &Context,
+    options: &Options,
+    progress: &Progress,
+) -> Judgement {
+    let plan = plan(objects, constraints, context, options.skip_control_planes);
+    let mut judgement = Judgement {
+        jobs: Vec::new(),
+        findings: vec![Vec::new(); objects.len()],
+        errors: Vec::new(),
+        coverage: Coverage::default(),
+        notices: facts_disagreements(objects, constraints, context, &plan.jobs),
+    };
+    judgement.record_plan(objects, constraints, &plan);
+    progress.stage("checking", plan.jobs.len());
+    let Evaluation { outcomes, verdicts } =
+        evaluate(engine, objects, constraints, context, &plan.jobs, &|| {
+            progress.tick()
+        });
+    progress.finish();
+    judgement.record_verdicts(objects, constraints, context, options, &verdicts);
+    for (&(object_index, constraint_index), outcome) in plan.jobs.iter().zip(outcomes) {
+        match outcome {
+            Ok(violations) => judgement.findings[object_index].extend(findings_of(
+                violations,
+                &constraints[constraint_index],
+                options.fail_on,
+            )),
+            Err(error) => judgement
+                .errors
+                .push(evaluation_error(&objects[object_index], &error)),
+        }
+    }
+    judgement.jobs = plan.jobs;
+    judgement
+}
+
+impl Judgement {
+    /// What the plan leaves unjudged: control planes, objects no constraint matches, and
+    /// constraints that cannot be matched (errors, not "not matched").
+    fn record_plan(&mut self, objects: &[ManifestObject], constraints: &[Constraint], plan: &Plan) {
+        for &object_index in &plan.control_plane {
+            self.coverage
+                .control_plane
+                .push(objects[object_index].listing());
+        }
+        for (object_index, message) in &plan.unmatchable {
+            self.errors
+                .push(objects[*object_index].error(Some("metadata.namespace"), message.clone()));
+        }
+        for &object_index in &plan.unmatched {
+            let reason = match constraints {
+                [constraint] => format!("not matched by constraint {}", constraint.title()),
+                _ => "not matched by any of the constraints".to_string(),
+            };
+            self.coverage
+                .unmatched
+                .entry(reason)
+                .or_default()
+                .push(objects[object_index].listing());
+        }
+    }
+
+    /// What each workload's mesh verdicts say: not meshed (and, with `--require-mesh`, an
+    /// error finding), not judged, and keys placed where the mesh does not read them.
+    fn record_verdicts(
+        &mut self,
+        objects: &[ManifestObject],
+        constraints: &[Constraint],
+        context: &Context,
+        options: &Options,
+        verdicts: &[(usize, usize, Vec<PodSpecVerdict>)],
+    ) {
+        for (object_index, constraint_index, verdicts) in verdicts {
+            let object = &objects[*object_index];
+            let listed = object.listing();
+            let namespace_object = context.namespace_of(object);
+            let namespace = coverage::NamespaceFacts {
+                in_input: namespace_object.is_some(),
+                defined_elsewhere: context.namespaces.defines(&object.identity.namespace)
+                    && namespace_object.is_none(),
+            };
+            for verdict in verdicts {
+                for misplaced in &verdict.misplaced {
+                    self.notices
+                        .push(coverage::misplaced_notice(&listed, misplaced));
+                }
+                match &verdict.verdict {
+                    MeshVerdict::NotMeshed(reason) => {
+                        let reason = coverage::not_meshed_reason(reason, &namespace);
+                        let pod_spec = verdict.path.as_deref().unwrap_or("");
+                        if options.require_mesh {
+                            self.findings[*object_index].push(require_mesh_finding(
+                                &reason,
+                                pod_spec,
+                                &constraints[*constraint_index],
+                                options.fail_on,
+                            ));
+                        }
+                        let listed = if verdicts.len() > 1 {
+                            format!("{listed} at {pod_spec}")
+                        } else {
+                            listed.clone()
+                        };
+                        self.coverage
+                            .not_meshed
+                            .entry(reason)
+                            .or_default()
+                            .push(listed);
+                    }
+                    MeshVerdict::NotJudged(reason) => {
+                        if let Some(reason) = coverage::not_judged_reason(reason) {
+                            self.coverage
+                                .unmatched
+                                .entry(reason)
+                                .or_default()
+                                .push(listed.clone());
+                        }
+                    }
+                    MeshVerdict::Meshed { .. } | MeshVerdict::Gateway => {}
+                }
+            }
+        }
+    }
+}
+
+/// The warnings for Namespaces of the input whose injection labels disagree with the facts of
+/// a constraint applied to an object in them: the facts win, as they do in the cluster.
+fn facts_disagreements(
+    objects: &[ManifestObject],
+    constraints: &[Constraint],
+    context: &Context,
+    jobs: &[(usize, usize)],
+) -> Vec<String> {
+    let mut disagreements = BTreeSet::new();
+    for &(object_index, constraint_index) in jobs {
+        let object = &objects[object_index];
+        if let (Some(namespace_object), Some(file)) = (
+            context.namespace_of(object),
+            context.namespaces.location_of(object),
+        ) {
+            disagreements.extend(namespaces::facts_disagreement(
+                &constraints[constraint_index].parameters,
+                &object.identity.namespace,
+                namespace_object,
+                &file,
+            ));
+        }
+    }
+    namespaces::facts_win_notices(&disagreements)
 }
 
 /// The module's violations under `constraint` as findings; `fail_on` decides which deny

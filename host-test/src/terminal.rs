@@ -1,9 +1,13 @@
 //! What the CLI writes: every report goes to stdout through [`write_stdout`], and text that came
-//! from a manifest goes through [`printable`] before a terminal or a CI log sees it.
+//! from a manifest goes through [`printable`] before a terminal or a CI log sees it; a long
+//! run's [`Progress`] goes to stderr.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
-use std::io::{ErrorKind, Write};
+use std::io::{ErrorKind, IsTerminal, Write};
+use std::sync::OnceLock;
+
+use indicatif::{ProgressBar, ProgressStyle};
 
 /// Writes `text` to stdout and flushes it.
 ///
@@ -114,6 +118,51 @@ pub(crate) fn print_warning(message: impl std::fmt::Display) {
 /// A note on stderr: what the run did that the report does not say.
 pub(crate) fn print_note(message: impl std::fmt::Display) {
     eprintln!("meshlife: note: {}", printable(&message.to_string()));
+}
+
+/// Above this many files a progress bar is worth its flicker (and only on a terminal).
+const PROGRESS_MIN_FILES: usize = 300;
+
+/// A long run's progress bar on stderr. It is shown only on a terminal and only for inputs of
+/// many files; otherwise every call does nothing.
+#[derive(Default)]
+pub struct Progress {
+    bar: OnceLock<ProgressBar>,
+}
+
+impl Progress {
+    /// Shows the bar over reading `files` files, if there are enough of them.
+    pub fn reading(&self, files: usize) {
+        if files > PROGRESS_MIN_FILES && std::io::stderr().is_terminal() {
+            let bar = ProgressBar::new(files as u64);
+            if let Ok(style) = ProgressStyle::with_template("{msg:10} [{bar:40}] {pos}/{len}") {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar.set_message("reading");
+            let _ = self.bar.set(bar);
+        }
+    }
+
+    /// Restarts a shown bar over the next stage's `steps`.
+    pub fn stage(&self, message: &'static str, steps: usize) {
+        if let Some(bar) = self.bar.get() {
+            bar.set_position(0);
+            bar.set_length(steps as u64);
+            bar.set_message(message);
+        }
+    }
+
+    pub fn tick(&self) {
+        if let Some(bar) = self.bar.get() {
+            bar.inc(1);
+        }
+    }
+
+    pub fn finish(&self) {
+        if let Some(bar) = self.bar.get() {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 /// <https://no-color.org>: a non-empty `NO_COLOR` turns colour off.

@@ -86,7 +86,19 @@ pub struct Constraint {
     pub enforcement_action: EnforcementAction,
 }
 
+/// The `file` of a constraint made of command-line facts: how its findings name their source.
+pub const FACTS_SOURCE: &str = "(command-line facts)";
+
 impl Constraint {
+    /// Its name and where it came from, for sentences about it.
+    pub fn title(&self) -> String {
+        if self.file.is_empty() || self.file == FACTS_SOURCE {
+            format!("{} (from the command-line facts)", self.name)
+        } else {
+            format!("{} ({})", self.name, self.file)
+        }
+    }
+
     /// What runs without `--constraint`: parameter defaults, everything matched, findings deny.
     pub fn default_constraint() -> Constraint {
         Constraint {

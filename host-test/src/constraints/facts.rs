@@ -344,9 +344,6 @@ pub fn parse_name(text: &str) -> Result<String, String> {
     }
 }
 
-/// How findings from a constraint made of command-line facts name their source.
-pub const FACTS_SOURCE: &str = "(command-line facts)";
-
 impl ClusterFactArgs {
     /// True when any fact or rule flag is on the command line.
     pub fn any_given(&self) -> bool {

@@ -25,12 +25,11 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::constraints::constraint::{
-    CONSTRAINT_GROUP, CONSTRAINT_KIND, Constraint, parse_constraint,
+    CONSTRAINT_GROUP, CONSTRAINT_KIND, Constraint, FACTS_SOURCE, parse_constraint,
 };
 use crate::constraints::facts::{
-    ClusterFactArgs, Enforcement, FACTS_SOURCE, ISTIO_CONTROL_PLANE, IstioFacts,
-    LINKERD_CNI_NAMESPACE, LINKERD_CONTROL_PLANE, LinkerdFacts, MinSeverity, ProviderFailure,
-    parse_name,
+    ClusterFactArgs, Enforcement, ISTIO_CONTROL_PLANE, IstioFacts, LINKERD_CNI_NAMESPACE,
+    LINKERD_CONTROL_PLANE, LinkerdFacts, MinSeverity, ProviderFailure, parse_name,
 };
 use crate::constraints::istio::istio_parameters;
 use crate::constraints::linkerd::linkerd_parameters;

@@ -22,7 +22,8 @@ use meshlife_policy::{Severity, Violation};
 use serde_json::Value;
 
 use crate::constraints::constraint::{Constraint, EnforcementAction};
-use crate::inputs::manifests::{InputError, ManifestObject, ObjectIdentity};
+use crate::inputs::manifests::{InputError, ManifestObject, ObjectIdentity, STDIN_NAME};
+use crate::report::coverage::Coverage;
 
 /// The annotation listing exempted rules (ids, names or `*`), and the one giving the reason.
 pub const EXEMPT_ANNOTATION: &str = "meshlife.io/exempt";
@@ -212,6 +213,40 @@ pub struct Report {
 }
 
 impl Report {
+    /// A run's report: each object with its findings, located in their files where the text
+    /// can be read again, and the exemptions its annotations declare. `errors` are the inputs
+    /// that could not be read, matched or evaluated.
+    pub fn new(
+        files: Vec<String>,
+        objects: Vec<ManifestObject>,
+        mut findings: Vec<Vec<Finding>>,
+        errors: Vec<InputError>,
+        coverage: &Coverage,
+        fail_on: Option<Severity>,
+    ) -> Report {
+        locate_findings(&objects, &mut findings);
+        let exemptions = objects.iter().filter_map(Exemption::of).collect();
+        // Moved, not copied: a long stream's objects are most of what the run holds.
+        let objects = objects
+            .into_iter()
+            .zip(findings)
+            .map(|(object, findings)| ObjectReport {
+                identity: object.identity,
+                findings,
+            })
+            .collect();
+        Report {
+            files,
+            objects,
+            errors,
+            exemptions,
+            fail_on,
+            not_judged: coverage.summary(),
+            skipped: coverage.skipped.clone(),
+            not_judged_groups: coverage.groups(),
+        }
+    }
+
     pub fn findings(&self) -> impl Iterator<Item = (&ObjectIdentity, &Finding)> {
         self.objects.iter().flat_map(|object| {
             object
@@ -307,6 +342,35 @@ struct FileGroup<'a> {
     file: &'a str,
     objects: Vec<&'a ObjectReport>,
     errors: Vec<&'a InputError>,
+}
+
+/// Each finding's line and column in its file, for the files that can be read again (not stdin)
+/// and objects that are documents of their own (a List item's path starts inside the List).
+fn locate_findings(objects: &[ManifestObject], findings: &mut [Vec<Finding>]) {
+    use crate::inputs::source_location::{DocumentLines, line_starts};
+    let mut texts: BTreeMap<&str, Option<(String, Vec<usize>)>> = BTreeMap::new();
+    for (object, findings) in objects.iter().zip(findings.iter_mut()) {
+        if findings.is_empty()
+            || object.identity.item.is_some()
+            || object.identity.file == STDIN_NAME
+        {
+            continue;
+        }
+        let text = texts
+            .entry(object.identity.file.as_str())
+            .or_insert_with(|| {
+                let text = std::fs::read_to_string(&object.identity.file).ok()?;
+                let starts = line_starts(&text);
+                Some((text, starts))
+            });
+        let Some((text, starts)) = text else {
+            continue;
+        };
+        let document = DocumentLines::new(text, starts, object.identity.line);
+        for finding in findings.iter_mut() {
+            finding.location = document.locate(&finding.path);
+        }
+    }
 }
 
 pub fn plural(count: usize, noun: &str) -> String {

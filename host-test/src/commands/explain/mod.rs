@@ -17,10 +17,11 @@ use meshlife_policy::timeline::{Anchor, Assumptions, PodSpecTimeline, timelines}
 use meshlife_policy::violation::Severity;
 use serde::Serialize;
 
+use crate::constraints::constraint::Constraint;
 use crate::inputs::manifests::{self, ManifestObject};
 use crate::inputs::namespaces::NamespaceDefinitions;
 use crate::inputs::services::ServiceIndex;
-use crate::judging::{self, Applicable, Context, REQUIRE_MESH_RULE};
+use crate::judging::{self, Applicable, Context, Judgement, REQUIRE_MESH_RULE};
 use crate::module::engine::Engine;
 use crate::report::Finding;
 use crate::terminal::{EXIT_ERROR, EXIT_OK, no_colour_requested, print_error, print_note};
@@ -378,7 +379,7 @@ fn path_segments(path: &str) -> Vec<&str> {
 
 /// Where `finding` is on the first of `explained` that holds it, in words (`shutdown 30s:
 /// istio-proxy killed at the grace period ...`), for the line `check --explain` adds under it.
-pub(crate) fn place_of(explained: &[Explained], finding: &Finding) -> Option<String> {
+fn place_of(explained: &[Explained], finding: &Finding) -> Option<String> {
     explained.iter().find_map(|one| {
         one.findings
             .iter()
@@ -392,9 +393,58 @@ pub(crate) fn place_of(explained: &[Explained], finding: &Finding) -> Option<Str
     })
 }
 
-/// The timelines `check --explain` adds to its text report: every object with findings, drawn
-/// with them (their messages are in the report above, so only their places are repeated).
-pub(crate) fn check_timelines(explained: &[Explained], colour: bool, unicode: bool) -> String {
+/// The timelines `check --explain` adds to its text report: every object under each
+/// constraint that gave it findings, drawn with them (their messages are in the report above,
+/// so only their places are repeated). Each finding is told where it is drawn; an object whose
+/// timeline cannot be drawn is said among the judgement's notices.
+pub(crate) fn check_timelines(
+    objects: &[ManifestObject],
+    constraints: &[Constraint],
+    context: &Context,
+    judgement: &mut Judgement,
+    colour: bool,
+    unicode: bool,
+) -> String {
+    let mut explained = Vec::new();
+    for &(object_index, constraint_index) in &judgement.jobs {
+        let object = &objects[object_index];
+        let constraint = &constraints[constraint_index];
+        let findings = &mut judgement.findings[object_index];
+        let theirs: Vec<usize> = (0..findings.len())
+            .filter(|&index| {
+                constraints.len() == 1 || findings[index].constraint == constraint.name
+            })
+            .collect();
+        if theirs.is_empty() {
+            continue;
+        }
+        let subset: Vec<Finding> = theirs
+            .iter()
+            .map(|&index| findings[index].clone())
+            .collect();
+        match explain_object(
+            object,
+            &context.module_input(constraint, object),
+            &subset,
+            &Assumptions::default(),
+        ) {
+            Ok(mut more) => {
+                if constraints.len() > 1 {
+                    for one in &mut more {
+                        one.constraint = Some(constraint.name.clone());
+                    }
+                }
+                for index in theirs {
+                    findings[index].timeline_place = place_of(&more, &findings[index]);
+                }
+                explained.extend(more);
+            }
+            Err(problem) => judgement.notices.push(format!(
+                "{}: no timeline to draw: {problem}",
+                object.listing()
+            )),
+        }
+    }
     if explained.is_empty() {
         return String::new();
     }
@@ -412,7 +462,7 @@ pub(crate) fn check_timelines(explained: &[Explained], colour: bool, unicode: bo
             2,
             style.width
         ),
-        terminal::draw_all(explained, &style)
+        terminal::draw_all(&explained, &style)
     )
 }
 

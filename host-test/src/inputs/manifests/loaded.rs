@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::errors::{InputError, Skipped};
+use super::errors::{EMPTY_STDIN, InputError, Skipped};
 use super::object::ManifestObject;
 use super::render;
 use crate::inputs::files::ReadLimit;
@@ -51,6 +51,47 @@ impl LoadedInputs {
             .filter(|object| object.is_namespace() && !object.identity.name.is_empty())
             .map(|object| (object.identity.name.clone(), object.object.value()))
             .collect()
+    }
+
+    /// The error of a run whose inputs held no object (`paths` as named on the command line):
+    /// what was read, and what to do.
+    pub fn no_object_error(&self, paths: &[String]) -> InputError {
+        let named = match paths {
+            [path] if path == "-" => STDIN_NAME.to_string(),
+            [path] => path.clone(),
+            _ => "the input".to_string(),
+        };
+        let mut read = match self.files.len() {
+            0 => "no manifest file found".to_string(),
+            1 => "1 file read".to_string(),
+            count => format!("{count} files read"),
+        };
+        if !self.skipped.is_empty() {
+            read.push_str(&format!(
+                ", {} skipped (see the notes above)",
+                self.skipped.len()
+            ));
+        }
+        let stdin_empty = self
+            .skipped
+            .iter()
+            .any(|skip| skip.file == STDIN_NAME && skip.reason == EMPTY_STDIN);
+        let stdin_hint = if stdin_empty {
+            "; an empty stdin is what a failed command before the pipe leaves (`set -o pipefail` \
+             makes the shell fail on it)"
+        } else if self.files.iter().any(|file| file == STDIN_NAME) {
+            "; stdin held documents, none of them a Kubernetes object (each needs apiVersion and kind)"
+        } else {
+            ""
+        };
+        InputError::file(
+            &named,
+            format!(
+                "no Kubernetes object to check ({read}){stdin_hint}; name the manifests to check \
+                 (templates rendered first), or pass --allow-empty if an input without objects is \
+                 expected"
+            ),
+        )
     }
 }
 
