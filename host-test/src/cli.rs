@@ -28,7 +28,7 @@ pub enum Command {
     Verify(commands::verify::VerifyArgs),
     /// Write a Gatekeeper MeshLifecycle constraint for a cluster from its facts (Kubernetes,
     /// Istio and Linkerd versions and settings), with comments on what each fact changes.
-    Constraint(Box<crate::constraints::generate::ConstraintArgs>),
+    Constraint(Box<commands::constraint::ConstraintCommandArgs>),
     /// Measure evaluation latency: the module warm and fresh in wasmtime, the native build, the
     /// JSON parse floor, a Rego rendition of three rules in regorus, and the npm SDK.
     Bench(commands::bench::BenchArgs),

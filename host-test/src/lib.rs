@@ -12,6 +12,8 @@
 #[cfg(feature = "commands")]
 pub mod cli;
 #[cfg(feature = "commands")]
+pub mod cluster;
+#[cfg(feature = "commands")]
 pub mod commands;
 #[cfg(feature = "commands")]
 pub mod constraints;

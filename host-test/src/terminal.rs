@@ -165,6 +165,22 @@ impl Progress {
     }
 }
 
+/// An error with its causes, which say what failed ("Connection refused", the certificate
+/// rustls refused) where the error itself says only "client error (Connect)".
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// <https://no-color.org>: a non-empty `NO_COLOR` turns colour off.
 pub(crate) fn no_colour_requested() -> bool {
     std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty())

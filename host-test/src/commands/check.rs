@@ -8,6 +8,7 @@ use std::time::Instant;
 use clap::{Args, ValueEnum};
 use meshlife_policy::Severity;
 
+use crate::cluster::{ClusterFacts, ClusterSourceArgs};
 use crate::commands::explain;
 use crate::constraints::constraint::Constraint;
 use crate::inputs::files::ReadLimit;
@@ -16,7 +17,7 @@ use crate::inputs::namespaces::{self, NamespaceDefinitions};
 use crate::inputs::services::ServiceIndex;
 use crate::judging::{self, Context};
 use crate::module::engine::Engine;
-use crate::report::{self, Format, Report};
+use crate::report::{self, FactsRead, Format, Report};
 use crate::terminal::{
     EXIT_ERROR, EXIT_FAILED, EXIT_OK, Progress, no_colour_requested, print_error, print_note,
     print_warning,
@@ -96,6 +97,10 @@ pub struct CheckArgs {
     /// The cluster's facts, as `meshlife constraint` takes them; instead of `--constraint`.
     #[command(flatten)]
     pub facts: crate::constraints::facts::ClusterFactArgs,
+
+    /// The cluster to read the facts and the Namespaces from.
+    #[command(flatten)]
+    pub cluster: ClusterSourceArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -133,7 +138,14 @@ pub fn run(args: &CheckArgs) -> u8 {
         return EXIT_ERROR;
     }
     let limit = ReadLimit::flag(args.max_file_size);
-    let (engine, constraints) = match module_and_constraints(args, limit) {
+    let cluster = match args.cluster.read().transpose() {
+        Ok(cluster) => cluster,
+        Err(error) => {
+            print_error(error);
+            return EXIT_ERROR;
+        }
+    };
+    let (engine, constraints) = match module_and_constraints(args, cluster.as_ref(), limit) {
         Ok(both) => both,
         Err(message) => {
             // A run with the defaults instead would look like a pass under the wrong rules.
@@ -146,7 +158,10 @@ pub fn run(args: &CheckArgs) -> u8 {
     let loaded = read_inputs(args, limit, &progress);
     timings.inputs_read = Instant::now();
 
-    let namespaces = NamespaceDefinitions::from_objects(&loaded.objects);
+    let mut namespaces = NamespaceDefinitions::from_objects(&loaded.objects);
+    if let Some(cluster) = &cluster {
+        namespaces.add_cluster(&cluster.cluster, &cluster.namespaces);
+    }
     let services = ServiceIndex::from_objects(&loaded.objects);
     let context = Context {
         namespaces: &namespaces,
@@ -192,7 +207,7 @@ pub fn run(args: &CheckArgs) -> u8 {
     coverage.skipped = loaded.skipped;
     let mut errors = loaded.errors;
     errors.append(&mut judgement.errors);
-    let report = Report::new(
+    let mut report = Report::new(
         loaded.files,
         loaded.objects,
         judgement.findings,
@@ -200,6 +215,10 @@ pub fn run(args: &CheckArgs) -> u8 {
         &coverage,
         options.fail_on,
     );
+    report.facts_read = cluster.as_ref().map(|cluster| FactsRead {
+        cluster: cluster.cluster.clone(),
+        facts: cluster.summary(),
+    });
     for exemption in &report.exemptions {
         notices.extend(exemption.unknown_entry_warnings());
     }
@@ -230,9 +249,10 @@ pub fn run(args: &CheckArgs) -> u8 {
 }
 
 /// The module to evaluate and the constraints to judge under: `--constraint` files, or the
-/// fact flags' constraint, or the default one.
+/// constraint of the cluster's facts and the fact flags, or the default one.
 fn module_and_constraints(
     args: &CheckArgs,
+    cluster: Option<&ClusterFacts>,
     limit: ReadLimit,
 ) -> Result<(Engine, Vec<Constraint>), String> {
     let engine = match &args.module {
@@ -240,9 +260,20 @@ fn module_and_constraints(
         None => Engine::embedded(),
     }
     .map_err(|error| format!("{error:#}"))?;
+    let facts = match cluster {
+        Some(cluster) => {
+            let (facts, notes) =
+                cluster.judging_facts(&args.facts, !args.constraints.is_empty())?;
+            for note in notes {
+                print_note(note);
+            }
+            facts
+        }
+        None => args.facts.clone(),
+    };
     let constraints = crate::constraints::constraints_of(
         &args.constraints,
-        &args.facts,
+        &facts,
         args.include_control_planes,
         limit,
         &engine,

@@ -1,18 +1,36 @@
 //! `meshlife constraint`: writes a constraint for one cluster from its facts (the flags are
-//! `constraints::generate::ConstraintArgs`), checks its parameters with the module and prints it
-//! or writes it to `--output`.
+//! `constraints::generate::ConstraintArgs`, or `--from-cluster` reads them), checks its
+//! parameters with the module and prints it or writes it to `--output`.
 
+use clap::Args;
 use serde_json::Value;
 
+use crate::cluster::ClusterSourceArgs;
 use crate::constraints::constraint::parse_constraints_text;
 use crate::constraints::generate::{ConstraintArgs, Generated, generate};
 use crate::inputs::manifests::parse_documents;
 use crate::module::engine::Engine;
-use crate::terminal::{EXIT_ERROR, EXIT_OK, print_error, print_warning};
+use crate::terminal::{EXIT_ERROR, EXIT_OK, print_error, print_note, print_warning};
+
+#[derive(Args, Debug)]
+pub struct ConstraintCommandArgs {
+    #[command(flatten)]
+    pub constraint: ConstraintArgs,
+
+    #[command(flatten)]
+    pub cluster: ClusterSourceArgs,
+}
 
 /// Runs `meshlife constraint` and returns the exit code.
-pub fn run(args: &ConstraintArgs) -> u8 {
-    let generated = match generate(args) {
+pub fn run(command: &ConstraintCommandArgs) -> u8 {
+    let args = match with_cluster_facts(command) {
+        Ok(args) => args,
+        Err(error) => {
+            print_error(error);
+            return EXIT_ERROR;
+        }
+    };
+    let generated = match generate(&args) {
         Ok(generated) => generated,
         Err(error) => {
             print_error(error);
@@ -41,6 +59,27 @@ pub fn run(args: &ConstraintArgs) -> u8 {
         }
     }
     EXIT_OK
+}
+
+/// The arguments with the facts of the cluster asked for put under the fact flags, each
+/// fact's source said on stderr.
+fn with_cluster_facts(command: &ConstraintCommandArgs) -> Result<ConstraintArgs, String> {
+    let mut args = command.constraint.clone();
+    let Some(read) = command.cluster.read() else {
+        return Ok(args);
+    };
+    let facts = read?;
+    let (merged, sources, notes) = facts.fact_args(&args.facts)?;
+    print_note(format_args!("facts read from {}:", facts.cluster));
+    for line in facts.summary() {
+        print_note(format_args!("  {line}"));
+    }
+    for note in facts.notes.iter().chain(&notes) {
+        print_note(note);
+    }
+    args.read_from = Some(facts.read_from(&sources, &[]));
+    args.facts = merged;
+    Ok(args)
 }
 
 /// Reads the written YAML back as `meshlife check --constraint` does, and has the policy module

@@ -344,6 +344,19 @@ pub fn parse_name(text: &str) -> Result<String, String> {
     }
 }
 
+/// Where the facts of a generated constraint were read, when a cluster gave them (`meshlife
+/// constraint --from-cluster`): the file says so in its comments.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReadFrom {
+    /// `context kind-dev (https://127.0.0.1:6443)`.
+    pub cluster: String,
+    /// Parameter path (`istio.terminationDrainDuration`; `istio` and `linkerd` for the
+    /// versions) -> the sentence saying where its value came from.
+    pub sources: std::collections::BTreeMap<String, String>,
+    /// What was read and no parameter carries.
+    pub notes: Vec<String>,
+}
+
 impl ClusterFactArgs {
     /// True when any fact or rule flag is on the command line.
     pub fn any_given(&self) -> bool {

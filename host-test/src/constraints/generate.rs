@@ -15,6 +15,7 @@
 //!
 //! The flags (`ConstraintArgs`) live here, not with the command, because the generator reads them.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
@@ -29,7 +30,7 @@ use crate::constraints::constraint::{
 };
 use crate::constraints::facts::{
     ClusterFactArgs, Enforcement, ISTIO_CONTROL_PLANE, IstioFacts, LINKERD_CNI_NAMESPACE,
-    LINKERD_CONTROL_PLANE, LinkerdFacts, MinSeverity, ProviderFailure, parse_name,
+    LINKERD_CONTROL_PLANE, LinkerdFacts, MinSeverity, ProviderFailure, ReadFrom, parse_name,
 };
 use crate::constraints::istio::istio_parameters;
 use crate::constraints::linkerd::linkerd_parameters;
@@ -54,11 +55,19 @@ pub(super) const EMBEDDING_KUBEFLOW_KINDS: &[&str] = &[
 
 /// `meshlife constraint`: the cluster's facts plus what only a constraint file has (its name,
 /// enforcement action, match and provider-failure handling).
-#[derive(Args, Debug)]
+#[derive(Args, Clone, Debug)]
 #[command(group(
-    ArgGroup::new("mesh").args(["istio", "linkerd"]).required(true).multiple(true)
+    ArgGroup::new("mesh")
+        .args(["istio", "linkerd", "from_cluster", "kubeconfig", "context"])
+        .required(true)
+        .multiple(true)
 ))]
-#[command(group(ArgGroup::new("cluster-version").args(["kubernetes"]).required(true)))]
+#[command(group(
+    ArgGroup::new("cluster-version")
+        .args(["kubernetes", "from_cluster", "kubeconfig", "context"])
+        .required(true)
+        .multiple(true)
+))]
 pub struct ConstraintArgs {
     #[command(flatten)]
     pub facts: ClusterFactArgs,
@@ -93,6 +102,10 @@ pub struct ConstraintArgs {
     /// report with warn and dryrun, so that an outage never blocks but always shows.
     #[arg(long, value_enum, value_name = "MODE", help_heading = "Rules")]
     pub provider_failure: Option<ProviderFailure>,
+
+    /// Where the facts were read, when a cluster gave them: the comments name each source.
+    #[arg(skip)]
+    pub read_from: Option<ReadFrom>,
 }
 
 /// The generated constraints: their YAML text, each document as that text reads back, and
@@ -141,6 +154,7 @@ pub fn constraint_for_check(
         output: None,
         exclude_namespaces,
         provider_failure: None,
+        read_from: None,
     };
     // The warning about info findings denying admission is about Gatekeeper, not this run.
     let mut generated = generate_documents(&args, &[Role::Single(Enforcement::Deny)], false)?;
@@ -272,6 +286,9 @@ pub(super) fn constraint_document(
     let enforcement = role.enforcement();
     let provider_failure = role.provider_failure(args.provider_failure);
     let mut parameters = parameters_section(&facts, role, warnings);
+    if let Some(read_from) = &args.read_from {
+        cite_sources(&mut parameters.entries, "", &read_from.sources);
+    }
     parameters.push(
         "providerFailure",
         Value::from(provider_failure.as_str()),
@@ -630,6 +647,24 @@ pub(super) fn header(args: &ConstraintArgs, facts: &Facts, roles: &[Role]) -> St
             &mut text,
         );
     }
+    if let Some(read_from) = &args.read_from {
+        comment(
+            0,
+            &format!(
+                "The facts were read from {} by `meshlife constraint --from-cluster`; the \
+                 comment on each parameter names the object and field it came from.",
+                read_from.cluster
+            ),
+            &mut text,
+        );
+        for note in &read_from.notes {
+            comment(
+                0,
+                &format!("Read, but no parameter carries it: {note}."),
+                &mut text,
+            );
+        }
+    }
     comment(
         0,
         "Needs the meshlifecycle ConstraintTemplate (constraints/gatekeeper/template.yaml) and the \
@@ -895,6 +930,23 @@ pub(super) fn parameters_section(
         ),
     );
     top
+}
+
+/// Appends to each parameter's comment the sentence saying where its value came from (`prefix`
+/// is the path of the map `entries` are in: `istio.`).
+fn cite_sources(entries: &mut [Entry], prefix: &str, sources: &BTreeMap<String, String>) {
+    for entry in entries {
+        let path = format!("{prefix}{}", entry.key);
+        if let Some(citation) = sources.get(&path) {
+            entry.comment = Some(match entry.comment.take() {
+                Some(comment) => format!("{comment} {citation}"),
+                None => citation.clone(),
+            });
+        }
+        if let Yaml::Map(nested) = &mut entry.value {
+            cite_sources(nested, &format!("{path}."), sources);
+        }
+    }
 }
 
 pub(super) fn kubernetes_comment(facts: &Facts) -> String {

@@ -186,10 +186,14 @@ impl std::fmt::Display for Conflict {
     }
 }
 
-/// The Namespace manifests of the input, by name.
+/// The Namespace manifests of the input, by name, and those of the cluster read (`check
+/// --kubeconfig`), which apply where the input has none for an object.
 #[derive(Debug, Default)]
 pub struct NamespaceDefinitions {
     by_name: BTreeMap<String, Vec<Definition>>,
+    cluster: BTreeMap<String, Value>,
+    /// How the cluster is named in messages.
+    cluster_name: String,
 }
 
 impl NamespaceDefinitions {
@@ -209,7 +213,23 @@ impl NamespaceDefinitions {
                     object: object.object.value(),
                 });
         }
-        NamespaceDefinitions { by_name }
+        NamespaceDefinitions {
+            by_name,
+            ..NamespaceDefinitions::default()
+        }
+    }
+
+    /// The Namespaces of a cluster (`namespaceObject`s), for objects whose Namespace the input
+    /// does not define.
+    pub fn add_cluster(&mut self, cluster: &str, namespaces: &[Value]) {
+        self.cluster_name = cluster.to_string();
+        self.cluster = namespaces
+            .iter()
+            .filter_map(|namespace| {
+                let name = namespace.pointer("/metadata/name")?.as_str()?;
+                Some((name.to_string(), namespace.clone()))
+            })
+            .collect();
     }
 
     /// Whether the input defines this namespace at all.
@@ -217,11 +237,17 @@ impl NamespaceDefinitions {
         self.by_name.contains_key(namespace)
     }
 
-    /// The Namespace manifest `object` belongs to, if the input holds one that applies.
+    /// The Namespace manifest `object` belongs to, if the input holds one that applies, else
+    /// the cluster's Namespace of that name.
     pub fn for_object(&self, object: &ManifestObject) -> Option<&Value> {
         if object.is_namespace() || object.identity.namespace.is_empty() {
             return None;
         }
+        self.in_input(object)
+            .or_else(|| self.cluster.get(&object.identity.namespace))
+    }
+
+    fn in_input(&self, object: &ManifestObject) -> Option<&Value> {
         let definitions = self.by_name.get(&object.identity.namespace)?;
         if agree(definitions) {
             return definitions.first().map(|definition| &definition.object);
@@ -251,7 +277,11 @@ impl NamespaceDefinitions {
     /// Where the definition [`for_object`](Self::for_object) picked is, for messages:
     /// `ns.yaml (document 2)`.
     pub fn location_of(&self, object: &ManifestObject) -> Option<String> {
-        let chosen = self.for_object(object)?;
+        let Some(chosen) = self.in_input(object) else {
+            return self
+                .for_object(object)
+                .map(|_| format!("its Namespace in {}", self.cluster_name));
+        };
         self.by_name
             .get(&object.identity.namespace)?
             .iter()

@@ -107,7 +107,7 @@ pub(super) fn render_json_envelope(report: &Report) -> String {
         .iter()
         .map(|group| group.objects.len())
         .sum();
-    let envelope = json!({
+    let mut envelope = json!({
         "formatVersion": JSON_FORMAT_VERSION,
         "findings": json_findings(report),
         "errors": errors,
@@ -128,6 +128,9 @@ pub(super) fn render_json_envelope(report: &Report) -> String {
             "text": report.summary_line(),
         },
     });
+    if let (Some(facts_read), Some(fields)) = (&report.facts_read, envelope.as_object_mut()) {
+        fields.insert("clusterFacts".into(), json!(facts_read));
+    }
     let mut out = serde_json::to_string_pretty(&envelope).unwrap_or_else(|_| "{}".into());
     out.push('\n');
     out

@@ -210,6 +210,15 @@ pub struct Report {
     pub skipped: Vec<crate::inputs::manifests::Skipped>,
     /// Objects not judged, by reason.
     pub not_judged_groups: Vec<crate::report::coverage::NotJudgedGroup>,
+    /// The facts read from a cluster (`check --kubeconfig`), said first.
+    pub facts_read: Option<FactsRead>,
+}
+
+/// Which cluster the facts were read from, and each fact with its source.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FactsRead {
+    pub cluster: String,
+    pub facts: Vec<String>,
 }
 
 impl Report {
@@ -244,6 +253,7 @@ impl Report {
             not_judged: coverage.summary(),
             skipped: coverage.skipped.clone(),
             not_judged_groups: coverage.groups(),
+            facts_read: None,
         }
     }
 

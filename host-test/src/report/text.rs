@@ -35,6 +35,13 @@ impl Palette {
 pub(super) fn render_text(report: &Report, colour: bool) -> String {
     let palette = Palette { colour };
     let mut out = String::new();
+    if let Some(facts_read) = &report.facts_read {
+        let _ = writeln!(out, "Facts read from {}:", printable(&facts_read.cluster));
+        for fact in &facts_read.facts {
+            let _ = writeln!(out, "  {}", printable(fact));
+        }
+        out.push('\n');
+    }
     for group in report.by_file() {
         let objects_with_findings: Vec<_> = group
             .objects

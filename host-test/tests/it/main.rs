@@ -24,6 +24,7 @@ mod cli_repository;
 mod cli_rules;
 mod cli_services;
 mod cli_verify;
+mod cluster_facts_read;
 mod constraints_gatekeeper;
 mod docs_timelines;
 mod never_traps;

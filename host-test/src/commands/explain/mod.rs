@@ -70,6 +70,10 @@ pub struct ExplainArgs {
     /// The cluster's facts, as `meshlife constraint` takes them; instead of `--constraint`.
     #[command(flatten)]
     pub facts: crate::constraints::facts::ClusterFactArgs,
+
+    /// The cluster to read the facts and the Namespaces from.
+    #[command(flatten)]
+    pub cluster: crate::cluster::ClusterSourceArgs,
 }
 
 /// The figures no manifest holds; each is drawn with its source, so a reader sees what was
@@ -487,14 +491,27 @@ struct ExplainRun {
 fn explain_inputs(args: &ExplainArgs) -> Result<ExplainRun, String> {
     let limit = crate::inputs::files::ReadLimit::flag(args.max_file_size);
     let engine = Engine::embedded().map_err(|error| format!("{error:#}"))?;
+    let cluster = args.cluster.read().transpose()?;
+    let mut notes = Vec::new();
+    let facts = match &cluster {
+        Some(cluster) => {
+            let (facts, cluster_notes) =
+                cluster.judging_facts(&args.facts, !args.constraints.is_empty())?;
+            notes.push(format!("facts read from {}:", cluster.cluster));
+            notes.extend(cluster.summary().iter().map(|line| format!("  {line}")));
+            notes.extend(cluster_notes);
+            facts
+        }
+        None => args.facts.clone(),
+    };
     let constraints =
-        crate::constraints::constraints_of(&args.constraints, &args.facts, false, limit, &engine)?;
+        crate::constraints::constraints_of(&args.constraints, &facts, false, limit, &engine)?;
     let options = manifests::LoadOptions {
         exclude: args.exclude.clone(),
         limit,
     };
     let mut loaded = manifests::load_with_progress(&args.paths, &options, &|_| {}, &|| {});
-    let mut notes: Vec<String> = loaded.notes.iter().map(ToString::to_string).collect();
+    notes.extend(loaded.notes.iter().map(ToString::to_string));
     notes.extend(
         loaded
             .skipped
@@ -502,7 +519,10 @@ fn explain_inputs(args: &ExplainArgs) -> Result<ExplainRun, String> {
             .map(|skipped| skipped.clone().into_error().to_string()),
     );
     crate::inputs::namespaces::apply_default_namespace(&mut loaded.objects, &args.namespace);
-    let namespaces = NamespaceDefinitions::from_objects(&loaded.objects);
+    let mut namespaces = NamespaceDefinitions::from_objects(&loaded.objects);
+    if let Some(cluster) = &cluster {
+        namespaces.add_cluster(&cluster.cluster, &cluster.namespaces);
+    }
     let services = ServiceIndex::from_objects(&loaded.objects);
     let context = Context {
         namespaces: &namespaces,

@@ -24,6 +24,8 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::Value;
 
+use crate::terminal::error_chain;
+
 /// Where the watch stands, for `/readyz` and the logs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WatchState {
@@ -247,22 +249,6 @@ async fn first_list(api: &kube::Api<Namespace>) -> Result<(), String> {
         tracing::info!(%error, "the API server cannot be reached yet; trying again");
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
-}
-
-/// An error with its causes, which say what failed ("Connection refused", the certificate
-/// rustls refused) where the error itself says only "client error (Connect)".
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 /// A Namespace as the module reads `namespaceObject`: the name, labels and annotations; the

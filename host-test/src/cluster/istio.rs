@@ -1,0 +1,690 @@
+//! Istio's facts, per revision: the version from istiod's image, `ENABLE_NATIVE_SIDECARS` from
+//! its environment, the mesh config istiod mounts (hold, drain), the injector's values (hold
+//! forced, CNI), and, from the injector webhooks' selectors evaluated on the live Namespaces,
+//! which namespaces inject where no label says so; istio-cni and ambient (ztunnel) too.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use serde_json::Value;
+
+use super::snapshot::{self, Snapshot};
+use super::{Fact, FactSources, Origin, Source};
+use crate::constraints::facts::{ClusterFactArgs, IstioVersion, parse_istio_version};
+use crate::constraints::selectors::Selector;
+
+const DEFAULT_REVISION: &str = "default";
+const REVISION_LABEL: &str = "istio.io/rev";
+const TAG_LABEL: &str = "istio.io/tag";
+const INJECTION_LABEL: &str = "istio-injection";
+const DATAPLANE_MODE_LABEL: &str = "istio.io/dataplane-mode";
+const DISCOVERY_CONTAINER: &str = "discovery";
+/// Namespaces Istio never injects, whatever their labels (rules.md, section 3).
+const NEVER_INJECTED: [&str; 2] = ["kube-system", "kube-public"];
+
+/// Istio as installed: one or more revisions, and what they share.
+#[derive(Clone, Debug)]
+pub struct IstioInstall {
+    pub revisions: Vec<IstioRevision>,
+    /// The ztunnel DaemonSet, when ambient mode is installed.
+    pub ztunnel: Option<Source>,
+    /// Namespaces labelled `istio.io/dataplane-mode=ambient`.
+    pub ambient_namespaces: Vec<Fact<String>>,
+    /// Namespaces an injector webhook injects although no label the rules read says so
+    /// (`enableNamespacesByDefault`, a custom selector).
+    pub injected_namespaces: Vec<Fact<String>>,
+}
+
+/// One istiod revision and how it injects.
+#[derive(Clone, Debug)]
+pub struct IstioRevision {
+    /// `default`, `canary`, `1-26-3`.
+    pub name: String,
+    /// Revision tags pointing at it (`prod`), each a webhook configuration of its own.
+    pub tags: Vec<String>,
+    pub version: Fact<IstioVersion>,
+    /// `ENABLE_NATIVE_SIDECARS` of istiod; `None`: not set, the version's default applies.
+    pub native_sidecars: Option<Fact<bool>>,
+    /// meshConfig `defaultConfig.holdApplicationUntilProxyStarts`.
+    pub hold: Fact<bool>,
+    /// Helm `values.global.proxy.holdApplicationUntilProxyStarts`, as the injector reads it.
+    pub hold_forced: Fact<bool>,
+    /// meshConfig `defaultConfig.terminationDrainDuration`; `None`: not set (5s).
+    pub drain: Option<Fact<String>>,
+    /// Whether the injector leaves traffic capture to istio-cni.
+    pub cni: Fact<bool>,
+}
+
+/// The settings of a revision that change verdicts, to tell whether revisions differ.
+type Settings = (u32, Option<bool>, bool, bool, Option<String>, bool);
+
+impl IstioRevision {
+    fn settings(&self) -> Settings {
+        (
+            self.version.value.minor,
+            self.native_sidecars.as_ref().map(|fact| fact.value),
+            self.hold.value,
+            self.hold_forced.value,
+            self.drain.as_ref().map(|fact| fact.value.clone()),
+            self.cni.value,
+        )
+    }
+
+    fn describe(&self) -> String {
+        let native = match &self.native_sidecars {
+            Some(fact) => format!("ENABLE_NATIVE_SIDECARS={}", fact.value),
+            None => "ENABLE_NATIVE_SIDECARS unset".into(),
+        };
+        format!(
+            "revision {} (istio {}, {native}, hold {}, hold forced {}, drain {}, cni {})",
+            self.name,
+            self.version.value,
+            self.hold.value,
+            self.hold_forced.value,
+            self.drain
+                .as_ref()
+                .map_or("5s (unset)", |fact| fact.value.as_str()),
+            self.cni.value
+        )
+    }
+}
+
+/// Istio's install, if an istiod Deployment is there.
+pub(super) fn install(
+    snapshot: &Snapshot,
+    notes: &mut Vec<String>,
+) -> Result<Option<IstioInstall>, String> {
+    let istiods: Vec<&Value> = snapshot
+        .deployments
+        .iter()
+        .filter(|deployment| {
+            snapshot::labels(deployment).get("app").map(String::as_str) == Some("istiod")
+        })
+        .collect();
+    if istiods.is_empty() {
+        return Ok(None);
+    }
+    let mut revisions = Vec::new();
+    for istiod in istiods {
+        revisions.push(revision(snapshot, istiod, notes)?);
+    }
+    revisions.sort_by(|a, b| a.name.cmp(&b.name));
+    for webhook in &snapshot.mutating_webhooks {
+        let labels = snapshot::labels(webhook);
+        if let (Some(tag), Some(revision)) = (labels.get(TAG_LABEL), labels.get(REVISION_LABEL)) {
+            match revisions.iter_mut().find(|one| &one.name == revision) {
+                Some(one) => one.tags.push(tag.clone()),
+                None => notes.push(format!(
+                    "{}: revision tag {tag} points at revision {revision}, which has no istiod \
+                     here: pods of namespaces labelled istio.io/rev={tag} are not injected",
+                    snapshot::title(webhook)
+                )),
+            }
+        }
+    }
+    let ztunnel = snapshot
+        .daemon_sets
+        .iter()
+        .find(|daemon_set| {
+            // `app.kubernetes.io/name` in the ztunnel chart of 1.24 on, `app` before.
+            let labels = snapshot::labels(daemon_set);
+            ["app.kubernetes.io/name", "app"]
+                .iter()
+                .any(|key| labels.get(*key).map(String::as_str) == Some("ztunnel"))
+        })
+        .map(|daemon_set| Source::new(snapshot::title(daemon_set), ""));
+    let ambient_namespaces = snapshot
+        .namespaces
+        .iter()
+        .filter(|namespace| {
+            snapshot::labels(namespace)
+                .get(DATAPLANE_MODE_LABEL)
+                .map(String::as_str)
+                == Some("ambient")
+        })
+        .map(|namespace| {
+            Fact::new(
+                snapshot::name(namespace).to_string(),
+                Source::new(
+                    snapshot::title(namespace),
+                    format!("metadata.labels[{DATAPLANE_MODE_LABEL}]"),
+                ),
+            )
+        })
+        .collect::<Vec<_>>();
+    if ztunnel.is_none() && !ambient_namespaces.is_empty() {
+        notes.push(format!(
+            "namespaces are labelled {DATAPLANE_MODE_LABEL}=ambient ({}), but no ztunnel \
+             DaemonSet runs: their pods get no sidecar and no ambient data plane",
+            ambient_namespaces
+                .iter()
+                .map(|fact| fact.value.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let injected_namespaces = injected_beyond_labels(snapshot, &revisions, notes)?;
+    Ok(Some(IstioInstall {
+        revisions,
+        ztunnel,
+        ambient_namespaces,
+        injected_namespaces,
+    }))
+}
+
+fn revision(
+    snapshot: &Snapshot,
+    istiod: &Value,
+    notes: &mut Vec<String>,
+) -> Result<IstioRevision, String> {
+    let object = snapshot::title(istiod);
+    let namespace = snapshot::namespace(istiod);
+    let name = snapshot::labels(istiod)
+        .get(REVISION_LABEL)
+        .filter(|name| !name.is_empty())
+        .cloned()
+        .unwrap_or_else(|| DEFAULT_REVISION.to_string());
+    let containers = istiod
+        .pointer("/spec/template/spec/containers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let Some((index, discovery)) = containers.iter().enumerate().find(|(_, container)| {
+        container.get("name").and_then(Value::as_str) == Some(DISCOVERY_CONTAINER)
+    }) else {
+        return Err(format!(
+            "{object}: no container named {DISCOVERY_CONTAINER}, so the Istio version cannot be \
+             read from its image; pass --istio VERSION"
+        ));
+    };
+    let container_field = format!("spec.template.spec.containers[{index}]");
+    let image = discovery.get("image").and_then(Value::as_str).unwrap_or("");
+    let version = image_tag(image)
+        .and_then(|tag| parse_istio_version(tag).ok())
+        .ok_or_else(|| {
+            format!(
+                "{object}: {container_field}.image is {image:?}, whose tag is no Istio version \
+                 (a digest, latest, a custom build): the version decides the native-sidecar \
+                 default, so it is not guessed; pass --istio VERSION"
+            )
+        })?;
+    let version = Fact::new(
+        version,
+        Source::new(object.clone(), format!("{container_field}.image ({image})")),
+    );
+    let native_sidecars = environment(discovery, "ENABLE_NATIVE_SIDECARS")
+        .map(|(env_index, value)| {
+            let field = format!("{container_field}.env[{env_index}] ENABLE_NATIVE_SIDECARS");
+            match value.as_str() {
+                "true" => Ok(Some(true)),
+                "false" => Ok(Some(false)),
+                // `auto` (1.27+) is the version's default: decided by the kubelets.
+                "auto" | "" => Ok(None),
+                other => Err(format!(
+                    "{object}: {field} is {other:?}, not true, false or auto"
+                )),
+            }
+            .map(|value| value.map(|value| Fact::new(value, Source::new(object.clone(), field))))
+        })
+        .transpose()?
+        .flatten();
+
+    let mesh_map = mounted_config_map(snapshot, istiod, "config-volume", || {
+        revision_name("istio", &name)
+    });
+    let mesh_object = format!("ConfigMap {namespace}/{}", mesh_map.0);
+    let mesh: Value = match mesh_map.1 {
+        Some(config_map) => match config_map.pointer("/data/mesh").and_then(Value::as_str) {
+            Some(text) => serde_yaml_ng::from_str(text)
+                .map_err(|error| format!("{mesh_object}: data.mesh is not YAML: {error}"))?,
+            None => Value::Null,
+        },
+        None => {
+            notes.push(format!(
+                "{mesh_object}, the mesh config {object} mounts, was not found: hold and drain \
+                 are taken as Istio's defaults (off, 5s)"
+            ));
+            Value::Null
+        }
+    };
+    let hold_field = "data.mesh defaultConfig.holdApplicationUntilProxyStarts";
+    let hold = match mesh.pointer("/defaultConfig/holdApplicationUntilProxyStarts") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(value)) => *value,
+        Some(other) => {
+            return Err(format!(
+                "{mesh_object}: {hold_field} is {other}, not true or false"
+            ));
+        }
+    };
+    let drain = match mesh.pointer("/defaultConfig/terminationDrainDuration") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => Some(Fact::new(
+            text.clone(),
+            Source::new(
+                mesh_object.clone(),
+                "data.mesh defaultConfig.terminationDrainDuration",
+            ),
+        )),
+        Some(other) => {
+            return Err(format!(
+                "{mesh_object}: data.mesh defaultConfig.terminationDrainDuration is {other}, \
+                 not a duration"
+            ));
+        }
+    };
+
+    let injector_map = mounted_config_map(snapshot, istiod, "inject", || {
+        revision_name("istio-sidecar-injector", &name)
+    });
+    let injector_object = format!("ConfigMap {namespace}/{}", injector_map.0);
+    let values: Value = match injector_map
+        .1
+        .and_then(|config_map| config_map.pointer("/data/values"))
+        .and_then(Value::as_str)
+    {
+        // JSON is YAML: one reader for the chart's JSON and hand-edited YAML.
+        Some(text) => serde_yaml_ng::from_str(text)
+            .map_err(|error| format!("{injector_object}: data.values is not JSON: {error}"))?,
+        None => {
+            notes.push(format!(
+                "{injector_object}, the injector values {object} mounts, was not found: hold \
+                 forced and CNI are taken as off"
+            ));
+            Value::Null
+        }
+    };
+    let values_flag = |path: &str| -> Result<Option<bool>, String> {
+        match values.pointer(&format!("/{}", path.replace('.', "/"))) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(value)) => Ok(Some(*value)),
+            Some(other) => Err(format!(
+                "{injector_object}: data.values {path} is {other}, not true or false"
+            )),
+        }
+    };
+    let hold_forced_path = "global.proxy.holdApplicationUntilProxyStarts";
+    let hold_forced = values_flag(hold_forced_path)?.unwrap_or(false);
+    // The injection template reads pilot.cni.enabled (Istio 1.21 on) or istio_cni.enabled.
+    let (cni_path, cni) = ["pilot.cni.enabled", "istio_cni.enabled"]
+        .into_iter()
+        .find_map(|path| match values_flag(path) {
+            Ok(Some(value)) => Some(Ok((path, value))),
+            Ok(None) => None,
+            Err(error) => Some(Err(error)),
+        })
+        .transpose()?
+        .unwrap_or(("pilot.cni.enabled", false));
+    let cni_daemon_set = snapshot.daemon_sets.iter().find(|daemon_set| {
+        snapshot::labels(daemon_set)
+            .get("k8s-app")
+            .map(String::as_str)
+            == Some("istio-cni-node")
+    });
+    match (cni, cni_daemon_set) {
+        (true, None) => notes.push(format!(
+            "{injector_object} says {cni_path} is true, but no istio-cni-node DaemonSet runs: \
+             injected pods get no istio-init and their traffic is not captured until it does"
+        )),
+        (false, Some(daemon_set)) => notes.push(format!(
+            "{} runs, but revision {name}'s injector ({injector_object}) has {cni_path} false: \
+             it still adds istio-init, and the constraint says no CNI",
+            snapshot::title(daemon_set)
+        )),
+        _ => {}
+    }
+    Ok(IstioRevision {
+        name,
+        tags: Vec::new(),
+        version,
+        native_sidecars,
+        hold: Fact::new(hold, Source::new(mesh_object, hold_field)),
+        hold_forced: Fact::new(
+            hold_forced,
+            Source::new(
+                injector_object.clone(),
+                format!("data.values {hold_forced_path}"),
+            ),
+        ),
+        drain,
+        cni: Fact::new(
+            cni,
+            Source::new(injector_object, format!("data.values {cni_path}")),
+        ),
+    })
+}
+
+/// `istio` for the default revision, `istio-canary` for `canary`.
+fn revision_name(base: &str, revision: &str) -> String {
+    if revision == DEFAULT_REVISION {
+        base.to_string()
+    } else {
+        format!("{base}-{revision}")
+    }
+}
+
+/// The ConfigMap a Deployment mounts as the volume `volume` (its name, and the map if it was
+/// read); `fallback` names it when the volume is not there.
+fn mounted_config_map<'a>(
+    snapshot: &'a Snapshot,
+    deployment: &Value,
+    volume: &str,
+    fallback: impl FnOnce() -> String,
+) -> (String, Option<&'a Value>) {
+    let mounted = deployment
+        .pointer("/spec/template/spec/volumes")
+        .and_then(Value::as_array)
+        .and_then(|volumes| {
+            volumes
+                .iter()
+                .find(|one| one.get("name").and_then(Value::as_str) == Some(volume))
+        })
+        .and_then(|one| one.pointer("/configMap/name"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let name = mounted.unwrap_or_else(fallback);
+    let found = snapshot.config_map(snapshot::namespace(deployment), &name);
+    (name, found)
+}
+
+/// The value of environment variable `name` of a container, with its index.
+fn environment(container: &Value, name: &str) -> Option<(usize, String)> {
+    container
+        .get("env")?
+        .as_array()?
+        .iter()
+        .enumerate()
+        .find(|(_, variable)| variable.get("name").and_then(Value::as_str) == Some(name))
+        .map(|(index, variable)| {
+            (
+                index,
+                variable
+                    .get("value")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            )
+        })
+}
+
+/// The tag of an image reference: `docker.io/istio/pilot:1.26.3` -> `1.26.3`; none for a
+/// digest-only reference or a registry port without a tag.
+pub(super) fn image_tag(image: &str) -> Option<&str> {
+    let without_digest = image.split('@').next()?;
+    let last = without_digest.rsplit('/').next()?;
+    let (_, tag) = last.split_once(':')?;
+    (!tag.is_empty()).then_some(tag)
+}
+
+/// The namespaces an injector webhook injects by default (a pod without injection labels), by
+/// revision, where the labels the rules read would not say so; what the labels promise and no
+/// webhook does is said in a note.
+fn injected_beyond_labels(
+    snapshot: &Snapshot,
+    revisions: &[IstioRevision],
+    notes: &mut Vec<String>,
+) -> Result<Vec<Fact<String>>, String> {
+    let mut selectors = Vec::new();
+    for configuration in &snapshot.mutating_webhooks {
+        let labels = snapshot::labels(configuration);
+        let Some(revision) = labels.get(REVISION_LABEL) else {
+            continue;
+        };
+        if !revisions.iter().any(|one| &one.name == revision) {
+            continue;
+        }
+        let webhooks = configuration
+            .get("webhooks")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for (index, webhook) in webhooks.iter().enumerate() {
+            let field = |name: &str| format!("webhooks[{index}].{name}");
+            let selector = |name: &str| -> Result<Option<Selector>, String> {
+                let Some(value) = webhook.get(name).filter(|value| !value.is_null()) else {
+                    return Ok(None);
+                };
+                let parsed: LabelSelector =
+                    serde_json::from_value(value.clone()).map_err(|error| {
+                        format!(
+                            "{}: {}: {error}",
+                            snapshot::title(configuration),
+                            field(name)
+                        )
+                    })?;
+                Selector::new(parsed, &field(name))
+                    .map(Some)
+                    .map_err(|(at, problem)| {
+                        format!("{}: {at}: {problem}", snapshot::title(configuration))
+                    })
+            };
+            let namespace_selector = selector("namespaceSelector")?;
+            let object_selector = selector("objectSelector")?;
+            // A webhook whose object selector needs a label on the pod injects only pods that
+            // ask: the rules read that request from the pod template themselves.
+            if object_selector
+                .as_ref()
+                .is_some_and(|selector| !selector.matches(&BTreeMap::new()))
+            {
+                continue;
+            }
+            selectors.push((
+                revision.clone(),
+                namespace_selector,
+                Source::new(
+                    snapshot::title(configuration),
+                    format!("{} (revision {revision})", field("namespaceSelector")),
+                ),
+            ));
+        }
+    }
+    let mut injected = Vec::new();
+    let mut promised_only = BTreeSet::new();
+    for namespace in &snapshot.namespaces {
+        let name = snapshot::name(namespace);
+        if NEVER_INJECTED.contains(&name) {
+            continue;
+        }
+        let mut labels = snapshot::labels(namespace);
+        // The API server sets it on every Namespace; rendered manifests do not carry it.
+        labels
+            .entry("kubernetes.io/metadata.name".into())
+            .or_insert_with(|| name.to_string());
+        let by_webhook = selectors.iter().find(|(_, selector, _)| {
+            selector
+                .as_ref()
+                .is_none_or(|selector| selector.matches(&labels))
+        });
+        let by_labels = labels_say_injected(&labels);
+        match (by_webhook, by_labels) {
+            (Some((_, _, source)), false) => {
+                injected.push(Fact::new(name.to_string(), source.clone()))
+            }
+            (None, true) => {
+                promised_only.insert(name.to_string());
+            }
+            _ => {}
+        }
+    }
+    if !promised_only.is_empty() {
+        notes.push(format!(
+            "namespaces labelled for Istio injection that no injector webhook of this cluster \
+             selects (a removed revision, a tag without its webhook): {}; meshlife judges their \
+             workloads as injected, as their labels say, but Istio does not inject them",
+            promised_only.into_iter().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    Ok(injected)
+}
+
+/// What the rules conclude from a Namespace's labels alone (rules.md, section 3).
+fn labels_say_injected(labels: &BTreeMap<String, String>) -> bool {
+    if labels.get(DATAPLANE_MODE_LABEL).map(String::as_str) == Some("ambient") {
+        return false;
+    }
+    match labels.get(INJECTION_LABEL).map(String::as_str) {
+        Some("enabled") => true,
+        Some("disabled") => false,
+        _ => labels.contains_key(REVISION_LABEL),
+    }
+}
+
+impl IstioInstall {
+    /// The facts as flags: one set for all revisions, which must agree.
+    pub(super) fn fill(
+        &self,
+        args: &mut ClusterFactArgs,
+        sources: &mut FactSources,
+    ) -> Result<(), String> {
+        let first = &self.revisions[0];
+        if let Some(other) = self
+            .revisions
+            .iter()
+            .find(|other| other.settings() != first.settings())
+        {
+            return Err(format!(
+                "Istio runs revisions configured differently: {} and {}. One constraint \
+                 carries one set of Istio facts, and a Gatekeeper match cannot tell revisions \
+                 apart by the istio.io/rev label alone where istio-injection=enabled and \
+                 pod-level revision labels also pick them. Write a constraint per revision with \
+                 flags (meshlife constraint --istio ... --name mesh-lifecycle-REV) and a \
+                 namespace match of your own",
+                first.describe(),
+                other.describe()
+            ));
+        }
+        args.istio = Some(first.version.value.clone());
+        sources.insert(
+            "istio".into(),
+            Origin::Cluster(first.version.source.clone()),
+        );
+        let native_source = match &first.native_sidecars {
+            Some(native) => {
+                args.istio_native_sidecars = Some(native.value);
+                native.source.clone()
+            }
+            None => Source::new(
+                first.version.source.object.clone(),
+                "(ENABLE_NATIVE_SIDECARS not set on istiod: the version's default)",
+            ),
+        };
+        sources.insert(
+            "istio.nativeSidecars".into(),
+            Origin::Cluster(native_source),
+        );
+        args.istio_hold = first.hold.value;
+        sources.insert(
+            "istio.holdApplicationUntilProxyStarts".into(),
+            Origin::Cluster(first.hold.source.clone()),
+        );
+        args.istio_hold_forced = first.hold_forced.value;
+        sources.insert(
+            "istio.holdForced".into(),
+            Origin::Cluster(first.hold_forced.source.clone()),
+        );
+        args.istio_cni = first.cni.value;
+        sources.insert(
+            "istio.cni".into(),
+            Origin::Cluster(first.cni.source.clone()),
+        );
+        let drain_source = match &first.drain {
+            Some(drain) => {
+                args.istio_drain = Some(drain.value.clone());
+                drain.source.clone()
+            }
+            None => Source::new(
+                first.hold.source.object.clone(),
+                "data.mesh (defaultConfig.terminationDrainDuration not set: Istio's 5s)",
+            ),
+        };
+        sources.insert(
+            "istio.terminationDrainDuration".into(),
+            Origin::Cluster(drain_source),
+        );
+        args.istio_injected_namespaces = self
+            .injected_namespaces
+            .iter()
+            .map(|fact| fact.value.clone())
+            .collect();
+        if let Some(first) = self.injected_namespaces.first() {
+            sources.insert(
+                "istio.injectedNamespaces".into(),
+                Origin::Cluster(first.source.clone()),
+            );
+        }
+        args.istio_ambient_namespaces = self
+            .ambient_namespaces
+            .iter()
+            .map(|fact| fact.value.clone())
+            .collect();
+        if !self.ambient_namespaces.is_empty() {
+            sources.insert(
+                "istio.ambientNamespaces".into(),
+                Origin::Cluster(Source::new(
+                    "the Namespaces",
+                    format!("metadata.labels[{DATAPLANE_MODE_LABEL}]"),
+                )),
+            );
+        }
+        Ok(())
+    }
+
+    pub(super) fn summary(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for revision in &self.revisions {
+            let tags = if revision.tags.is_empty() {
+                String::new()
+            } else {
+                format!(", tags {}", revision.tags.join(", "))
+            };
+            lines.push(format!(
+                "istio {} (revision {}{tags}): {}",
+                revision.version.value, revision.name, revision.version.source
+            ));
+            match &revision.native_sidecars {
+                Some(fact) => {
+                    lines.push(format!("  native sidecars {}: {}", fact.value, fact.source))
+                }
+                None => lines.push(
+                    "  native sidecars: the version's default (ENABLE_NATIVE_SIDECARS not set)"
+                        .into(),
+                ),
+            }
+            lines.push(format!(
+                "  hold {}: {}",
+                revision.hold.value, revision.hold.source
+            ));
+            lines.push(format!(
+                "  hold forced {}: {}",
+                revision.hold_forced.value, revision.hold_forced.source
+            ));
+            match &revision.drain {
+                Some(fact) => lines.push(format!("  drain {}: {}", fact.value, fact.source)),
+                None => lines.push(format!(
+                    "  drain 5s (the default): not set in {}",
+                    revision.hold.source.object
+                )),
+            }
+            lines.push(format!(
+                "  cni {}: {}",
+                revision.cni.value, revision.cni.source
+            ));
+        }
+        if let Some(ztunnel) = &self.ztunnel {
+            lines.push(format!("  ambient: {ztunnel} runs"));
+        }
+        for fact in &self.ambient_namespaces {
+            lines.push(format!(
+                "  ambient namespace {}: {}",
+                fact.value, fact.source
+            ));
+        }
+        for fact in &self.injected_namespaces {
+            lines.push(format!(
+                "  injected namespace {} (no label says so): {}",
+                fact.value, fact.source
+            ));
+        }
+        lines
+    }
+}

@@ -1,0 +1,356 @@
+//! The facts a live cluster holds about its meshes (`meshlife constraint --from-cluster`,
+//! `check --kubeconfig`): the Kubernetes version of its nodes, each Istio revision's version and
+//! configuration, Linkerd's, which namespaces inject, CNI and ambient, and its Namespaces.
+//!
+//! Reading ([`reader`], read-only API calls) is kept apart from what the objects read mean
+//! ([`facts_of`] over a [`Snapshot`]), so the meaning is tested on the meshes' own rendered
+//! installs without a cluster. Every fact carries its [`Source`]: the object and the field it
+//! was read from, which every report names.
+
+mod istio;
+mod kubernetes;
+mod linkerd;
+pub mod reader;
+mod snapshot;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::Value;
+
+pub use istio::{IstioInstall, IstioRevision};
+pub use linkerd::LinkerdInstall;
+pub use snapshot::Snapshot;
+
+use crate::constraints::facts::{ClusterFactArgs, KubernetesVersion, ReadFrom};
+
+/// Which cluster to read the facts from (`constraint`, `check`, `explain`).
+#[derive(Args, Clone, Debug, Default)]
+pub struct ClusterSourceArgs {
+    /// Read the cluster's facts from its API server: the lowest kubelet version, each mesh's
+    /// version and configuration, which namespaces inject, CNI, ambient, and the Namespaces.
+    /// Uses the kubeconfig's current context (KUBECONFIG, ~/.kube/config) or, in a pod, its
+    /// service account; read-only (`meshlife install facts-reader` prints the ClusterRole).
+    #[arg(long, help_heading = "Cluster")]
+    pub from_cluster: bool,
+
+    /// The kubeconfig to read the cluster with; implies --from-cluster.
+    #[arg(long, value_name = "FILE", help_heading = "Cluster")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// The kubeconfig context to read; implies --from-cluster.
+    #[arg(long, value_name = "NAME", help_heading = "Cluster")]
+    pub context: Option<String>,
+}
+
+impl ClusterSourceArgs {
+    /// The cluster to read, if one is asked for.
+    pub fn target(&self) -> Option<reader::Target> {
+        (self.from_cluster || self.kubeconfig.is_some() || self.context.is_some()).then(|| {
+            reader::Target {
+                kubeconfig: self.kubeconfig.clone(),
+                context: self.context.clone(),
+            }
+        })
+    }
+
+    /// The facts of the cluster asked for; `None` when none is.
+    pub fn read(&self) -> Option<Result<ClusterFacts, String>> {
+        let target = self.target()?;
+        Some(reader::read_blocking(&target).and_then(|snapshot| facts_of(&snapshot)))
+    }
+}
+
+/// Where a fact was read: `Deployment istio-system/istiod`, `spec.template.spec.containers[0].image`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    pub object: String,
+    pub field: String,
+}
+
+impl Source {
+    pub fn new(object: impl Into<String>, field: impl Into<String>) -> Source {
+        Source {
+            object: object.into(),
+            field: field.into(),
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            formatter.write_str(&self.object)
+        } else {
+            write!(formatter, "{} {}", self.object, self.field)
+        }
+    }
+}
+
+/// A value read from the cluster, with where it was read. A default the mesh applies because
+/// nothing set the value is a fact too: its source says where it was looked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fact<T> {
+    pub value: T,
+    pub source: Source,
+}
+
+impl<T> Fact<T> {
+    pub fn new(value: T, source: Source) -> Fact<T> {
+        Fact { value, source }
+    }
+}
+
+/// Everything read from one cluster.
+#[derive(Clone, Debug)]
+pub struct ClusterFacts {
+    /// Which cluster: `context kind-dev (https://127.0.0.1:6443)`.
+    pub cluster: String,
+    /// The lowest kubelet version among the nodes (the API server's, when no Node is visible).
+    pub kubernetes: Fact<KubernetesVersion>,
+    pub istio: Option<IstioInstall>,
+    pub linkerd: Option<LinkerdInstall>,
+    /// The cluster's Namespaces as the module reads `namespaceObject`: name, labels and
+    /// annotations.
+    pub namespaces: Vec<Value>,
+    /// What was read and matters, but no parameter carries (said on stderr and in the file).
+    pub notes: Vec<String>,
+}
+
+/// The facts of `snapshot`; an error says what could not be told and what to do about it
+/// (never a guess: an unknown version is an error, not a default).
+pub fn facts_of(snapshot: &Snapshot) -> Result<ClusterFacts, String> {
+    let kubernetes = kubernetes::lowest_kubelet(snapshot)?;
+    let mut notes = Vec::new();
+    let istio = istio::install(snapshot, &mut notes)?;
+    let linkerd = linkerd::install(snapshot, &mut notes)?;
+    if istio.is_none() && linkerd.is_none() {
+        return Err(format!(
+            "{}: no mesh found: no Istio control plane (no Deployment labelled app=istiod) and \
+             no Linkerd one (no ConfigMap linkerd-config). meshlife judges meshed workloads; \
+             check that the context is the cluster you mean",
+            snapshot.cluster
+        ));
+    }
+    if istio.is_some() && linkerd.is_some() {
+        notes.push(
+            "both Istio and Linkerd run in this cluster: the constraint carries both meshes' \
+             facts, and each workload is judged by the mesh its namespace and pod template \
+             inject"
+                .into(),
+        );
+    }
+    Ok(ClusterFacts {
+        cluster: snapshot.cluster.clone(),
+        kubernetes,
+        istio,
+        linkerd,
+        namespaces: snapshot
+            .namespaces
+            .iter()
+            .map(snapshot::namespace_object)
+            .collect(),
+        notes,
+    })
+}
+
+/// Parameter path (`istio.terminationDrainDuration`) -> where its value came from.
+pub type FactSources = BTreeMap<String, Origin>;
+
+/// Where a parameter's value came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Cluster(Source),
+    /// A fact flag given with `--from-cluster`, which wins over the cluster.
+    Flag(&'static str),
+}
+
+impl Origin {
+    /// The sentence a generated constraint's comment ends with.
+    fn citation(&self) -> String {
+        match self {
+            Origin::Cluster(source) => format!("Read from the cluster: {source}."),
+            Origin::Flag(flag) => format!("Given by {flag}, in place of the cluster's value."),
+        }
+    }
+}
+
+impl ClusterFacts {
+    /// The facts as the fact flags give them, and each parameter's source. A flag given on the
+    /// command line wins over what was read (the returned notes say which), so a fact the
+    /// cluster cannot tell can still be stated.
+    pub fn fact_args(
+        &self,
+        flags: &ClusterFactArgs,
+    ) -> Result<(ClusterFactArgs, FactSources, Vec<String>), String> {
+        let mut read = ClusterFactArgs {
+            kubernetes: Some(self.kubernetes.value.clone()),
+            ..ClusterFactArgs::default()
+        };
+        let mut sources = FactSources::new();
+        sources.insert(
+            "kubernetesMinorVersion".into(),
+            Origin::Cluster(self.kubernetes.source.clone()),
+        );
+        if let Some(istio) = &self.istio {
+            istio.fill(&mut read, &mut sources)?;
+        }
+        if let Some(linkerd) = &self.linkerd {
+            linkerd.fill(&mut read, &mut sources);
+        }
+        let mut notes = Vec::new();
+        let merged = overridden_by_flags(read, flags, &mut sources, &mut notes);
+        Ok((merged, sources, notes))
+    }
+
+    /// The facts as `meshlife constraint` writes them, with their sources and the notes.
+    pub fn read_from(&self, sources: &FactSources, notes: &[String]) -> ReadFrom {
+        ReadFrom {
+            cluster: self.cluster.clone(),
+            sources: sources
+                .iter()
+                .map(|(parameter, origin)| (parameter.clone(), origin.citation()))
+                .collect(),
+            notes: self.notes.iter().chain(notes).cloned().collect(),
+        }
+    }
+
+    /// The fact flags `check` and `explain` judge under: the cluster's facts with the flags
+    /// over them; with `--constraint` files, the files state the facts and the cluster gives
+    /// its Namespaces only. The notes say what was replaced or left unused.
+    pub fn judging_facts(
+        &self,
+        flags: &ClusterFactArgs,
+        constraint_files: bool,
+    ) -> Result<(ClusterFactArgs, Vec<String>), String> {
+        if constraint_files {
+            return Ok((
+                flags.clone(),
+                vec![format!(
+                    "--constraint states the facts: {} gives its Namespaces only",
+                    self.cluster
+                )],
+            ));
+        }
+        let (merged, _, notes) = self.fact_args(flags)?;
+        Ok((merged, self.notes.iter().cloned().chain(notes).collect()))
+    }
+
+    /// One line per fact read, with its source, for the first lines of a report.
+    pub fn summary(&self) -> Vec<String> {
+        let mut lines = vec![format!(
+            "kubernetes {} (lowest kubelet): {}",
+            self.kubernetes.value, self.kubernetes.source
+        )];
+        if let Some(istio) = &self.istio {
+            lines.extend(istio.summary());
+        }
+        if let Some(linkerd) = &self.linkerd {
+            lines.extend(linkerd.summary());
+        }
+        lines.push(format!(
+            "{} Namespaces read, for the labels and annotations that decide injection",
+            self.namespaces.len()
+        ));
+        lines
+    }
+}
+
+/// The facts read, with every fact flag of the command line put over them.
+fn overridden_by_flags(
+    mut read: ClusterFactArgs,
+    flags: &ClusterFactArgs,
+    sources: &mut FactSources,
+    notes: &mut Vec<String>,
+) -> ClusterFactArgs {
+    let mut flag_wins = |flag: &'static str, parameter: &str| {
+        sources.insert(parameter.into(), Origin::Flag(flag));
+        notes.push(format!(
+            "{flag} replaces what the cluster says ({parameter})"
+        ));
+    };
+    macro_rules! option_flag {
+        ($field:ident, $flag:literal, $parameter:literal) => {
+            if flags.$field.is_some() {
+                read.$field = flags.$field.clone();
+                flag_wins($flag, $parameter);
+            }
+        };
+    }
+    macro_rules! switch_flag {
+        ($field:ident, $flag:literal, $parameter:literal) => {
+            if flags.$field && !read.$field {
+                read.$field = true;
+                flag_wins($flag, $parameter);
+            }
+        };
+    }
+    macro_rules! list_flag {
+        ($field:ident, $flag:literal, $parameter:literal) => {
+            if !flags.$field.is_empty() {
+                read.$field = flags.$field.clone();
+                flag_wins($flag, $parameter);
+            }
+        };
+    }
+    option_flag!(kubernetes, "--kubernetes", "kubernetesMinorVersion");
+    option_flag!(istio, "--istio", "istio");
+    option_flag!(
+        istio_native_sidecars,
+        "--istio-native-sidecars",
+        "istio.nativeSidecars"
+    );
+    switch_flag!(
+        istio_hold,
+        "--istio-hold",
+        "istio.holdApplicationUntilProxyStarts"
+    );
+    switch_flag!(istio_hold_forced, "--istio-hold-forced", "istio.holdForced");
+    switch_flag!(istio_cni, "--istio-cni", "istio.cni");
+    option_flag!(
+        istio_drain,
+        "--istio-drain",
+        "istio.terminationDrainDuration"
+    );
+    list_flag!(
+        istio_injected_namespaces,
+        "--istio-injected-namespaces",
+        "istio.injectedNamespaces"
+    );
+    list_flag!(
+        istio_ambient_namespaces,
+        "--istio-ambient-namespaces",
+        "istio.ambientNamespaces"
+    );
+    option_flag!(istio_proxy_uid, "--istio-proxy-uid", "istio.proxyUID");
+    option_flag!(linkerd, "--linkerd", "linkerd");
+    option_flag!(
+        linkerd_native_sidecars,
+        "--linkerd-native-sidecars",
+        "linkerd.nativeSidecars"
+    );
+    option_flag!(linkerd_await, "--linkerd-await", "linkerd.proxyAwait");
+    switch_flag!(linkerd_cni, "--linkerd-cni", "linkerd.cni");
+    switch_flag!(
+        linkerd_shutdown_endpoint,
+        "--linkerd-shutdown-endpoint",
+        "linkerd.shutdownEndpoint"
+    );
+    list_flag!(
+        linkerd_injected_namespaces,
+        "--linkerd-injected-namespaces",
+        "linkerd.injectedNamespaces"
+    );
+    option_flag!(linkerd_proxy_uid, "--linkerd-proxy-uid", "linkerd.proxyUID");
+    // The rule settings are no cluster facts: they come from the flags alone.
+    read.min_severity = flags.min_severity;
+    read.min_available = flags.min_available;
+    read.rules = flags.rules.clone();
+    read.exclude_rules = flags.exclude_rules.clone();
+    read.exempt_namespaces = flags.exempt_namespaces.clone();
+    read.exempt_images = flags.exempt_images.clone();
+    read.exit_markers = flags.exit_markers.clone();
+    read
+}

@@ -1,0 +1,342 @@
+//! What the cluster reader makes of the meshes' own installs (tests/data/mesh-installs: Istio's
+//! charts as Helm renders them, Linkerd's after its chart), without a cluster: each install's
+//! facts with their sources, and the constraint `meshlife constraint --from-cluster` writes from
+//! them, compared with the shipped cluster file for that install.
+
+use std::path::PathBuf;
+
+use meshlife::cluster::{ClusterFacts, Snapshot, facts_of};
+use meshlife::constraints::facts::ClusterFactArgs;
+use meshlife::constraints::generate::{ConstraintArgs, generate};
+use serde_json::{Value, json};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn install(name: &str) -> Snapshot {
+    let path = repo().join("host-test/tests/data/mesh-installs").join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    snapshot_of(name, &text)
+}
+
+fn snapshot_of(name: &str, text: &str) -> Snapshot {
+    let objects = serde_yaml_ng::Deserializer::from_str(text)
+        .map(|document| {
+            <Value as serde::Deserialize>::deserialize(document)
+                .unwrap_or_else(|error| panic!("{name}: {error}"))
+        })
+        .filter(|value| !value.is_null());
+    Snapshot::from_objects(&format!("fixture {name}"), objects)
+}
+
+fn facts(name: &str) -> ClusterFacts {
+    facts_of(&install(name)).unwrap_or_else(|error| panic!("{name}: {error}"))
+}
+
+/// The constraint pair `meshlife constraint --from-cluster` writes for these facts.
+fn constraint_pair(facts: &ClusterFacts) -> (String, Vec<Value>) {
+    let (merged, sources, notes) = facts.fact_args(&ClusterFactArgs::default()).unwrap();
+    let args = ConstraintArgs {
+        facts: merged,
+        name: "mesh-lifecycle".into(),
+        enforcement: None,
+        output: None,
+        exclude_namespaces: None,
+        provider_failure: None,
+        read_from: Some(facts.read_from(&sources, &notes)),
+    };
+    let generated = generate(&args).unwrap();
+    (generated.yaml, generated.documents)
+}
+
+/// `spec.parameters` with what equals the default left out: the shipped files spell out some
+/// defaults (`injectedNamespaces: []`, `proxyUID: 1337`) that the generator leaves implicit.
+fn parameters(document: &Value) -> Value {
+    let mut parameters = document["spec"]["parameters"].clone();
+    for mesh in ["istio", "linkerd"] {
+        if let Some(section) = parameters.get_mut(mesh).and_then(Value::as_object_mut) {
+            section.retain(|key, value| {
+                !(value == &json!([])
+                    || (key == "proxyUID" && (value == &json!(1337) || value == &json!(2102))))
+            });
+        }
+    }
+    parameters
+}
+
+/// The YAML with its comment lines joined, so a sentence wrapped over lines is found whole.
+fn comments(yaml: &str) -> String {
+    yaml.lines()
+        .map(|line| line.trim_start().trim_start_matches('#').trim())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn shipped_pair(file: &str) -> Vec<Value> {
+    let text =
+        std::fs::read_to_string(repo().join("constraints/gatekeeper/clusters").join(file)).unwrap();
+    serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|document| <Value as serde::Deserialize>::deserialize(document).unwrap())
+        .filter(|value| !value.is_null())
+        .collect()
+}
+
+#[test]
+fn each_install_gives_the_parameters_of_its_shipped_cluster_file() {
+    // Install fixture -> the cluster file written by hand for such a cluster.
+    let pairs = [
+        ("istio-1.26-classic.yaml", "istio-1.26-classic.yaml"),
+        ("istio-1.27-native.yaml", "istio-1.27-native.yaml"),
+        ("istio-cni.yaml", "istio-cni.yaml"),
+        ("linkerd-2.19-classic.yaml", "linkerd-2.19-classic.yaml"),
+        ("linkerd-2.20-native.yaml", "linkerd-2.20-native.yaml"),
+    ];
+    for (install, file) in pairs {
+        let (_, generated) = constraint_pair(&facts(install));
+        let shipped = shipped_pair(file);
+        assert_eq!(generated.len(), shipped.len(), "{install}");
+        for (generated, shipped) in generated.iter().zip(&shipped) {
+            assert_eq!(generated["metadata"]["name"], shipped["metadata"]["name"]);
+            assert_eq!(
+                parameters(generated),
+                parameters(shipped),
+                "{install} against constraints/gatekeeper/clusters/{file}, {}",
+                shipped["metadata"]["name"]
+            );
+        }
+    }
+}
+
+#[test]
+fn every_fact_names_the_object_and_field_it_was_read_from() {
+    let facts = facts("istio-1.26-classic.yaml");
+    // The lowest of the two kubelets, not the first listed.
+    assert_eq!(facts.kubernetes.value.minor, 31);
+    assert_eq!(facts.kubernetes.source.object, "Node node-2");
+    let revision = &facts.istio.as_ref().unwrap().revisions[0];
+    assert_eq!(revision.name, "default");
+    assert_eq!(revision.version.value.text, "1.26.3");
+    assert_eq!(
+        revision.version.source.to_string(),
+        "Deployment istio-system/istiod spec.template.spec.containers[0].image \
+         (docker.io/istio/pilot:1.26.3)"
+    );
+    assert!(revision.native_sidecars.is_none(), "{revision:?}");
+    assert_eq!(
+        revision.hold.source.to_string(),
+        "ConfigMap istio-system/istio data.mesh defaultConfig.holdApplicationUntilProxyStarts"
+    );
+    assert_eq!(
+        revision.cni.source.to_string(),
+        "ConfigMap istio-system/istio-sidecar-injector data.values pilot.cni.enabled"
+    );
+    let (yaml, _) = constraint_pair(&facts);
+    for cited in [
+        "Read from the cluster: Node node-2 status.nodeInfo.kubeletVersion (the lowest of 2 nodes).",
+        "Read from the cluster: ConfigMap istio-system/istio-sidecar-injector data.values pilot.cni.enabled.",
+        "The facts were read from fixture istio-1.26-classic.yaml by `meshlife constraint --from-cluster`",
+    ] {
+        assert!(comments(&yaml).contains(cited), "{cited} not in:\n{yaml}");
+    }
+}
+
+#[test]
+fn istiod_settings_are_read_from_its_environment_mesh_config_and_injector_values() {
+    let native = facts("istio-1.27-native-env.yaml");
+    let revision = &native.istio.as_ref().unwrap().revisions[0];
+    let native_sidecars = revision.native_sidecars.as_ref().unwrap();
+    assert!(native_sidecars.value);
+    assert_eq!(
+        native_sidecars.source.field,
+        "spec.template.spec.containers[0].env[1] ENABLE_NATIVE_SIDECARS"
+    );
+    // Kubelets 1.31: auto would say classic; the environment says native.
+    let (_, documents) = constraint_pair(&native);
+    assert_eq!(
+        documents[0]["spec"]["parameters"]["istio"]["nativeSidecars"],
+        true
+    );
+
+    let hold = facts("istio-hold.yaml");
+    let revision = &hold.istio.as_ref().unwrap().revisions[0];
+    assert!(revision.hold.value && revision.hold_forced.value);
+    assert_eq!(revision.drain.as_ref().unwrap().value, "20s");
+    let (_, documents) = constraint_pair(&hold);
+    let istio = &documents[0]["spec"]["parameters"]["istio"];
+    assert_eq!(istio["holdApplicationUntilProxyStarts"], true);
+    assert_eq!(istio["holdForced"], true);
+    assert_eq!(istio["terminationDrainDuration"], "20s");
+}
+
+#[test]
+fn revisions_configured_differently_are_refused_with_both_described() {
+    let facts = facts("istio-two-revisions.yaml");
+    let revisions = &facts.istio.as_ref().unwrap().revisions;
+    assert_eq!(
+        revisions
+            .iter()
+            .map(|one| one.name.as_str())
+            .collect::<Vec<_>>(),
+        ["canary", "default"]
+    );
+    let error = facts.fact_args(&ClusterFactArgs::default()).unwrap_err();
+    assert!(
+        error.contains("revision canary (istio 1.27.1")
+            && error.contains("revision default (istio 1.26.3")
+            && error.contains("Write a constraint per revision"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_revision_tag_belongs_to_its_revision_and_a_label_no_webhook_serves_is_said() {
+    let facts = facts("istio-revision-tag.yaml");
+    let istio = facts.istio.as_ref().unwrap();
+    assert_eq!(istio.revisions.len(), 1);
+    assert_eq!(istio.revisions[0].name, "canary");
+    assert_eq!(istio.revisions[0].tags, ["prod"]);
+    // shop is labelled istio.io/rev=prod, which the tag's webhook serves: nothing to add.
+    assert!(istio.injected_namespaces.is_empty(), "{istio:?}");
+    assert!(
+        facts.notes.iter().any(|note| note.contains(
+            "no injector webhook of this cluster \
+             selects"
+        ) && note.contains("legacy")
+            && !note.contains("shop")),
+        "{:?}",
+        facts.notes
+    );
+}
+
+#[test]
+fn namespaces_injected_by_default_are_listed_with_the_webhook_that_injects_them() {
+    let facts = facts("istio-injection-by-default.yaml");
+    let istio = facts.istio.as_ref().unwrap();
+    let injected: Vec<&str> = istio
+        .injected_namespaces
+        .iter()
+        .map(|fact| fact.value.as_str())
+        .collect();
+    // Unlabelled namespaces but the excluded kube-node-lease; opted-out says disabled.
+    assert_eq!(injected, ["istio-system", "tools"]);
+    assert_eq!(
+        istio.injected_namespaces[1].source.to_string(),
+        "MutatingWebhookConfiguration istio-sidecar-injector webhooks[4].namespaceSelector \
+         (revision default)"
+    );
+    let (_, documents) = constraint_pair(&facts);
+    assert_eq!(
+        documents[0]["spec"]["parameters"]["istio"]["injectedNamespaces"],
+        json!(["istio-system", "tools"])
+    );
+}
+
+#[test]
+fn ambient_mode_is_read_from_ztunnel_and_the_namespace_labels() {
+    let facts = facts("istio-ambient.yaml");
+    let istio = facts.istio.as_ref().unwrap();
+    assert_eq!(
+        istio.ztunnel.as_ref().unwrap().to_string(),
+        "DaemonSet istio-system/ztunnel"
+    );
+    let (_, documents) = constraint_pair(&facts);
+    assert_eq!(
+        documents[0]["spec"]["parameters"]["istio"]["ambientNamespaces"],
+        json!(["mesh-ambient"])
+    );
+}
+
+#[test]
+fn linkerd_settings_are_read_from_linkerd_config() {
+    let facts = facts("linkerd-cni-shutdown.yaml");
+    assert_eq!(facts.kubernetes.value.minor, 30);
+    let linkerd = facts.linkerd.as_ref().unwrap();
+    assert_eq!(linkerd.version.value.to_string(), "edge-26.3.1");
+    assert!(linkerd.cni.value && linkerd.shutdown_endpoint.value);
+    assert_eq!(
+        linkerd.shutdown_endpoint.source.to_string(),
+        "ConfigMap linkerd/linkerd-config data.values proxy.enableShutdownEndpoint"
+    );
+    // No parameter carries the wait before exit: it is said, not dropped.
+    assert!(
+        facts
+            .notes
+            .iter()
+            .any(|note| note.contains("proxy.waitBeforeExitSeconds is 10")),
+        "{:?}",
+        facts.notes
+    );
+    let (yaml, documents) = constraint_pair(&facts);
+    let parameters = &documents[0]["spec"]["parameters"]["linkerd"];
+    assert_eq!(parameters["cni"], true);
+    assert_eq!(parameters["shutdownEndpoint"], true);
+    assert!(
+        comments(&yaml).contains("proxy.waitBeforeExitSeconds is 10"),
+        "{yaml}"
+    );
+}
+
+#[test]
+fn what_cannot_be_told_is_an_error_not_a_guess() {
+    let classic = std::fs::read_to_string(
+        repo().join("host-test/tests/data/mesh-installs/istio-1.26-classic.yaml"),
+    )
+    .unwrap();
+    // The chart's default image tag.
+    let latest = classic.replace("pilot:1.26.3", "pilot:latest");
+    let error = facts_of(&snapshot_of("latest", &latest)).unwrap_err();
+    assert!(
+        error.contains("docker.io/istio/pilot:latest") && error.contains("pass --istio VERSION"),
+        "{error}"
+    );
+    // A flag states what the cluster cannot tell.
+    let no_nodes: String = classic
+        .split("\n---\n")
+        .filter(|document| !document.contains("kind: Node"))
+        .collect::<Vec<_>>()
+        .join("\n---\n");
+    let error = facts_of(&snapshot_of("no-nodes", &no_nodes)).unwrap_err();
+    assert!(error.contains("pass --kubernetes VERSION"), "{error}");
+
+    let neither = facts_of(&snapshot_of(
+        "empty",
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {nodeInfo: {kubeletVersion: v1.31.0}}\n",
+    ))
+    .unwrap_err();
+    assert!(neither.contains("no mesh found"), "{neither}");
+}
+
+#[test]
+fn flags_given_with_the_cluster_win_and_are_said() {
+    let facts = facts("istio-1.26-classic.yaml");
+    let flags = ClusterFactArgs {
+        istio_drain: Some("45s".into()),
+        min_severity: Some(meshlife::constraints::facts::MinSeverity::Warning),
+        ..ClusterFactArgs::default()
+    };
+    let (merged, sources, notes) = facts.fact_args(&flags).unwrap();
+    assert_eq!(merged.istio_drain.as_deref(), Some("45s"));
+    assert_eq!(merged.istio.as_ref().unwrap().text, "1.26.3");
+    assert!(
+        notes.iter().any(|note| note.contains("--istio-drain")),
+        "{notes:?}"
+    );
+    let (yaml, _) = {
+        let args = ConstraintArgs {
+            facts: merged,
+            name: "mesh-lifecycle".into(),
+            enforcement: None,
+            output: None,
+            exclude_namespaces: None,
+            provider_failure: None,
+            read_from: Some(facts.read_from(&sources, &[])),
+        };
+        let generated = generate(&args).unwrap();
+        (generated.yaml, generated.documents)
+    };
+    assert!(
+        comments(&yaml).contains("Given by --istio-drain, in place of the cluster's value."),
+        "{yaml}"
+    );
+}
