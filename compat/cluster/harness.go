@@ -34,6 +34,8 @@ type harness struct {
 	benchOnly   bool
 	// helm is compat/helm's binary; empty: the chart is not checked.
 	helm string
+	// istioCharts is manifests/charts of the pinned istio.io/istio module (the facts stage).
+	istioCharts string
 }
 
 // checkedClusters are the cluster files the examples are judged under (none with -bench-only).

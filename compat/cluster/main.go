@@ -25,7 +25,8 @@ func run() int {
 	meshlife := flag.String("meshlife", "", "the meshlife binary")
 	repo := flag.String("repo", ".", "the meshlife repository")
 	bin := flag.String("bin", "", "the folder of etcd, kube-apiserver, gatekeeper and kyverno (compat/cluster/bin)")
-	engines := flag.String("engines", "webhook,gatekeeper,kyverno", "the engines to check, comma-separated")
+	engines := flag.String("engines", "facts,webhook,gatekeeper,kyverno", "the stages to run, comma-separated: facts (the cluster reader against the meshes' installs) and the engines")
+	istioCharts := flag.String("istio-charts", "", "Istio's charts (manifests/charts of the istio.io/istio module), for the facts stage")
 	gatekeeperModule := flag.String("gatekeeper-module", "", "Gatekeeper's module folder (its CRDs)")
 	kyvernoModule := flag.String("kyverno-module", "", "Kyverno's module folder (its CRDs)")
 	keep := flag.Bool("keep", false, "keep the work folder (logs, certificates) after the run")
@@ -45,7 +46,7 @@ func run() int {
 		return 2
 	}
 	procs := newProcesses(dir)
-	h := &harness{meshlife: *meshlife, repo: *repo, bin: *bin, dir: dir, procs: procs, benchN: *benchN, markdown: *markdown, benchOnly: *benchOnly, helm: *helm}
+	h := &harness{meshlife: *meshlife, repo: *repo, bin: *bin, dir: dir, procs: procs, benchN: *benchN, markdown: *markdown, benchOnly: *benchOnly, helm: *helm, istioCharts: *istioCharts}
 	code := h.run(strings.Split(*engines, ","), *gatekeeperModule, *kyvernoModule)
 	if code != 0 && *hold > 0 {
 		fmt.Printf("cluster-compat: holding the cluster for %v: KUBECONFIG=%s\n", *hold, filepath.Join(dir, "admin.kubeconfig"))
@@ -103,6 +104,11 @@ func (h *harness) run(engines []string, gatekeeperModule, kyvernoModule string) 
 		switch engine {
 		case "":
 			continue
+		case "facts":
+			if h.benchOnly {
+				continue
+			}
+			err = h.runMeshFacts(ctx, h.istioCharts)
 		case "webhook":
 			err = h.runWebhook(ctx)
 		case "gatekeeper":
@@ -110,7 +116,7 @@ func (h *harness) run(engines []string, gatekeeperModule, kyvernoModule string) 
 		case "kyverno":
 			err = h.runKyverno(ctx, kyvernoModule)
 		default:
-			err = fmt.Errorf("no engine %q (webhook, gatekeeper, kyverno)", engine)
+			err = fmt.Errorf("no stage %q (facts, webhook, gatekeeper, kyverno)", engine)
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "cluster-compat: %s: %v\n", engine, err)

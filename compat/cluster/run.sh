@@ -22,5 +22,7 @@ mkdir -p "$out"
 (cd "$here" && go build -trimpath -o "$out/cluster-compat" .)
 gatekeeper_module="$(cd "$here/../gatekeeper" && go list -m -f '{{.Dir}}' github.com/open-policy-agent/gatekeeper/v3)"
 kyverno_module="$(cd "$here/../kyverno" && go list -m -f '{{.Dir}}' github.com/kyverno/kyverno)"
+istio_charts="$(bash "$here/istio-charts.sh")"
 exec "$out/cluster-compat" -meshlife "$binary" -repo "$repo" -bin "$here/bin" \
-    -gatekeeper-module "$gatekeeper_module" -kyverno-module "$kyverno_module" -helm "$helm" "$@"
+    -gatekeeper-module "$gatekeeper_module" -kyverno-module "$kyverno_module" -helm "$helm" \
+    -istio-charts "$istio_charts" "$@"

@@ -12,6 +12,7 @@
 //! then renews the serving certificate from that CA, and `meshlife serve` reloads it without a
 //! restart.
 
+mod facts_reader;
 mod gatekeeper;
 mod kept_secrets;
 mod kyverno;
@@ -29,6 +30,7 @@ use rcgen::{
 use crate::terminal::print_error;
 use crate::terminal::{EXIT_ERROR, EXIT_OK};
 
+pub use facts_reader::FactsReaderInstall;
 pub use gatekeeper::GatekeeperInstall;
 pub use kyverno::KyvernoInstall;
 pub use webhook::WebhookInstall;
@@ -57,6 +59,9 @@ pub enum InstallTarget {
     /// or Kyverno: its ValidatingWebhookConfiguration, RBAC to watch Namespaces, and the
     /// constraints it judges under.
     Webhook(WebhookInstall),
+    /// The read-only ClusterRole `constraint --from-cluster` and `check --kubeconfig` need, and
+    /// its binding to the users, groups or ServiceAccounts given.
+    FactsReader(FactsReaderInstall),
 }
 
 /// What every target's server takes from the command line.
@@ -145,6 +150,7 @@ pub fn run_install(args: &InstallArgs) -> u8 {
         InstallTarget::Gatekeeper(target) => gatekeeper::manifests(target),
         InstallTarget::Kyverno(target) => kyverno::manifests(target),
         InstallTarget::Webhook(target) => webhook::manifests(target),
+        InstallTarget::FactsReader(target) => facts_reader::manifests(target),
     };
     let written = printed
         .and_then(|text| crate::terminal::write_stdout(&text).map_err(|error| error.to_string()));
