@@ -289,7 +289,63 @@ func (h *harness) judgeMeshFacts(ctx context.Context, scenario meshScenario, fir
 	if first {
 		h.liveNamespaceCheck(ctx, scenario, shippedFile)
 		h.rbacChecks(ctx, generated)
+		h.serveFactsCheck(ctx, scenario)
 	}
+}
+
+// serveFactsCheck: `meshlife serve --kubeconfig` reads the facts at start, says so at /readyz,
+// and POST /admission denies what the cluster file's deny constraint denies.
+func (h *harness) serveFactsCheck(ctx context.Context, scenario meshScenario) {
+	serving, err := h.cp.ca.issue(pkix.Name{CommonName: "meshlife-facts"}, loopback, nil, true, false)
+	if err != nil {
+		h.fail("serve: %v", err)
+		return
+	}
+	certFile, keyFile, err := serving.write(h.dir, "serve-facts")
+	if err != nil {
+		h.fail("serve: %v", err)
+		return
+	}
+	routesPort, err := freePort()
+	if err != nil {
+		h.fail("serve: %v", err)
+		return
+	}
+	healthPort, err := freePort()
+	if err != nil {
+		h.fail("serve: %v", err)
+		return
+	}
+	proc, err := h.procs.start("meshlife-serve-facts", h.meshlife, []string{"serve",
+		"--listen", fmt.Sprintf("127.0.0.1:%d", routesPort),
+		"--health-listen", fmt.Sprintf("127.0.0.1:%d", healthPort),
+		"--tls-cert", certFile, "--tls-key", keyFile, "--kubeconfig", h.cp.adminKC}, nil)
+	if err != nil {
+		h.fail("serve: %v", err)
+		return
+	}
+	defer func() {
+		proc.stop(10 * time.Second)
+		h.procs.forget(proc)
+	}()
+	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort)
+	if err := waitHTTP(ctx, proc, readyz, 30*time.Second); err != nil {
+		h.fail("serve --kubeconfig: not ready: %v", err)
+		return
+	}
+	body, err := httpGet(readyz)
+	h.check(err == nil && strings.Contains(body, "facts read at start from context cluster-compat") &&
+		strings.Contains(body, "kubernetes 1.31, istio 1.26.3 (revision default)"),
+		"%s: serve --kubeconfig names the facts at /readyz: %q", scenario.name, strings.TrimSpace(body))
+	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"facts-1",
+"kind":{"group":"batch","version":"v1","kind":"Job"},"resource":{"group":"batch","version":"v1","resource":"jobs"},
+"namespace":"shop","operation":"CREATE","userInfo":{"username":"cluster-compat"},
+"object":{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"report","namespace":"shop"},
+"spec":{"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"report","image":"example/report:1"}]}}}}}}`
+	status, answer, err := postTLS(fmt.Sprintf("https://127.0.0.1:%d/admission", routesPort), h.cp.ca.certPEM, nil, review)
+	h.check(err == nil && status == 200 && strings.Contains(answer, `"allowed":false`) && strings.Contains(answer, "ML301"),
+		"%s: serve --kubeconfig denies a Job in shop (istio-injection=enabled in the cluster) that never stops its sidecar: %d %s",
+		scenario.name, status, truncate(answer, 160))
 }
 
 func readConstraints(file string) ([]*unstructured.Unstructured, error) {

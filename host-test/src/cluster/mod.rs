@@ -238,6 +238,23 @@ impl ClusterFacts {
         Ok((merged, self.notes.iter().cloned().chain(notes).collect()))
     }
 
+    /// The versions read, in a line: `kubernetes 1.31, istio 1.26.3`.
+    pub fn headline(&self) -> String {
+        let mut parts = vec![format!("kubernetes {}", self.kubernetes.value)];
+        if let Some(istio) = &self.istio {
+            for revision in &istio.revisions {
+                parts.push(format!(
+                    "istio {} (revision {})",
+                    revision.version.value, revision.name
+                ));
+            }
+        }
+        if let Some(linkerd) = &self.linkerd {
+            parts.push(format!("linkerd {}", linkerd.version.value));
+        }
+        parts.join(", ")
+    }
+
     /// One line per fact read, with its source, for the first lines of a report.
     pub fn summary(&self) -> Vec<String> {
         let mut lines = vec![format!(

@@ -154,8 +154,8 @@ pub async fn read(target: &Target) -> Result<Snapshot, String> {
     })
 }
 
-/// The client configuration, and how the cluster is named in reports.
-async fn configuration(target: &Target) -> Result<(Config, String), String> {
+/// The client configuration of `target`, and how the cluster is named in reports.
+pub async fn configuration(target: &Target) -> Result<(Config, String), String> {
     let options = KubeConfigOptions {
         context: target.context.clone(),
         ..KubeConfigOptions::default()

@@ -431,3 +431,138 @@ spec:
         "{outcome:?}"
     );
 }
+
+/// A kubeconfig whose API server is a loopback port nothing listens on.
+fn unreachable_kubeconfig(workspace: &Workspace) -> std::path::PathBuf {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    workspace.write(
+        "unreachable.kubeconfig",
+        &format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: gone\n  cluster:\n    server: \
+             https://127.0.0.1:{port}\ncontexts:\n- name: staging\n  context: {{cluster: gone, \
+             user: me}}\ncurrent-context: staging\nusers:\n- name: me\n  user: {{token: t}}\n"
+        ),
+    )
+}
+
+#[test]
+fn an_unreachable_api_server_is_said_with_its_context_and_address() {
+    let workspace = Workspace::new();
+    let kubeconfig = unreachable_kubeconfig(&workspace);
+    workspace.write("job.yaml", &unlabelled_job("reports"));
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    for args in [
+        vec!["constraint", "--kubeconfig", kubeconfig],
+        vec!["check", "job.yaml", "--kubeconfig", kubeconfig],
+        vec!["explain", "job.yaml", "--kubeconfig", kubeconfig],
+    ] {
+        let outcome = workspace.run(&args);
+        assert_eq!(outcome.code, 2, "{args:?}: {outcome:?}");
+        assert!(
+            outcome
+                .stderr
+                .contains("context staging (https://127.0.0.1:")
+                && outcome.stderr.contains("the API server cannot be reached"),
+            "{args:?}: {outcome:?}"
+        );
+        // Nothing judged under guessed facts, nothing written.
+        assert!(outcome.stdout.is_empty(), "{args:?}: {outcome:?}");
+    }
+}
+
+#[test]
+fn a_missing_kubeconfig_or_context_is_named() {
+    let workspace = Workspace::new();
+    let kubeconfig = unreachable_kubeconfig(&workspace);
+    let outcome = workspace.run(&["constraint", "--kubeconfig", "nowhere.kubeconfig"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("--kubeconfig nowhere.kubeconfig"),
+        "{outcome:?}"
+    );
+    let outcome = workspace.run(&[
+        "constraint",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--context",
+        "production",
+    ]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(outcome.stderr.contains("context production"), "{outcome:?}");
+}
+
+#[test]
+fn constraint_without_facts_names_the_flags_and_from_cluster() {
+    let workspace = Workspace::new();
+    let outcome = workspace.run(&["constraint"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("--kubernetes <VERSION>")
+            && outcome.stderr.contains("--from-cluster"),
+        "{outcome:?}"
+    );
+}
+
+/// The printed ClusterRole grants exactly what the reader asks for: read verbs only, on the
+/// resources the reader lists or gets.
+#[test]
+fn the_facts_reader_cluster_role_is_what_the_reader_reads() {
+    let workspace = Workspace::new();
+    let outcome = workspace.run(&[
+        "install",
+        "facts-reader",
+        "--group",
+        "platform:admins",
+        "--service-account",
+        "ci/deployer",
+    ]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    let documents: Vec<serde_json::Value> = serde_yaml_ng::Deserializer::from_str(&outcome.stdout)
+        .map(|document| <serde_json::Value as serde::Deserialize>::deserialize(document).unwrap())
+        .collect();
+    assert_eq!(documents[0]["kind"], "ClusterRole");
+    let rules = documents[0]["rules"].as_array().unwrap();
+    let granted: Vec<(String, String, Vec<String>)> = rules
+        .iter()
+        .map(|rule| {
+            (
+                rule["apiGroups"][0].as_str().unwrap().to_string(),
+                rule["resources"][0].as_str().unwrap().to_string(),
+                serde_json::from_value(rule["verbs"].clone()).unwrap(),
+            )
+        })
+        .collect();
+    let asked: Vec<(String, String, Vec<String>)> = meshlife::cluster::reader::PERMISSIONS
+        .iter()
+        .map(|permission| {
+            (
+                permission.group.to_string(),
+                permission.resource.to_string(),
+                permission
+                    .verbs
+                    .iter()
+                    .map(|verb| verb.to_string())
+                    .collect(),
+            )
+        })
+        .collect();
+    assert_eq!(granted, asked);
+    assert!(
+        granted
+            .iter()
+            .flat_map(|(_, _, verbs)| verbs)
+            .all(|verb| verb == "get" || verb == "list")
+    );
+    assert!(
+        granted.iter().all(|(_, resource, _)| resource != "secrets"),
+        "{granted:?}"
+    );
+    assert_eq!(documents[1]["kind"], "ClusterRoleBinding");
+    assert_eq!(documents[1]["subjects"][0]["name"], "platform:admins");
+    assert_eq!(documents[1]["subjects"][1]["namespace"], "ci");
+    let bad = workspace.run(&["install", "facts-reader", "--service-account", "deployer"]);
+    assert_eq!(bad.code, 2, "{bad:?}");
+    assert!(bad.stderr.contains("NAMESPACE/NAME"), "{bad:?}");
+}

@@ -23,6 +23,8 @@ pub struct Health {
     pub tls: Arc<TlsState>,
     pub metrics: Arc<Metrics>,
     pub routes: Arc<super::exchange::Routes>,
+    /// Which cluster facts `POST /admission` judges under, when read at start.
+    pub facts_read: Option<String>,
 }
 
 impl Health {
@@ -50,7 +52,13 @@ impl Health {
         match request.uri().path() {
             "/healthz" | "/livez" => text_response(StatusCode::OK, "ok\n".into()),
             "/readyz" => match self.readiness() {
-                Ok(()) => text_response(StatusCode::OK, "ready\n".into()),
+                Ok(()) => text_response(
+                    StatusCode::OK,
+                    match &self.facts_read {
+                        Some(facts) => format!("ready\n{facts}\n"),
+                        None => "ready\n".into(),
+                    },
+                ),
                 Err(reason) => text_response(
                     StatusCode::SERVICE_UNAVAILABLE,
                     format!("not ready: {reason}\n"),

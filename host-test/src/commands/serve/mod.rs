@@ -83,6 +83,12 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_namespace_watch: bool,
 
+    /// Read the cluster's facts at start (`--from-cluster`; instead of `--constraint`):
+    /// `POST /admission` judges under the constraint pair `meshlife constraint --from-cluster`
+    /// writes, and `/readyz` names the facts. The Namespace watch uses the same cluster.
+    #[command(flatten)]
+    pub cluster: crate::cluster::ClusterSourceArgs,
+
     /// How often the certificate files are compared with what is loaded.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
     pub tls_reload_interval: Duration,
@@ -200,7 +206,20 @@ fn start(args: &ServeArgs) -> anyhow::Result<u8> {
         .as_deref()
         .map(read_token)
         .transpose()?;
-    let constraints = if args.constraints.is_empty() {
+    let target = args.cluster.target();
+    let mut facts_read = None;
+    let constraints = if let Some(target) = &target {
+        if !args.constraints.is_empty() {
+            anyhow::bail!(
+                "--constraint and --from-cluster (--kubeconfig, --context) both give what POST \
+                 /admission judges under; give one (the Namespace watch follows --kubeconfig \
+                 either way)"
+            );
+        }
+        let (constraints, headline) = cluster_constraints(target, &engine)?;
+        facts_read = Some(headline);
+        constraints
+    } else if args.constraints.is_empty() {
         vec![crate::constraints::constraint::Constraint::default_constraint()]
     } else {
         crate::constraints::constraint::load_constraint_files(
@@ -227,6 +246,8 @@ fn start(args: &ServeArgs) -> anyhow::Result<u8> {
     let settings = RouteSettings {
         kyverno_token,
         constraints,
+        target,
+        facts_read,
     };
     runtime.block_on(serve(args, engine, tls, settings, started))
 }
@@ -235,6 +256,59 @@ fn start(args: &ServeArgs) -> anyhow::Result<u8> {
 struct RouteSettings {
     kyverno_token: Option<Vec<u8>>,
     constraints: Vec<crate::constraints::constraint::Constraint>,
+    /// The cluster of `--kubeconfig`/`--context`, for the Namespace watch too.
+    target: Option<crate::cluster::reader::Target>,
+    /// Which facts were read at start, for `/readyz`.
+    facts_read: Option<String>,
+}
+
+/// The constraint pair `meshlife constraint --from-cluster` writes for the cluster's facts, as
+/// `--constraint` files of it would read, and the facts in a line.
+fn cluster_constraints(
+    target: &crate::cluster::reader::Target,
+    engine: &Engine,
+) -> anyhow::Result<(Vec<crate::constraints::constraint::Constraint>, String)> {
+    let facts = crate::cluster::reader::read_blocking(target)
+        .and_then(|snapshot| crate::cluster::facts_of(&snapshot))
+        .map_err(|error| anyhow::anyhow!(error))?;
+    let (merged, sources, notes) = facts
+        .fact_args(&Default::default())
+        .map_err(|error| anyhow::anyhow!(error))?;
+    for line in facts.summary() {
+        tracing::info!(cluster = %facts.cluster, "fact read: {line}");
+    }
+    for note in facts.notes.iter().chain(&notes) {
+        tracing::warn!(cluster = %facts.cluster, "{note}");
+    }
+    let args = crate::constraints::generate::ConstraintArgs {
+        facts: merged,
+        name: "mesh-lifecycle".into(),
+        enforcement: None,
+        output: None,
+        exclude_namespaces: None,
+        provider_failure: None,
+        read_from: Some(facts.read_from(&sources, &notes)),
+    };
+    let generated =
+        crate::constraints::generate::generate(&args).map_err(|error| anyhow::anyhow!(error))?;
+    let constraints = crate::constraints::constraint::parse_constraints_text(
+        crate::constraints::constraint::FACTS_SOURCE,
+        &generated.yaml,
+    )
+    .map_err(|error| anyhow::anyhow!("the constraints of the cluster's facts: {error}"))?;
+    for constraint in &constraints {
+        constraint
+            .validate_parameters(engine)
+            .map_err(|error| anyhow::anyhow!("{error}"))?;
+    }
+    Ok((
+        constraints,
+        format!(
+            "facts read at start from {}: {}",
+            facts.cluster,
+            facts.headline()
+        ),
+    ))
 }
 
 async fn serve(
@@ -274,7 +348,7 @@ async fn serve(
         namespaces: if args.no_namespace_watch {
             namespace_watch::NamespaceWatch::off("--no-namespace-watch")
         } else {
-            namespace_watch::NamespaceWatch::start()
+            namespace_watch::NamespaceWatch::start(settings.target.as_ref())
                 .await
                 .map_err(|error| anyhow::anyhow!(error))?
         },
@@ -284,6 +358,7 @@ async fn serve(
         tls: Arc::clone(&tls),
         metrics: Arc::clone(&metrics),
         routes: Arc::clone(&routes),
+        facts_read: settings.facts_read,
     });
 
     let routes_listener = tokio::net::TcpListener::bind(args.listen)

@@ -24,6 +24,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::Value;
 
+use crate::cluster::reader::Target;
 use crate::terminal::error_chain;
 
 /// Where the watch stands, for `/readyz` and the logs.
@@ -72,12 +73,19 @@ impl NamespaceWatch {
     /// A configuration that is there but does not work (a certificate refused, a server that
     /// cannot be reached, RBAC that forbids listing Namespaces) is an error: serving without
     /// the Namespaces would judge every workload as if its Namespace had no labels, silently.
-    pub async fn start() -> Result<NamespaceWatch, String> {
-        let Some(source) = configuration_source() else {
-            return Ok(NamespaceWatch::off(
-                "no Kubernetes configuration (no KUBECONFIG, ~/.kube/config or in-cluster \
-                 service-account token)",
-            ));
+    /// With `target` (`--kubeconfig`, `--context`), that cluster is watched.
+    pub async fn start(target: Option<&Target>) -> Result<NamespaceWatch, String> {
+        let source = match target {
+            Some(_) => "--kubeconfig/--context".to_string(),
+            None => match configuration_source() {
+                Some(source) => source,
+                None => {
+                    return Ok(NamespaceWatch::off(
+                        "no Kubernetes configuration (no KUBECONFIG, ~/.kube/config or \
+                         in-cluster service-account token)",
+                    ));
+                }
+            },
         };
         let unusable = |error: String| {
             format!(
@@ -86,9 +94,17 @@ impl NamespaceWatch {
                  namespace facts (injectedNamespaces...)"
             )
         };
-        let config = kube::Config::infer()
-            .await
-            .map_err(|error| unusable(error_chain(&error)))?;
+        let config = match target {
+            Some(target) => {
+                crate::cluster::reader::configuration(target)
+                    .await
+                    .map_err(unusable)?
+                    .0
+            }
+            None => kube::Config::infer()
+                .await
+                .map_err(|error| unusable(error_chain(&error)))?,
+        };
         let client =
             kube::Client::try_from(config).map_err(|error| unusable(error_chain(&error)))?;
         let api: kube::Api<Namespace> = kube::Api::all(client);
