@@ -59,6 +59,8 @@ type meshScenario struct {
 	// reader's notes on stderr must say.
 	wantParameters map[string]string
 	wantNotes      []string
+	// Checks of its own, for an install no shipped file describes.
+	custom func(h *harness, scenario meshScenario, written []*unstructured.Unstructured)
 }
 
 func istiod(tag string, sets ...string) helmRender {
@@ -90,12 +92,14 @@ func meshScenarios() []meshScenario {
 			kubelets: []string{"v1.31.4"}, namespaces: istioNamespaces,
 			istio: []helmRender{istiod("1.26.3", "pilot.cni.enabled=true"),
 				{"istio-cni", "istio-cni", "istio-system", []string{"global.hub=docker.io/istio", "global.tag=1.26.3"}}}},
-		{name: "two Istio revisions configured differently", kubelets: []string{"v1.31.4"},
+		{name: "two Istio revisions configured differently (canary holds)", kubelets: []string{"v1.31.4"},
 			namespaces: with(map[string]map[string]string{"canary-apps": {"istio.io/rev": "canary"}}),
 			istio: []helmRender{istiod("1.26.3"),
 				{"istiod-canary", "istio-control/istio-discovery", "istio-system",
-					[]string{"global.hub=docker.io/istio", "global.tag=1.27.1", "revision=canary"}}},
-			wantError: "Istio runs revisions configured differently"},
+					[]string{"global.hub=docker.io/istio", "global.tag=1.27.1", "revision=canary",
+						"meshConfig.defaultConfig.holdApplicationUntilProxyStarts=true"}}},
+			wantNotes: []string{"Istio revisions are configured differently"},
+			custom:    (*harness).revisionChecks},
 		{name: "Istio revision canary behind the revision tag prod", clusterFile: "istio-1.26-classic.yaml",
 			kubelets:   []string{"v1.31.4"},
 			namespaces: map[string]map[string]string{"istio-system": nil, "shop": {"istio.io/rev": "prod"}},
@@ -278,6 +282,10 @@ func (h *harness) judgeMeshFacts(ctx context.Context, scenario meshScenario, fir
 		h.fail("%s: the written constraint: %v", scenario.name, err)
 		return
 	}
+	if scenario.custom != nil {
+		scenario.custom(h, scenario, generated)
+		return
+	}
 	shippedFile := filepath.Join("constraints/gatekeeper/clusters", scenario.clusterFile)
 	shipped, err := readConstraints(filepath.Join(h.repo, shippedFile))
 	if err != nil {
@@ -455,6 +463,45 @@ func (h *harness) findingsOf(args ...string) ([]string, error) {
 	}
 	sort.Strings(lines)
 	return lines, nil
+}
+
+// revisionChecks: each revision's constraints carry its facts and select its namespaces, and
+// check --kubeconfig judges a Deployment by the revision its namespace is injected by.
+func (h *harness) revisionChecks(scenario meshScenario, written []*unstructured.Unstructured) {
+	var names []string
+	holds := map[string]bool{}
+	for _, obj := range written {
+		names = append(names, obj.GetName())
+		hold, _, _ := unstructured.NestedBool(obj.Object, "spec", "parameters", "istio", "holdApplicationUntilProxyStarts")
+		holds[obj.GetName()] = hold
+	}
+	h.check(len(written) == 6 && holds["mesh-lifecycle-canary-errors"] && !holds["mesh-lifecycle-default-errors"],
+		"%s: a pair per revision's namespaces, each with its revision's hold: %v", scenario.name, names)
+	manifest := filepath.Join(h.dir, "revisions.yaml")
+	deployment := func(namespace string) string {
+		return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: api, namespace: %s}
+spec:
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec:
+      containers: [{name: api, image: example/api:1}]
+`, namespace)
+	}
+	if err := os.WriteFile(manifest, []byte(deployment("canary-apps")+"---\n"+deployment("shop")), 0o600); err != nil {
+		h.fail("%s: %v", scenario.name, err)
+		return
+	}
+	live, err := h.findingsOf("check", "-o", "json", "--kubeconfig", h.cp.adminKC, manifest)
+	if err != nil {
+		h.fail("%s: check --kubeconfig: %v", scenario.name, err)
+		return
+	}
+	text := strings.Join(live, "\n")
+	h.check(strings.Contains(text, "Deployment shop/api ML101") && !strings.Contains(text, "Deployment canary-apps/api ML101"),
+		"%s: check --kubeconfig: ML101 in shop (default revision, no hold), none in canary-apps (canary holds)", scenario.name)
 }
 
 // liveNamespaceCheck: a Deployment in a namespace the cluster labels for injection (and the

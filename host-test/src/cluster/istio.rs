@@ -529,30 +529,121 @@ fn labels_say_injected(labels: &BTreeMap<String, String>) -> bool {
     }
 }
 
+/// The namespaces one revision's facts apply to, when revisions are configured differently:
+/// the constraints of each carry a `namespaceSelector` as Istio's injector webhooks select.
+#[derive(Clone, Debug)]
+pub struct RevisionScope {
+    /// Index into [`IstioInstall::revisions`].
+    pub revision: usize,
+    /// Added to the constraints' name: `canary`, `default-istio-injection`.
+    pub suffix: String,
+    /// `spec.match.namespaceSelector`.
+    pub namespace_selector: Value,
+    /// What the selector means, for the constraint's comment.
+    pub comment: String,
+}
+
 impl IstioInstall {
-    /// The facts as flags: one set for all revisions, which must agree.
+    /// Whether every revision injects alike, so one set of facts holds for all.
+    pub fn revisions_agree(&self) -> bool {
+        let first = self.revisions[0].settings();
+        self.revisions
+            .iter()
+            .all(|revision| revision.settings() == first)
+    }
+
+    /// Each revision's namespaces, as its injector webhooks pick them: `istio.io/rev` naming it
+    /// or one of its tags, without `istio-injection` (which wins); the revision behind
+    /// `istio-injection=enabled` (`default`, or the one the `default` tag points to) takes
+    /// every namespace no other revision's label names. Notes say what no revision serves.
+    pub(super) fn scopes(&self, notes: &mut Vec<String>) -> Vec<RevisionScope> {
+        let serves_injection_label = |revision: &IstioRevision| {
+            revision.name == DEFAULT_REVISION || revision.tags.iter().any(|tag| tag == "default")
+        };
+        let labels_of = |revision: &IstioRevision| {
+            let mut labels = vec![revision.name.clone()];
+            labels.extend(revision.tags.iter().cloned());
+            labels
+        };
+        notes.push(format!(
+            "Istio revisions are configured differently ({}): each gets constraints of its \
+             own, matched to its namespaces",
+            self.revisions
+                .iter()
+                .map(IstioRevision::describe)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+        let default = self.revisions.iter().position(serves_injection_label);
+        let mut scopes = Vec::new();
+        let mut others = Vec::new();
+        for (index, revision) in self.revisions.iter().enumerate() {
+            if Some(index) == default {
+                continue;
+            }
+            let labels = labels_of(revision);
+            others.extend(labels.iter().cloned());
+            scopes.push(RevisionScope {
+                revision: index,
+                suffix: revision.name.clone(),
+                namespace_selector: serde_json::json!({"matchExpressions": [
+                    {"key": REVISION_LABEL, "operator": "In", "values": labels},
+                    {"key": INJECTION_LABEL, "operator": "DoesNotExist"},
+                ]}),
+                comment: format!(
+                    "Revision {}'s namespaces: labelled {REVISION_LABEL}={} without \
+                     {INJECTION_LABEL}, as its injector webhook selects them.",
+                    revision.name,
+                    labels.join(" or ")
+                ),
+            });
+        }
+        match default {
+            Some(index) => {
+                let name = &self.revisions[index].name;
+                scopes.push(RevisionScope {
+                    revision: index,
+                    suffix: name.clone(),
+                    namespace_selector: serde_json::json!({"matchExpressions": [
+                        {"key": REVISION_LABEL, "operator": "NotIn", "values": others},
+                    ]}),
+                    comment: format!(
+                        "Revision {name}'s namespaces: {INJECTION_LABEL}=enabled, \
+                         {REVISION_LABEL}={name}, and the unlabelled ones whose pods ask with \
+                         sidecar.istio.io/inject: \"true\": every namespace no other revision's \
+                         label names."
+                    ),
+                });
+                scopes.push(RevisionScope {
+                    revision: index,
+                    suffix: format!("{name}-{INJECTION_LABEL}"),
+                    namespace_selector: serde_json::json!({"matchExpressions": [
+                        {"key": INJECTION_LABEL, "operator": "Exists"},
+                        {"key": REVISION_LABEL, "operator": "In", "values": others},
+                    ]}),
+                    comment: format!(
+                        "Namespaces labelled {INJECTION_LABEL} and another revision's \
+                         {REVISION_LABEL}: {INJECTION_LABEL} wins, so revision {name} injects \
+                         them."
+                    ),
+                });
+            }
+            None => notes.push(format!(
+                "no revision serves {INJECTION_LABEL}=enabled (none is named default, no \
+                 default tag): namespaces with that label, and pods asking with \
+                 sidecar.istio.io/inject, are injected by none, and no constraint matches them"
+            )),
+        }
+        scopes
+    }
+
+    /// One revision's facts as flags, and what all revisions share.
     pub(super) fn fill(
         &self,
+        first: &IstioRevision,
         args: &mut ClusterFactArgs,
         sources: &mut FactSources,
-    ) -> Result<(), String> {
-        let first = &self.revisions[0];
-        if let Some(other) = self
-            .revisions
-            .iter()
-            .find(|other| other.settings() != first.settings())
-        {
-            return Err(format!(
-                "Istio runs revisions configured differently: {} and {}. One constraint \
-                 carries one set of Istio facts, and a Gatekeeper match cannot tell revisions \
-                 apart by the istio.io/rev label alone where istio-injection=enabled and \
-                 pod-level revision labels also pick them. Write a constraint per revision with \
-                 flags (meshlife constraint --istio ... --name mesh-lifecycle-REV) and a \
-                 namespace match of your own",
-                first.describe(),
-                other.describe()
-            ));
-        }
+    ) {
         args.istio = Some(first.version.value.clone());
         sources.insert(
             "istio".into(),
@@ -626,7 +717,6 @@ impl IstioInstall {
                 )),
             );
         }
-        Ok(())
     }
 
     pub(super) fn summary(&self) -> Vec<String> {

@@ -20,11 +20,22 @@ use std::path::PathBuf;
 use clap::Args;
 use serde_json::Value;
 
-pub use istio::{IstioInstall, IstioRevision};
+pub use istio::{IstioInstall, IstioRevision, RevisionScope};
 pub use linkerd::LinkerdInstall;
 pub use snapshot::Snapshot;
 
-use crate::constraints::facts::{ClusterFactArgs, KubernetesVersion, ReadFrom};
+use crate::constraints::constraint::Constraint;
+use crate::constraints::facts::{ClusterFactArgs, KubernetesVersion, NamespaceScope, ReadFrom};
+use crate::constraints::generate::{ConstraintArgs, Generated, constraint_for_check, generate};
+use crate::module::engine::Engine;
+
+/// A revision's share of the namespaces (see [`RevisionScope`]), as a set of facts carries it.
+#[derive(Clone, Debug)]
+pub struct Scope {
+    pub suffix: String,
+    pub namespace_selector: Value,
+    pub comment: String,
+}
 
 /// Which cluster to read the facts from (`constraint`, `check`, `explain`).
 #[derive(Args, Clone, Debug, Default)]
@@ -156,6 +167,66 @@ pub fn facts_of(snapshot: &Snapshot) -> Result<ClusterFacts, String> {
     })
 }
 
+/// One set of facts, for the namespaces of its scope (all of them without one).
+#[derive(Clone, Debug)]
+pub struct FactSet {
+    pub scope: Option<Scope>,
+    pub args: ClusterFactArgs,
+    pub sources: FactSources,
+    /// Flags that replaced what was read, and what no revision serves.
+    pub notes: Vec<String>,
+}
+
+impl FactSet {
+    /// `base` with the scope's suffix: the name of this set's constraints.
+    pub fn name(&self, base: &str) -> String {
+        match &self.scope {
+            Some(scope) => format!("{base}-{}", scope.suffix),
+            None => base.to_string(),
+        }
+    }
+
+    /// The `spec.match.namespaceSelector` of this set's constraints, with its comment.
+    pub fn namespace_scope(&self) -> Option<NamespaceScope> {
+        self.scope.as_ref().map(|scope| NamespaceScope {
+            selector: scope.namespace_selector.clone(),
+            comment: scope.comment.clone(),
+        })
+    }
+}
+
+/// The constraints `check` and `explain` judge under: the cluster's facts (with the fact flags
+/// over them) when a cluster was read and no `--constraint` file states the facts, else what
+/// `constraints::constraints_of` gives for the files or the flags. What was replaced or left
+/// unused is pushed to `notes`.
+pub fn constraints_for_judging(
+    cluster: Option<&ClusterFacts>,
+    constraint_files: &[PathBuf],
+    flags: &ClusterFactArgs,
+    include_control_planes: bool,
+    limit: crate::inputs::files::ReadLimit,
+    engine: &Engine,
+    notes: &mut Vec<String>,
+) -> Result<Vec<Constraint>, String> {
+    if let Some(cluster) = cluster {
+        let (sets, cluster_notes) = cluster.judging_facts(flags, !constraint_files.is_empty());
+        notes.extend(cluster_notes);
+        if !sets.is_empty() {
+            let (constraints, warnings) =
+                ClusterFacts::judging_constraints(sets, include_control_planes, engine)?;
+            notes.extend(warnings);
+            return Ok(constraints);
+        }
+    }
+    crate::constraints::constraints_of(
+        constraint_files,
+        flags,
+        include_control_planes,
+        limit,
+        engine,
+    )
+}
+
 /// Parameter path (`istio.terminationDrainDuration`) -> where its value came from.
 pub type FactSources = BTreeMap<String, Origin>;
 
@@ -178,31 +249,53 @@ impl Origin {
 }
 
 impl ClusterFacts {
-    /// The facts as the fact flags give them, and each parameter's source. A flag given on the
-    /// command line wins over what was read (the returned notes say which), so a fact the
-    /// cluster cannot tell can still be stated.
-    pub fn fact_args(
-        &self,
-        flags: &ClusterFactArgs,
-    ) -> Result<(ClusterFactArgs, FactSources, Vec<String>), String> {
-        let mut read = ClusterFactArgs {
-            kubernetes: Some(self.kubernetes.value.clone()),
-            ..ClusterFactArgs::default()
+    /// The facts as the fact flags give them, each parameter's source, and notes: one set,
+    /// or, when Istio revisions are configured differently, one per revision's namespaces
+    /// (its [`Scope`]). A flag given on the command line wins over what was read in every set
+    /// (the notes say which), so a fact the cluster cannot tell can still be stated.
+    pub fn fact_sets(&self, flags: &ClusterFactArgs) -> Vec<FactSet> {
+        let mut cluster_notes = Vec::new();
+        let scopes: Vec<Option<RevisionScope>> = match &self.istio {
+            Some(istio) if !istio.revisions_agree() => istio
+                .scopes(&mut cluster_notes)
+                .into_iter()
+                .map(Some)
+                .collect(),
+            _ => vec![None],
         };
-        let mut sources = FactSources::new();
-        sources.insert(
-            "kubernetesMinorVersion".into(),
-            Origin::Cluster(self.kubernetes.source.clone()),
-        );
-        if let Some(istio) = &self.istio {
-            istio.fill(&mut read, &mut sources)?;
-        }
-        if let Some(linkerd) = &self.linkerd {
-            linkerd.fill(&mut read, &mut sources);
-        }
-        let mut notes = Vec::new();
-        let merged = overridden_by_flags(read, flags, &mut sources, &mut notes);
-        Ok((merged, sources, notes))
+        scopes
+            .into_iter()
+            .map(|scope| {
+                let mut read = ClusterFactArgs {
+                    kubernetes: Some(self.kubernetes.value.clone()),
+                    ..ClusterFactArgs::default()
+                };
+                let mut sources = FactSources::new();
+                sources.insert(
+                    "kubernetesMinorVersion".into(),
+                    Origin::Cluster(self.kubernetes.source.clone()),
+                );
+                if let Some(istio) = &self.istio {
+                    let revision = &istio.revisions[scope.as_ref().map_or(0, |one| one.revision)];
+                    istio.fill(revision, &mut read, &mut sources);
+                }
+                if let Some(linkerd) = &self.linkerd {
+                    linkerd.fill(&mut read, &mut sources);
+                }
+                let mut notes = cluster_notes.clone();
+                let args = overridden_by_flags(read, flags, &mut sources, &mut notes);
+                FactSet {
+                    scope: scope.map(|scope| Scope {
+                        suffix: scope.suffix,
+                        namespace_selector: scope.namespace_selector,
+                        comment: scope.comment,
+                    }),
+                    args,
+                    sources,
+                    notes,
+                }
+            })
+            .collect()
     }
 
     /// The facts as `meshlife constraint` writes them, with their sources and the notes.
@@ -217,25 +310,100 @@ impl ClusterFacts {
         }
     }
 
-    /// The fact flags `check` and `explain` judge under: the cluster's facts with the flags
-    /// over them; with `--constraint` files, the files state the facts and the cluster gives
-    /// its Namespaces only. The notes say what was replaced or left unused.
+    /// The fact sets `check` and `explain` judge under: the cluster's facts with the flags over
+    /// them; with `--constraint` files, the files state the facts and the cluster gives its
+    /// Namespaces only (no set). The notes say what was replaced or left unused.
     pub fn judging_facts(
         &self,
         flags: &ClusterFactArgs,
         constraint_files: bool,
-    ) -> Result<(ClusterFactArgs, Vec<String>), String> {
+    ) -> (Vec<FactSet>, Vec<String>) {
         if constraint_files {
-            return Ok((
-                flags.clone(),
+            return (
+                Vec::new(),
                 vec![format!(
                     "--constraint states the facts: {} gives its Namespaces only",
                     self.cluster
                 )],
-            ));
+            );
         }
-        let (merged, _, notes) = self.fact_args(flags)?;
-        Ok((merged, self.notes.iter().cloned().chain(notes).collect()))
+        let sets = self.fact_sets(flags);
+        let mut notes = self.notes.clone();
+        if let Some(first) = sets.first() {
+            notes.extend(first.notes.iter().cloned());
+        }
+        (sets, notes)
+    }
+
+    /// The constraints `meshlife constraint --from-cluster` writes: `base`'s name, enforcement,
+    /// match and provider-failure choices with each fact set's facts (its name suffixed and its
+    /// namespaces selected when Istio revisions differ), every parameter's source cited.
+    /// Returns what to say on stderr too: flags that replaced what was read.
+    pub fn generate_constraints(
+        &self,
+        base: &ConstraintArgs,
+    ) -> Result<(Generated, Vec<String>), String> {
+        let sets = self.fact_sets(&base.facts);
+        let mut all = Generated {
+            yaml: String::new(),
+            documents: Vec::new(),
+            warnings: Vec::new(),
+        };
+        let mut notes = Vec::new();
+        for set in &sets {
+            let args = ConstraintArgs {
+                facts: set.args.clone(),
+                name: set.name(&base.name),
+                read_from: Some(self.read_from(&set.sources, &set.notes)),
+                namespace_scope: set.namespace_scope(),
+                ..base.clone()
+            };
+            let generated = generate(&args)?;
+            if !all.yaml.is_empty() {
+                all.yaml.push_str("---\n");
+            }
+            all.yaml.push_str(&generated.yaml);
+            all.documents.extend(generated.documents);
+            for warning in generated.warnings {
+                if !all.warnings.contains(&warning) {
+                    all.warnings.push(warning);
+                }
+            }
+            for note in &set.notes {
+                if !notes.contains(note) {
+                    notes.push(note.clone());
+                }
+            }
+        }
+        Ok((all, notes))
+    }
+
+    /// The constraints `check` and `explain` judge under for these fact sets: per set, the one
+    /// `meshlife constraint --enforcement deny` writes (as with fact flags), checked by the
+    /// module.
+    pub fn judging_constraints(
+        sets: Vec<FactSet>,
+        include_control_planes: bool,
+        engine: &Engine,
+    ) -> Result<(Vec<Constraint>, Vec<String>), String> {
+        let mut constraints = Vec::new();
+        let mut warnings = Vec::new();
+        for set in sets {
+            let scope = set
+                .namespace_scope()
+                .map(|scope| (set.name("mesh-lifecycle"), scope));
+            let (constraint, more) = constraint_for_check(set.args, include_control_planes, scope)?;
+            constraint
+                .validate_parameters(engine)
+                .map_err(|error| error.to_string())?;
+            constraints.push(constraint);
+            for warning in more {
+                if !warnings.contains(&warning) {
+                    warnings.push(warning);
+                }
+            }
+        }
+        Ok((constraints, warnings))
     }
 
     /// The versions read, in a line: `kubernetes 1.31, istio 1.26.3`.

@@ -260,24 +260,20 @@ fn module_and_constraints(
         None => Engine::embedded(),
     }
     .map_err(|error| format!("{error:#}"))?;
-    let facts = match cluster {
-        Some(cluster) => {
-            let (facts, notes) =
-                cluster.judging_facts(&args.facts, !args.constraints.is_empty())?;
-            for note in notes {
-                print_note(note);
-            }
-            facts
-        }
-        None => args.facts.clone(),
-    };
-    let constraints = crate::constraints::constraints_of(
+    let mut notes = Vec::new();
+    let constraints = crate::cluster::constraints_for_judging(
+        cluster,
         &args.constraints,
-        &facts,
+        &args.facts,
         args.include_control_planes,
         limit,
         &engine,
-    )?;
+        &mut notes,
+    );
+    for note in notes {
+        print_note(note);
+    }
+    let constraints = constraints?;
     Ok((engine, constraints))
 }
 

@@ -23,14 +23,8 @@ pub struct ConstraintCommandArgs {
 
 /// Runs `meshlife constraint` and returns the exit code.
 pub fn run(command: &ConstraintCommandArgs) -> u8 {
-    let args = match with_cluster_facts(command) {
-        Ok(args) => args,
-        Err(error) => {
-            print_error(error);
-            return EXIT_ERROR;
-        }
-    };
-    let generated = match generate(&args) {
+    let args = &command.constraint;
+    let generated = match generated(command) {
         Ok(generated) => generated,
         Err(error) => {
             print_error(error);
@@ -61,25 +55,22 @@ pub fn run(command: &ConstraintCommandArgs) -> u8 {
     EXIT_OK
 }
 
-/// The arguments with the facts of the cluster asked for put under the fact flags, each
-/// fact's source said on stderr.
-fn with_cluster_facts(command: &ConstraintCommandArgs) -> Result<ConstraintArgs, String> {
-    let mut args = command.constraint.clone();
+/// The constraints of the cluster asked for (each fact's source said on stderr), or of the
+/// fact flags alone.
+fn generated(command: &ConstraintCommandArgs) -> Result<Generated, String> {
     let Some(read) = command.cluster.read() else {
-        return Ok(args);
+        return generate(&command.constraint);
     };
     let facts = read?;
-    let (merged, sources, notes) = facts.fact_args(&args.facts)?;
     print_note(format_args!("facts read from {}:", facts.cluster));
     for line in facts.summary() {
         print_note(format_args!("  {line}"));
     }
+    let (generated, notes) = facts.generate_constraints(&command.constraint)?;
     for note in facts.notes.iter().chain(&notes) {
         print_note(note);
     }
-    args.read_from = Some(facts.read_from(&sources, &[]));
-    args.facts = merged;
-    Ok(args)
+    Ok(generated)
 }
 
 /// Reads the written YAML back as `meshlife check --constraint` does, and has the policy module

@@ -357,6 +357,14 @@ pub struct ReadFrom {
     pub notes: Vec<String>,
 }
 
+/// The namespaces a generated constraint applies to, when a cluster's facts hold only there
+/// (an Istio revision's): its `spec.match.namespaceSelector`, and the comment saying why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NamespaceScope {
+    pub selector: serde_json::Value,
+    pub comment: String,
+}
+
 impl ClusterFactArgs {
     /// True when any fact or rule flag is on the command line.
     pub fn any_given(&self) -> bool {

@@ -30,7 +30,8 @@ use crate::constraints::constraint::{
 };
 use crate::constraints::facts::{
     ClusterFactArgs, Enforcement, ISTIO_CONTROL_PLANE, IstioFacts, LINKERD_CNI_NAMESPACE,
-    LINKERD_CONTROL_PLANE, LinkerdFacts, MinSeverity, ProviderFailure, ReadFrom, parse_name,
+    LINKERD_CONTROL_PLANE, LinkerdFacts, MinSeverity, NamespaceScope, ProviderFailure, ReadFrom,
+    parse_name,
 };
 use crate::constraints::istio::istio_parameters;
 use crate::constraints::linkerd::linkerd_parameters;
@@ -106,6 +107,11 @@ pub struct ConstraintArgs {
     /// Where the facts were read, when a cluster gave them: the comments name each source.
     #[arg(skip)]
     pub read_from: Option<ReadFrom>,
+
+    /// The namespaces the facts hold in, when they hold only there (an Istio revision's):
+    /// `spec.match.namespaceSelector`.
+    #[arg(skip)]
+    pub namespace_scope: Option<NamespaceScope>,
 }
 
 /// The generated constraints: their YAML text, each document as that text reads back, and
@@ -132,10 +138,12 @@ pub fn generate(args: &ConstraintArgs) -> Result<Generated, String> {
 /// cluster's constraints would (each once, where the pair repeats a denied ML401 or ML403 as a
 /// warning). Returns the warnings about the facts too.
 /// With `include_control_planes`, the meshes' own namespaces are matched too (`check
-/// --include-control-planes`); Kubernetes' and Gatekeeper's stay excluded.
+/// --include-control-planes`); Kubernetes' and Gatekeeper's stay excluded. `scope` names the
+/// constraint and limits it to some namespaces (an Istio revision's, read from a cluster).
 pub fn constraint_for_check(
     facts: ClusterFactArgs,
     include_control_planes: bool,
+    scope: Option<(String, NamespaceScope)>,
 ) -> Result<(Constraint, Vec<String>), String> {
     let exclude_namespaces = include_control_planes.then(|| {
         [
@@ -147,14 +155,19 @@ pub fn constraint_for_check(
         .map(String::from)
         .to_vec()
     });
+    let (name, namespace_scope) = match scope {
+        Some((name, scope)) => (name, Some(scope)),
+        None => ("mesh-lifecycle".to_string(), None),
+    };
     let args = ConstraintArgs {
         facts,
-        name: "mesh-lifecycle".into(),
+        name,
         enforcement: Some(Enforcement::Deny),
         output: None,
         exclude_namespaces,
         provider_failure: None,
         read_from: None,
+        namespace_scope,
     };
     // The warning about info findings denying admission is about Gatekeeper, not this run.
     let mut generated = generate_documents(&args, &[Role::Single(Enforcement::Deny)], false)?;
@@ -795,6 +808,12 @@ pub(super) fn match_section(args: &ConstraintArgs, facts: &Facts) -> Result<Yaml
     }
     if !excluded.is_empty() {
         entries.push(Entry::new("excludedNamespaces", Yaml::Seq(excluded)));
+    }
+    if let Some(scope) = &args.namespace_scope {
+        entries.push(
+            Entry::new("namespaceSelector", Yaml::from_json(&scope.selector))
+                .comment(scope.comment.clone()),
+        );
     }
     Ok(Yaml::Map(entries))
 }

@@ -39,7 +39,7 @@ pub fn constraints_of(
             );
         }
         let (constraint, warnings) =
-            generate::constraint_for_check(facts.clone(), include_control_planes)?;
+            generate::constraint_for_check(facts.clone(), include_control_planes, None)?;
         for warning in warnings {
             print_warning(warning);
         }

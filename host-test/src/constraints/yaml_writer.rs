@@ -111,7 +111,19 @@ impl Yaml {
     pub(super) fn from_json(value: &Value) -> Yaml {
         match value {
             Value::String(text) => Yaml::string(text),
+            Value::Array(items) if items.iter().any(Value::is_object) => Yaml::Seq(
+                items
+                    .iter()
+                    .map(|item| Item::new(Yaml::from_json(item)))
+                    .collect(),
+            ),
             Value::Array(items) => Yaml::Flow(items.iter().map(Yaml::from_json).collect()),
+            Value::Object(fields) => Yaml::Map(
+                fields
+                    .iter()
+                    .map(|(key, value)| Entry::new(key, Yaml::from_json(value)))
+                    .collect(),
+            ),
             other => Yaml::Scalar {
                 text: other.to_string(),
                 value: other.clone(),

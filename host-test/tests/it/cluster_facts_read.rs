@@ -34,19 +34,24 @@ fn facts(name: &str) -> ClusterFacts {
     facts_of(&install(name)).unwrap_or_else(|error| panic!("{name}: {error}"))
 }
 
-/// The constraint pair `meshlife constraint --from-cluster` writes for these facts.
-fn constraint_pair(facts: &ClusterFacts) -> (String, Vec<Value>) {
-    let (merged, sources, notes) = facts.fact_args(&ClusterFactArgs::default()).unwrap();
-    let args = ConstraintArgs {
-        facts: merged,
+fn base_args(flags: ClusterFactArgs) -> ConstraintArgs {
+    ConstraintArgs {
+        facts: flags,
         name: "mesh-lifecycle".into(),
         enforcement: None,
         output: None,
         exclude_namespaces: None,
         provider_failure: None,
-        read_from: Some(facts.read_from(&sources, &notes)),
-    };
-    let generated = generate(&args).unwrap();
+        read_from: None,
+        namespace_scope: None,
+    }
+}
+
+/// The constraints `meshlife constraint --from-cluster` writes for these facts.
+fn constraint_pair(facts: &ClusterFacts) -> (String, Vec<Value>) {
+    let (generated, _) = facts
+        .generate_constraints(&base_args(ClusterFactArgs::default()))
+        .unwrap();
     (generated.yaml, generated.documents)
 }
 
@@ -170,7 +175,7 @@ fn istiod_settings_are_read_from_its_environment_mesh_config_and_injector_values
 }
 
 #[test]
-fn revisions_configured_differently_are_refused_with_both_described() {
+fn revisions_configured_differently_get_constraints_matched_to_their_namespaces() {
     let facts = facts("istio-two-revisions.yaml");
     let revisions = &facts.istio.as_ref().unwrap().revisions;
     assert_eq!(
@@ -180,13 +185,108 @@ fn revisions_configured_differently_are_refused_with_both_described() {
             .collect::<Vec<_>>(),
         ["canary", "default"]
     );
-    let error = facts.fact_args(&ClusterFactArgs::default()).unwrap_err();
-    assert!(
-        error.contains("revision canary (istio 1.27.1")
-            && error.contains("revision default (istio 1.26.3")
-            && error.contains("Write a constraint per revision"),
-        "{error}"
+    let (yaml, documents) = constraint_pair(&facts);
+    let names: Vec<&str> = documents
+        .iter()
+        .map(|document| document["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "mesh-lifecycle-canary-errors",
+            "mesh-lifecycle-canary-warnings",
+            "mesh-lifecycle-default-errors",
+            "mesh-lifecycle-default-warnings",
+            "mesh-lifecycle-default-istio-injection-errors",
+            "mesh-lifecycle-default-istio-injection-warnings",
+        ]
     );
+    let selector = |index: usize| documents[index]["spec"]["match"]["namespaceSelector"].clone();
+    // As Istio's rev.namespace webhook of the canary revision selects.
+    assert_eq!(
+        selector(0),
+        json!({"matchExpressions": [
+            {"key": "istio.io/rev", "operator": "In", "values": ["canary"]},
+            {"key": "istio-injection", "operator": "DoesNotExist"},
+        ]})
+    );
+    assert_eq!(
+        selector(2),
+        json!({"matchExpressions": [
+            {"key": "istio.io/rev", "operator": "NotIn", "values": ["canary"]},
+        ]})
+    );
+    assert_eq!(
+        selector(4),
+        json!({"matchExpressions": [
+            {"key": "istio-injection", "operator": "Exists"},
+            {"key": "istio.io/rev", "operator": "In", "values": ["canary"]},
+        ]})
+    );
+    // Each revision's own facts: canary holds, default does not.
+    let hold = |index: usize| {
+        documents[index]["spec"]["parameters"]["istio"]["holdApplicationUntilProxyStarts"].clone()
+    };
+    assert_eq!(
+        (hold(0), hold(2), hold(4)),
+        (json!(true), json!(false), json!(false))
+    );
+    assert!(
+        comments(&yaml).contains("Istio revisions are configured differently"),
+        "{yaml}"
+    );
+}
+
+/// The selectors are evaluated as Gatekeeper and `meshlife check` evaluate them: every
+/// namespace is under exactly one revision's constraints, the one that injects it.
+#[test]
+fn each_namespace_falls_under_the_revision_that_injects_it() {
+    use meshlife::constraints::selectors::Selector;
+    let facts = facts("istio-two-revisions.yaml");
+    let (_, documents) = constraint_pair(&facts);
+    let errors: Vec<&Value> = documents
+        .iter()
+        .filter(|document| document["spec"]["enforcementAction"] == "deny")
+        .collect();
+    let labels = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(key, value)| (key.to_string(), value.to_string()))
+            .collect()
+    };
+    for (namespace, injected_by) in [
+        (
+            labels(&[("istio.io/rev", "canary")]),
+            "mesh-lifecycle-canary-errors",
+        ),
+        (
+            labels(&[("istio.io/rev", "default")]),
+            "mesh-lifecycle-default-errors",
+        ),
+        (
+            labels(&[("istio-injection", "enabled")]),
+            "mesh-lifecycle-default-errors",
+        ),
+        (labels(&[]), "mesh-lifecycle-default-errors"),
+        (
+            labels(&[("istio-injection", "enabled"), ("istio.io/rev", "canary")]),
+            "mesh-lifecycle-default-istio-injection-errors",
+        ),
+    ] {
+        let matching: Vec<&str> = errors
+            .iter()
+            .filter(|document| {
+                let selector =
+                    serde_json::from_value(document["spec"]["match"]["namespaceSelector"].clone())
+                        .unwrap();
+                Selector::new(selector, "namespaceSelector")
+                    .unwrap()
+                    .matches(&namespace)
+            })
+            .map(|document| document["metadata"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(matching, [injected_by], "{namespace:?}");
+    }
 }
 
 #[test]
@@ -315,26 +415,24 @@ fn flags_given_with_the_cluster_win_and_are_said() {
         min_severity: Some(meshlife::constraints::facts::MinSeverity::Warning),
         ..ClusterFactArgs::default()
     };
-    let (merged, sources, notes) = facts.fact_args(&flags).unwrap();
-    assert_eq!(merged.istio_drain.as_deref(), Some("45s"));
-    assert_eq!(merged.istio.as_ref().unwrap().text, "1.26.3");
+    let sets = facts.fact_sets(&flags);
+    assert_eq!(sets.len(), 1);
+    assert_eq!(sets[0].args.istio_drain.as_deref(), Some("45s"));
+    assert_eq!(sets[0].args.istio.as_ref().unwrap().text, "1.26.3");
     assert!(
-        notes.iter().any(|note| note.contains("--istio-drain")),
-        "{notes:?}"
+        sets[0]
+            .notes
+            .iter()
+            .any(|note| note.contains("--istio-drain")),
+        "{:?}",
+        sets[0].notes
     );
-    let (yaml, _) = {
-        let args = ConstraintArgs {
-            facts: merged,
-            name: "mesh-lifecycle".into(),
-            enforcement: None,
-            output: None,
-            exclude_namespaces: None,
-            provider_failure: None,
-            read_from: Some(facts.read_from(&sources, &[])),
-        };
-        let generated = generate(&args).unwrap();
-        (generated.yaml, generated.documents)
-    };
+    let (generated, _) = facts.generate_constraints(&base_args(flags)).unwrap();
+    let yaml = generated.yaml;
+    assert_eq!(
+        generated.documents[0]["spec"]["parameters"]["minSeverity"], "error",
+        "the pair's own minSeverity"
+    );
     assert!(
         comments(&yaml).contains("Given by --istio-drain, in place of the cluster's value."),
         "{yaml}"

@@ -493,19 +493,19 @@ fn explain_inputs(args: &ExplainArgs) -> Result<ExplainRun, String> {
     let engine = Engine::embedded().map_err(|error| format!("{error:#}"))?;
     let cluster = args.cluster.read().transpose()?;
     let mut notes = Vec::new();
-    let facts = match &cluster {
-        Some(cluster) => {
-            let (facts, cluster_notes) =
-                cluster.judging_facts(&args.facts, !args.constraints.is_empty())?;
-            notes.push(format!("facts read from {}:", cluster.cluster));
-            notes.extend(cluster.summary().iter().map(|line| format!("  {line}")));
-            notes.extend(cluster_notes);
-            facts
-        }
-        None => args.facts.clone(),
-    };
-    let constraints =
-        crate::constraints::constraints_of(&args.constraints, &facts, false, limit, &engine)?;
+    if let Some(cluster) = &cluster {
+        notes.push(format!("facts read from {}:", cluster.cluster));
+        notes.extend(cluster.summary().iter().map(|line| format!("  {line}")));
+    }
+    let constraints = crate::cluster::constraints_for_judging(
+        cluster.as_ref(),
+        &args.constraints,
+        &args.facts,
+        false,
+        limit,
+        &engine,
+        &mut notes,
+    )?;
     let options = manifests::LoadOptions {
         exclude: args.exclude.clone(),
         limit,

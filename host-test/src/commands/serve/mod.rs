@@ -271,26 +271,25 @@ fn cluster_constraints(
     let facts = crate::cluster::reader::read_blocking(target)
         .and_then(|snapshot| crate::cluster::facts_of(&snapshot))
         .map_err(|error| anyhow::anyhow!(error))?;
-    let (merged, sources, notes) = facts
-        .fact_args(&Default::default())
-        .map_err(|error| anyhow::anyhow!(error))?;
     for line in facts.summary() {
         tracing::info!(cluster = %facts.cluster, "fact read: {line}");
     }
-    for note in facts.notes.iter().chain(&notes) {
-        tracing::warn!(cluster = %facts.cluster, "{note}");
-    }
-    let args = crate::constraints::generate::ConstraintArgs {
-        facts: merged,
+    let base = crate::constraints::generate::ConstraintArgs {
+        facts: Default::default(),
         name: "mesh-lifecycle".into(),
         enforcement: None,
         output: None,
         exclude_namespaces: None,
         provider_failure: None,
-        read_from: Some(facts.read_from(&sources, &notes)),
+        read_from: None,
+        namespace_scope: None,
     };
-    let generated =
-        crate::constraints::generate::generate(&args).map_err(|error| anyhow::anyhow!(error))?;
+    let (generated, notes) = facts
+        .generate_constraints(&base)
+        .map_err(|error| anyhow::anyhow!(error))?;
+    for note in facts.notes.iter().chain(&notes) {
+        tracing::warn!(cluster = %facts.cluster, "{note}");
+    }
     let constraints = crate::constraints::constraint::parse_constraints_text(
         crate::constraints::constraint::FACTS_SOURCE,
         &generated.yaml,
