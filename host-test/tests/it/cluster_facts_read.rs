@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use meshlife::cluster::{ClusterFacts, Snapshot, facts_of};
 use meshlife::constraints::facts::ClusterFactArgs;
-use meshlife::constraints::generate::{ConstraintArgs, generate};
+use meshlife::constraints::generate::ConstraintArgs;
 use serde_json::{Value, json};
 
 fn repo() -> PathBuf {
