@@ -438,3 +438,31 @@ fn flags_given_with_the_cluster_win_and_are_said() {
         "{yaml}"
     );
 }
+
+#[test]
+fn two_meshes_at_once_are_both_written_and_said() {
+    let read = |name: &str| {
+        std::fs::read_to_string(repo().join("host-test/tests/data/mesh-installs").join(name))
+            .unwrap()
+    };
+    // One cluster: Istio's objects and Linkerd's (the second file's Nodes and Namespaces too).
+    let both = format!(
+        "{}\n---\n{}",
+        read("istio-1.26-classic.yaml"),
+        read("linkerd-2.19-classic.yaml")
+    );
+    let facts = facts_of(&snapshot_of("both", &both)).unwrap();
+    assert!(facts.istio.is_some() && facts.linkerd.is_some());
+    assert!(
+        facts
+            .notes
+            .iter()
+            .any(|note| note.contains("both Istio and Linkerd run in this cluster")),
+        "{:?}",
+        facts.notes
+    );
+    let (_, documents) = constraint_pair(&facts);
+    let parameters = &documents[0]["spec"]["parameters"];
+    assert_eq!(parameters["istio"]["nativeSidecars"], false);
+    assert_eq!(parameters["linkerd"]["proxyAwait"], true);
+}
