@@ -1,5 +1,5 @@
 //! The API objects the facts are read from, as JSON, whether they came from a live API server
-//! ([`super::reader`]) or from rendered manifests (the tests).
+//! (reader.rs) or from rendered manifests (the tests).
 
 use std::collections::BTreeMap;
 

@@ -114,6 +114,22 @@ pub struct ConstraintArgs {
     pub namespace_scope: Option<NamespaceScope>,
 }
 
+impl ConstraintArgs {
+    /// The pair `meshlife constraint` writes by default (named `mesh-lifecycle`) for `facts`.
+    pub fn new(facts: ClusterFactArgs) -> ConstraintArgs {
+        ConstraintArgs {
+            facts,
+            name: "mesh-lifecycle".into(),
+            enforcement: None,
+            output: None,
+            exclude_namespaces: None,
+            provider_failure: None,
+            read_from: None,
+            namespace_scope: None,
+        }
+    }
+}
+
 /// The generated constraints: their YAML text, each document as that text reads back, and
 /// advice for stderr.
 #[derive(Debug)]
@@ -155,20 +171,15 @@ pub fn constraint_for_check(
         .map(String::from)
         .to_vec()
     });
-    let (name, namespace_scope) = match scope {
-        Some((name, scope)) => (name, Some(scope)),
-        None => ("mesh-lifecycle".to_string(), None),
-    };
-    let args = ConstraintArgs {
-        facts,
-        name,
+    let mut args = ConstraintArgs {
         enforcement: Some(Enforcement::Deny),
-        output: None,
         exclude_namespaces,
-        provider_failure: None,
-        read_from: None,
-        namespace_scope,
+        ..ConstraintArgs::new(facts)
     };
+    if let Some((name, scope)) = scope {
+        args.name = name;
+        args.namespace_scope = Some(scope);
+    }
     // The warning about info findings denying admission is about Gatekeeper, not this run.
     let mut generated = generate_documents(&args, &[Role::Single(Enforcement::Deny)], false)?;
     let document = generated.documents.remove(0);

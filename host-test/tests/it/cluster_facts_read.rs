@@ -35,16 +35,7 @@ fn facts(name: &str) -> ClusterFacts {
 }
 
 fn base_args(flags: ClusterFactArgs) -> ConstraintArgs {
-    ConstraintArgs {
-        facts: flags,
-        name: "mesh-lifecycle".into(),
-        enforcement: None,
-        output: None,
-        exclude_namespaces: None,
-        provider_failure: None,
-        read_from: None,
-        namespace_scope: None,
-    }
+    ConstraintArgs::new(flags)
 }
 
 /// The constraints `meshlife constraint --from-cluster` writes for these facts.

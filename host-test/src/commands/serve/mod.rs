@@ -274,16 +274,7 @@ fn cluster_constraints(
     for line in facts.summary() {
         tracing::info!(cluster = %facts.cluster, "fact read: {line}");
     }
-    let base = crate::constraints::generate::ConstraintArgs {
-        facts: Default::default(),
-        name: "mesh-lifecycle".into(),
-        enforcement: None,
-        output: None,
-        exclude_namespaces: None,
-        provider_failure: None,
-        read_from: None,
-        namespace_scope: None,
-    };
+    let base = crate::constraints::generate::ConstraintArgs::new(Default::default());
     let (generated, notes) = facts
         .generate_constraints(&base)
         .map_err(|error| anyhow::anyhow!(error))?;
