@@ -5,13 +5,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::Value;
 
 use super::snapshot::{self, Snapshot};
 use super::{Fact, FactSources, Origin, Source};
 use crate::constraints::facts::{ClusterFactArgs, IstioVersion, parse_istio_version};
-use crate::constraints::selectors::Selector;
 
 const DEFAULT_REVISION: &str = "default";
 const REVISION_LABEL: &str = "istio.io/rev";
@@ -433,49 +431,15 @@ fn injected_beyond_labels(
         if !revisions.iter().any(|one| &one.name == revision) {
             continue;
         }
-        let webhooks = configuration
-            .get("webhooks")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        for (index, webhook) in webhooks.iter().enumerate() {
-            let field = |name: &str| format!("webhooks[{index}].{name}");
-            let selector = |name: &str| -> Result<Option<Selector>, String> {
-                let Some(value) = webhook.get(name).filter(|value| !value.is_null()) else {
-                    return Ok(None);
-                };
-                let parsed: LabelSelector =
-                    serde_json::from_value(value.clone()).map_err(|error| {
-                        format!(
-                            "{}: {}: {error}",
-                            snapshot::title(configuration),
-                            field(name)
-                        )
-                    })?;
-                Selector::new(parsed, &field(name))
-                    .map(Some)
-                    .map_err(|(at, problem)| {
-                        format!("{}: {at}: {problem}", snapshot::title(configuration))
-                    })
-            };
-            let namespace_selector = selector("namespaceSelector")?;
-            let object_selector = selector("objectSelector")?;
-            // A webhook whose object selector needs a label on the pod injects only pods that
-            // ask: the rules read that request from the pod template themselves.
-            if object_selector
-                .as_ref()
-                .is_some_and(|selector| !selector.matches(&BTreeMap::new()))
-            {
+        for webhook in snapshot::webhook_selectors(configuration)? {
+            if !webhook.takes_unlabelled_pods() {
                 continue;
             }
-            selectors.push((
-                revision.clone(),
-                namespace_selector,
-                Source::new(
-                    snapshot::title(configuration),
-                    format!("{} (revision {revision})", field("namespaceSelector")),
-                ),
-            ));
+            let source = Source::new(
+                snapshot::title(configuration),
+                format!("{}.namespaceSelector (revision {revision})", webhook.field),
+            );
+            selectors.push((webhook, source));
         }
     }
     let mut injected = Vec::new();
@@ -485,19 +449,13 @@ fn injected_beyond_labels(
         if NEVER_INJECTED.contains(&name) {
             continue;
         }
-        let mut labels = snapshot::labels(namespace);
-        // The API server sets it on every Namespace; rendered manifests do not carry it.
-        labels
-            .entry("kubernetes.io/metadata.name".into())
-            .or_insert_with(|| name.to_string());
-        let by_webhook = selectors.iter().find(|(_, selector, _)| {
-            selector
-                .as_ref()
-                .is_none_or(|selector| selector.matches(&labels))
-        });
+        let labels = snapshot::namespace_labels(namespace);
+        let by_webhook = selectors
+            .iter()
+            .find(|(webhook, _)| webhook.selects_namespace(&labels));
         let by_labels = labels_say_injected(&labels);
         match (by_webhook, by_labels) {
-            (Some((_, _, source)), false) => {
+            (Some((_, source)), false) => {
                 injected.push(Fact::new(name.to_string(), source.clone()))
             }
             (None, true) => {

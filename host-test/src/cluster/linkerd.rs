@@ -93,6 +93,7 @@ pub(super) fn install(
             snapshot::title(daemon_set)
         ));
     }
+    injector_reach(snapshot, notes)?;
     let wait_before_exit = match values.pointer("/proxy/waitBeforeExitSeconds") {
         Some(Value::Number(number)) => number.as_u64().filter(|seconds| *seconds > 0),
         _ => None,
@@ -126,6 +127,59 @@ pub(super) fn install(
             .map(|seconds| Fact::new(seconds, at("proxy.waitBeforeExitSeconds"))),
         proxy_uid: proxy_uid.map(|uid| Fact::new(uid, at("proxy.uid"))),
     }))
+}
+
+/// What the proxy injector's webhook cannot reach: namespaces annotated for injection that
+/// its namespace selector leaves out (`config.linkerd.io/admission-webhooks: disabled`,
+/// kube-system), or every namespace when no injector webhook is there. The rules follow the
+/// annotation, so the difference is said.
+fn injector_reach(snapshot: &Snapshot, notes: &mut Vec<String>) -> Result<(), String> {
+    let injector = snapshot.mutating_webhooks.iter().find(|configuration| {
+        snapshot::labels(configuration)
+            .get("linkerd.io/control-plane-component")
+            .map(String::as_str)
+            == Some("proxy-injector")
+    });
+    let annotated: Vec<&Value> = snapshot
+        .namespaces
+        .iter()
+        .filter(|namespace| {
+            snapshot::string_map(namespace, "annotations")
+                .get("linkerd.io/inject")
+                .map(String::as_str)
+                == Some("enabled")
+        })
+        .collect();
+    let Some(injector) = injector else {
+        notes.push(
+            "no MutatingWebhookConfiguration of Linkerd's proxy injector \
+             (linkerd.io/control-plane-component=proxy-injector): nothing is injected until it \
+             is there"
+                .into(),
+        );
+        return Ok(());
+    };
+    let webhooks = snapshot::webhook_selectors(injector)?;
+    let unreached: Vec<&str> = annotated
+        .iter()
+        .filter(|namespace| {
+            let labels = snapshot::namespace_labels(namespace);
+            !webhooks
+                .iter()
+                .any(|webhook| webhook.selects_namespace(&labels))
+        })
+        .map(|namespace| snapshot::name(namespace))
+        .collect();
+    if !unreached.is_empty() {
+        notes.push(format!(
+            "namespaces annotated linkerd.io/inject: enabled that {}'s namespaceSelector leaves \
+             out: {}; Linkerd does not inject them, but meshlife judges their workloads as \
+             injected, as the annotation says",
+            snapshot::title(injector),
+            unreached.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 /// `proxy.await` -> `/proxy/await`.

@@ -3,7 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::{Map, Value};
+
+use crate::constraints::selectors::Selector;
 
 /// What was read from one cluster, by kind.
 #[derive(Clone, Debug, Default)]
@@ -108,4 +111,73 @@ pub(super) fn namespace_object(namespace: &Value) -> Value {
         }
     }
     serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": metadata})
+}
+
+/// A Namespace's labels as the API server matches selectors on them: with
+/// `kubernetes.io/metadata.name`, which it sets on every Namespace (rendered manifests do not
+/// carry it).
+pub(super) fn namespace_labels(namespace: &Value) -> BTreeMap<String, String> {
+    let mut labels = labels(namespace);
+    labels
+        .entry("kubernetes.io/metadata.name".into())
+        .or_insert_with(|| name(namespace).to_string());
+    labels
+}
+
+/// One webhook of a MutatingWebhookConfiguration: where it is, and its selectors (`None`:
+/// absent, which selects everything).
+pub(super) struct WebhookSelectors {
+    /// `webhooks[2]`.
+    pub(super) field: String,
+    pub(super) namespace: Option<Selector>,
+    pub(super) object: Option<Selector>,
+}
+
+impl WebhookSelectors {
+    /// Whether the webhook sees pods that carry no label asking for or against injection:
+    /// a webhook whose object selector needs one injects only pods that ask.
+    pub(super) fn takes_unlabelled_pods(&self) -> bool {
+        self.object
+            .as_ref()
+            .is_none_or(|selector| selector.matches(&BTreeMap::new()))
+    }
+
+    pub(super) fn selects_namespace(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.namespace
+            .as_ref()
+            .is_none_or(|selector| selector.matches(labels))
+    }
+}
+
+/// The webhooks of a MutatingWebhookConfiguration, their selectors checked as the API server
+/// checks them.
+pub(super) fn webhook_selectors(configuration: &Value) -> Result<Vec<WebhookSelectors>, String> {
+    let webhooks = configuration
+        .get("webhooks")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    webhooks
+        .iter()
+        .enumerate()
+        .map(|(index, webhook)| {
+            let field = format!("webhooks[{index}]");
+            let selector = |name: &str| -> Result<Option<Selector>, String> {
+                let Some(value) = webhook.get(name).filter(|value| !value.is_null()) else {
+                    return Ok(None);
+                };
+                let at = format!("{field}.{name}");
+                let parsed: LabelSelector = serde_json::from_value(value.clone())
+                    .map_err(|error| format!("{}: {at}: {error}", title(configuration)))?;
+                Selector::new(parsed, &at)
+                    .map(Some)
+                    .map_err(|(at, problem)| format!("{}: {at}: {problem}", title(configuration)))
+            };
+            Ok(WebhookSelectors {
+                namespace: selector("namespaceSelector")?,
+                object: selector("objectSelector")?,
+                field,
+            })
+        })
+        .collect()
 }

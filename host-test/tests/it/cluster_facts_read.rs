@@ -349,6 +349,13 @@ fn linkerd_settings_are_read_from_linkerd_config() {
         linkerd.shutdown_endpoint.source.to_string(),
         "ConfigMap linkerd/linkerd-config data.values proxy.enableShutdownEndpoint"
     );
+    // The injector's webhook leaves legacy out (admission-webhooks: disabled): said.
+    assert!(
+        facts.notes.iter().any(|note| note
+            .contains("MutatingWebhookConfiguration linkerd-proxy-injector-webhook-config's namespaceSelector leaves out: legacy")),
+        "{:?}",
+        facts.notes
+    );
     // No parameter carries the wait before exit: it is said, not dropped.
     assert!(
         facts
