@@ -31,6 +31,9 @@ pub struct IstioInstall {
     /// Namespaces an injector webhook injects although no label the rules read says so
     /// (`enableNamespacesByDefault`, a custom selector).
     pub injected_namespaces: Vec<Fact<String>>,
+    /// The revision whose webhook injects namespaces labelled `istio-injection=enabled` (the
+    /// `default` revision, or the one a `default` tag points to), if any.
+    pub injection_label_revision: Option<String>,
 }
 
 /// One istiod revision and how it injects.
@@ -90,6 +93,7 @@ impl IstioRevision {
 /// Istio's install, if an istiod Deployment is there.
 pub(super) fn install(
     snapshot: &Snapshot,
+    given_version: Option<&IstioVersion>,
     notes: &mut Vec<String>,
 ) -> Result<Option<IstioInstall>, String> {
     let istiods: Vec<&Value> = snapshot
@@ -102,9 +106,17 @@ pub(super) fn install(
     if istiods.is_empty() {
         return Ok(None);
     }
-    let mut revisions = Vec::new();
+    let mut revisions: Vec<IstioRevision> = Vec::new();
     for istiod in istiods {
-        revisions.push(revision(snapshot, istiod, notes)?);
+        let read = revision(snapshot, istiod, given_version, notes)?;
+        if let Some(same) = revisions.iter().find(|one| one.name == read.name) {
+            return Err(format!(
+                "{} and {} both serve Istio revision {}: which one injects cannot be told from \
+                 here; give the facts as flags",
+                same.version.source.object, read.version.source.object, read.name
+            ));
+        }
+        revisions.push(read);
     }
     revisions.sort_by(|a, b| a.name.cmp(&b.name));
     for webhook in &snapshot.mutating_webhooks {
@@ -162,17 +174,20 @@ pub(super) fn install(
         ));
     }
     let injected_namespaces = injected_beyond_labels(snapshot, &revisions, notes)?;
+    let injection_label_revision = injection_label_revision(snapshot, &revisions, notes)?;
     Ok(Some(IstioInstall {
         revisions,
         ztunnel,
         ambient_namespaces,
         injected_namespaces,
+        injection_label_revision,
     }))
 }
 
 fn revision(
     snapshot: &Snapshot,
     istiod: &Value,
+    given_version: Option<&IstioVersion>,
     notes: &mut Vec<String>,
 ) -> Result<IstioRevision, String> {
     let object = snapshot::title(istiod);
@@ -187,46 +202,50 @@ fn revision(
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let Some((index, discovery)) = containers.iter().enumerate().find(|(_, container)| {
+    let discovery = containers.iter().enumerate().find(|(_, container)| {
         container.get("name").and_then(Value::as_str) == Some(DISCOVERY_CONTAINER)
-    }) else {
-        return Err(format!(
+    });
+    let read_version = match discovery {
+        None => Err(format!(
             "{object}: no container named {DISCOVERY_CONTAINER}, so the Istio version cannot be \
              read from its image; pass --istio VERSION"
-        ));
+        )),
+        Some((index, container)) => {
+            let image = container.get("image").and_then(Value::as_str).unwrap_or("");
+            let field = format!("spec.template.spec.containers[{index}].image");
+            image_tag(image)
+                .and_then(|tag| parse_istio_version(tag).ok())
+                .map(|version| {
+                    Fact::new(
+                        version,
+                        Source::new(object.clone(), format!("{field} ({image})")),
+                    )
+                })
+                .ok_or_else(|| {
+                    format!(
+                        "{object}: {field} is {image:?}, whose tag is no Istio version (a \
+                         digest, latest, a custom build): the version decides the \
+                         native-sidecar default, so it is not guessed; pass --istio VERSION"
+                    )
+                })
+        }
     };
-    let container_field = format!("spec.template.spec.containers[{index}]");
-    let image = discovery.get("image").and_then(Value::as_str).unwrap_or("");
-    let version = image_tag(image)
-        .and_then(|tag| parse_istio_version(tag).ok())
-        .ok_or_else(|| {
-            format!(
-                "{object}: {container_field}.image is {image:?}, whose tag is no Istio version \
-                 (a digest, latest, a custom build): the version decides the native-sidecar \
-                 default, so it is not guessed; pass --istio VERSION"
-            )
-        })?;
-    let version = Fact::new(
-        version,
-        Source::new(object.clone(), format!("{container_field}.image ({image})")),
-    );
-    let native_sidecars = environment(discovery, "ENABLE_NATIVE_SIDECARS")
-        .map(|(env_index, value)| {
-            let field = format!("{container_field}.env[{env_index}] ENABLE_NATIVE_SIDECARS");
-            match value.as_str() {
-                "true" => Ok(Some(true)),
-                "false" => Ok(Some(false)),
-                // `auto` (1.27+) is the version's default: decided by the kubelets.
-                "auto" | "" => Ok(None),
-                other => Err(format!(
-                    "{object}: {field} is {other:?}, not true, false or auto"
-                )),
-            }
-            .map(|value| value.map(|value| Fact::new(value, Source::new(object.clone(), field))))
-        })
-        .transpose()?
-        .flatten();
-
+    // A version the cluster cannot tell may be stated on the command line.
+    let version = match (read_version, given_version) {
+        (Ok(version), _) => version,
+        (Err(_), Some(given)) => Fact::new(
+            given.clone(),
+            Source::new(
+                "--istio",
+                format!("(given; {object} does not tell its version)"),
+            ),
+        ),
+        (Err(error), None) => return Err(error),
+    };
+    let native_sidecars = match discovery {
+        Some((index, container)) => native_sidecars(&object, index, container)?,
+        None => None,
+    };
     let mesh_map = mounted_config_map(snapshot, istiod, "config-volume", || {
         revision_name("istio", &name)
     });
@@ -235,16 +254,32 @@ fn revision(
         Some(config_map) => match config_map.pointer("/data/mesh").and_then(Value::as_str) {
             Some(text) => serde_yaml_ng::from_str(text)
                 .map_err(|error| format!("{mesh_object}: data.mesh is not YAML: {error}"))?,
-            None => Value::Null,
+            None => {
+                notes.push(format!(
+                    "{mesh_object} has no data.mesh: hold and drain are taken as Istio's \
+                     defaults (off, 5s)"
+                ));
+                Value::Null
+            }
         },
         None => {
             notes.push(format!(
-                "{mesh_object}, the mesh config {object} mounts, was not found: hold and drain \
+                "{mesh_object}, revision {name}'s mesh config, was not found: hold and drain \
                  are taken as Istio's defaults (off, 5s)"
             ));
             Value::Null
         }
     };
+    // Anything but maps here would read hold and drain as their defaults, silently.
+    if !(mesh.is_null() || mesh.is_object())
+        || mesh
+            .get("defaultConfig")
+            .is_some_and(|config| !(config.is_null() || config.is_object()))
+    {
+        return Err(format!(
+            "{mesh_object}: data.mesh is not a mesh config (a map with a defaultConfig map)"
+        ));
+    }
     let hold_field = "data.mesh defaultConfig.holdApplicationUntilProxyStarts";
     let hold = match mesh.pointer("/defaultConfig/holdApplicationUntilProxyStarts") {
         None | Some(Value::Null) => false,
@@ -276,22 +311,31 @@ fn revision(
         revision_name("istio-sidecar-injector", &name)
     });
     let injector_object = format!("ConfigMap {namespace}/{}", injector_map.0);
-    let values: Value = match injector_map
-        .1
-        .and_then(|config_map| config_map.pointer("/data/values"))
-        .and_then(Value::as_str)
-    {
-        // JSON is YAML: one reader for the chart's JSON and hand-edited YAML.
-        Some(text) => serde_yaml_ng::from_str(text)
-            .map_err(|error| format!("{injector_object}: data.values is not JSON: {error}"))?,
+    let values: Value = match injector_map.1 {
+        Some(config_map) => match config_map.pointer("/data/values").and_then(Value::as_str) {
+            // JSON is YAML: one reader for the chart's JSON and hand-edited YAML.
+            Some(text) => serde_yaml_ng::from_str(text)
+                .map_err(|error| format!("{injector_object}: data.values is not JSON: {error}"))?,
+            None => {
+                notes.push(format!(
+                    "{injector_object} has no data.values: hold forced and CNI are taken as off"
+                ));
+                Value::Null
+            }
+        },
         None => {
             notes.push(format!(
-                "{injector_object}, the injector values {object} mounts, was not found: hold \
+                "{injector_object}, revision {name}'s injector values, was not found: hold \
                  forced and CNI are taken as off"
             ));
             Value::Null
         }
     };
+    if !(values.is_null() || values.is_object()) {
+        return Err(format!(
+            "{injector_object}: data.values is not a map of values"
+        ));
+    }
     let values_flag = |path: &str| -> Result<Option<bool>, String> {
         match values.pointer(&format!("/{}", path.replace('.', "/"))) {
             None | Some(Value::Null) => Ok(None),
@@ -385,23 +429,53 @@ fn mounted_config_map<'a>(
     (name, found)
 }
 
-/// The value of environment variable `name` of a container, with its index.
-fn environment(container: &Value, name: &str) -> Option<(usize, String)> {
+/// istiod's `ENABLE_NATIVE_SIDECARS`; `None`: unset or `auto`, the version's default.
+fn native_sidecars(
+    object: &str,
+    index: usize,
+    container: &Value,
+) -> Result<Option<Fact<bool>>, String> {
+    let Some((env_index, value)) = environment(container, "ENABLE_NATIVE_SIDECARS") else {
+        return Ok(None);
+    };
+    let field =
+        format!("spec.template.spec.containers[{index}].env[{env_index}] ENABLE_NATIVE_SIDECARS");
+    let value = match value.as_deref() {
+        Some("true") => true,
+        Some("false") => false,
+        // `auto` (1.27+) is the version's default: decided by the kubelets.
+        Some("auto" | "") => return Ok(None),
+        Some(other) => {
+            return Err(format!(
+                "{object}: {field} is {other:?}, not true, false or auto"
+            ));
+        }
+        None => {
+            return Err(format!(
+                "{object}: {field} is set from valueFrom, which is not read; pass \
+                 --istio-native-sidecars true|false"
+            ));
+        }
+    };
+    Ok(Some(Fact::new(value, Source::new(object, field))))
+}
+
+/// Environment variable `name` of a container, with its index: the last definition, as the
+/// kubelet takes it; its value is `None` when it comes from `valueFrom`.
+fn environment(container: &Value, name: &str) -> Option<(usize, Option<String>)> {
     container
         .get("env")?
         .as_array()?
         .iter()
         .enumerate()
-        .find(|(_, variable)| variable.get("name").and_then(Value::as_str) == Some(name))
+        .rfind(|(_, variable)| variable.get("name").and_then(Value::as_str) == Some(name))
         .map(|(index, variable)| {
-            (
-                index,
-                variable
-                    .get("value")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-            )
+            let value = match (variable.get("value"), variable.get("valueFrom")) {
+                (Some(value), _) => Some(value.as_str().unwrap_or("").to_string()),
+                (None, Some(_)) => None,
+                (None, None) => Some(String::new()),
+            };
+            (index, value)
         })
 }
 
@@ -475,6 +549,48 @@ fn injected_beyond_labels(
     Ok(injected)
 }
 
+/// The revision whose injector webhook (its own, or a tag's) takes pods of a namespace labelled
+/// `istio-injection=enabled`, as the API server would call it.
+fn injection_label_revision(
+    snapshot: &Snapshot,
+    revisions: &[IstioRevision],
+    notes: &mut Vec<String>,
+) -> Result<Option<String>, String> {
+    let labelled: BTreeMap<String, String> = [
+        (INJECTION_LABEL.to_string(), "enabled".to_string()),
+        (
+            "kubernetes.io/metadata.name".to_string(),
+            "any-namespace".to_string(),
+        ),
+    ]
+    .into();
+    let mut serving = BTreeSet::new();
+    for configuration in &snapshot.mutating_webhooks {
+        let Some(revision) = snapshot::labels(configuration).get(REVISION_LABEL).cloned() else {
+            continue;
+        };
+        if !revisions.iter().any(|one| one.name == revision) {
+            continue;
+        }
+        if snapshot::webhook_selectors(configuration)?
+            .iter()
+            .any(|webhook| webhook.takes_unlabelled_pods() && webhook.selects_namespace(&labelled))
+        {
+            serving.insert(revision);
+        }
+    }
+    if serving.len() > 1 {
+        notes.push(format!(
+            "the webhooks of several revisions take namespaces labelled {INJECTION_LABEL}=enabled \
+             ({}): Istio calls each of them, so those namespaces are judged under revision {}'s \
+             facts",
+            serving.iter().cloned().collect::<Vec<_>>().join(", "),
+            serving.iter().next().cloned().unwrap_or_default()
+        ));
+    }
+    Ok(serving.into_iter().next())
+}
+
 /// What the rules conclude from a Namespace's labels alone (rules.md, section 3).
 fn labels_say_injected(labels: &BTreeMap<String, String>) -> bool {
     if labels.get(DATAPLANE_MODE_LABEL).map(String::as_str) == Some("ambient") {
@@ -515,9 +631,6 @@ impl IstioInstall {
     /// `istio-injection=enabled` (`default`, or the one the `default` tag points to) takes
     /// every namespace no other revision's label names. Notes say what no revision serves.
     pub(super) fn scopes(&self, notes: &mut Vec<String>) -> Vec<RevisionScope> {
-        let serves_injection_label = |revision: &IstioRevision| {
-            revision.name == DEFAULT_REVISION || revision.tags.iter().any(|tag| tag == "default")
-        };
         let labels_of = |revision: &IstioRevision| {
             let mut labels = vec![revision.name.clone()];
             labels.extend(revision.tags.iter().cloned());
@@ -532,7 +645,11 @@ impl IstioInstall {
                 .collect::<Vec<_>>()
                 .join("; ")
         ));
-        let default = self.revisions.iter().position(serves_injection_label);
+        let default = self.injection_label_revision.as_ref().and_then(|name| {
+            self.revisions
+                .iter()
+                .position(|revision| &revision.name == name)
+        });
         let mut scopes = Vec::new();
         let mut others = Vec::new();
         for (index, revision) in self.revisions.iter().enumerate() {
@@ -576,20 +693,21 @@ impl IstioInstall {
                     revision: index,
                     suffix: format!("{name}-{INJECTION_LABEL}"),
                     namespace_selector: serde_json::json!({"matchExpressions": [
-                        {"key": INJECTION_LABEL, "operator": "Exists"},
+                        {"key": INJECTION_LABEL, "operator": "In", "values": ["enabled"]},
                         {"key": REVISION_LABEL, "operator": "In", "values": others},
                     ]}),
                     comment: format!(
-                        "Namespaces labelled {INJECTION_LABEL} and another revision's \
+                        "Namespaces labelled {INJECTION_LABEL}=enabled and another revision's \
                          {REVISION_LABEL}: {INJECTION_LABEL} wins, so revision {name} injects \
                          them."
                     ),
                 });
             }
             None => notes.push(format!(
-                "no revision serves {INJECTION_LABEL}=enabled (none is named default, no \
-                 default tag): namespaces with that label, and pods asking with \
-                 sidecar.istio.io/inject, are injected by none, and no constraint matches them"
+                "no revision's webhook takes {INJECTION_LABEL}=enabled namespaces (none is named \
+                 default, no default tag): those namespaces, unlabelled ones (Linkerd's \
+                 included) and pods asking with sidecar.istio.io/inject match no constraint \
+                 here, so they are not judged"
             )),
         }
         scopes

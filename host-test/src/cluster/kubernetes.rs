@@ -11,13 +11,20 @@ const KUBELET_FIELD: &str = "status.nodeInfo.kubeletVersion";
 
 /// The lowest kubelet version among the nodes; without any Node, the API server's version
 /// (kubelets are at most three minors older than it), said in the source.
-pub(super) fn lowest_kubelet(snapshot: &Snapshot) -> Result<Fact<KubernetesVersion>, String> {
+pub(super) fn lowest_kubelet(
+    snapshot: &Snapshot,
+    given: Option<&KubernetesVersion>,
+    notes: &mut Vec<String>,
+) -> Result<Fact<KubernetesVersion>, String> {
+    let mut unversioned = 0;
     let mut lowest: Option<(KubernetesVersion, &Value)> = None;
     for node in &snapshot.nodes {
         let Some(text) = node
             .pointer("/status/nodeInfo/kubeletVersion")
             .and_then(Value::as_str)
+            .filter(|text| !text.is_empty())
         else {
+            unversioned += 1;
             continue;
         };
         let version = parse_kubernetes_version(text).map_err(|error| {
@@ -34,14 +41,26 @@ pub(super) fn lowest_kubelet(snapshot: &Snapshot) -> Result<Fact<KubernetesVersi
             lowest = Some((version, node));
         }
     }
+    if unversioned > 0 {
+        notes.push(format!(
+            "{unversioned} Node(s) show no kubelet version (not registered yet?): the lowest \
+             kubelet is taken among the others"
+        ));
+    }
     if let Some((version, node)) = lowest {
-        let of = match snapshot.nodes.len() {
+        let of = match snapshot.nodes.len() - unversioned {
             1 => String::new(),
             count => format!(" (the lowest of {count} nodes)"),
         };
         return Ok(Fact::new(
             version,
             Source::new(snapshot::title(node), format!("{KUBELET_FIELD}{of}")),
+        ));
+    }
+    if let Some(given) = given {
+        return Ok(Fact::new(
+            given.clone(),
+            Source::new("--kubernetes", "(given; no Node shows its kubelet version)"),
         ));
     }
     let Some(server) = &snapshot.server_version else {
@@ -54,6 +73,10 @@ pub(super) fn lowest_kubelet(snapshot: &Snapshot) -> Result<Fact<KubernetesVersi
     let version = parse_kubernetes_version(server).map_err(|error| {
         format!("the API server's version {server:?} is not a Kubernetes version ({error}); pass --kubernetes VERSION")
     })?;
+    notes.push(format!(
+        "no Node shows its kubelet version: the Kubernetes version is the API server's \
+         ({server}); kubelets may be up to three minors older, so give --kubernetes if they are"
+    ));
     Ok(Fact::new(
         version,
         Source::new(

@@ -35,11 +35,24 @@ pub struct LinkerdInstall {
 /// Linkerd's install, if `linkerd-config` is there.
 pub(super) fn install(
     snapshot: &Snapshot,
+    given_version: Option<&LinkerdVersion>,
     notes: &mut Vec<String>,
 ) -> Result<Option<LinkerdInstall>, String> {
-    let Some(config_map) = snapshot.config_map_named(CONFIG_MAP) else {
+    let mut config_maps = snapshot
+        .config_maps
+        .iter()
+        .filter(|map| snapshot::name(map) == CONFIG_MAP);
+    let Some(config_map) = config_maps.next() else {
         return Ok(None);
     };
+    if let Some(other) = config_maps.next() {
+        return Err(format!(
+            "{} and {}: two Linkerd control planes; which one injects cannot be told from here, \
+             so give the Linkerd facts as flags",
+            snapshot::title(config_map),
+            snapshot::title(other)
+        ));
+    }
     let object = snapshot::title(config_map);
     let at = |field: &str| Source::new(object.clone(), format!("data.{VALUES_KEY} {field}"));
     let Some(text) = config_map
@@ -53,6 +66,23 @@ pub(super) fn install(
     };
     let values: Value = serde_yaml_ng::from_str(text)
         .map_err(|error| format!("{object}: data.{VALUES_KEY} is not YAML: {error}"))?;
+    // Anything but maps here would read every setting as its default, silently.
+    if !values.is_object() {
+        return Err(format!(
+            "{object}: data.{VALUES_KEY} is not a map of values"
+        ));
+    }
+    if values.get("proxy").is_some_and(|proxy| !proxy.is_object()) {
+        return Err(format!("{object}: data.{VALUES_KEY} proxy is not a map"));
+    }
+    let number = |path: &str| -> Result<Option<u64>, String> {
+        match values.pointer(&pointer(path)) {
+            None | Some(Value::Null) => Ok(None),
+            Some(value) => value.as_u64().map(Some).ok_or_else(|| {
+                format!("{object}: data.{VALUES_KEY} {path} is {value}, not a whole number")
+            }),
+        }
+    };
     let flag = |path: &str| -> Result<Option<bool>, String> {
         match values.pointer(&pointer(path)) {
             None | Some(Value::Null) => Ok(None),
@@ -62,23 +92,41 @@ pub(super) fn install(
             )),
         }
     };
-    let version_text = values
-        .pointer("/linkerdVersion")
-        .and_then(Value::as_str)
-        .map(|text| (text.to_string(), at("linkerdVersion")))
-        .or_else(|| injector_image_tag(snapshot));
-    let Some((version_text, version_source)) = version_text else {
-        return Err(format!(
+    let version_text = match values.get("linkerdVersion") {
+        Some(Value::String(text)) => Some((text.clone(), at("linkerdVersion"))),
+        None | Some(Value::Null) => injector_image_tag(snapshot),
+        Some(other) => {
+            return Err(format!(
+                "{object}: data.{VALUES_KEY} linkerdVersion is {other}, not a version"
+            ));
+        }
+    };
+    let read_version = match version_text {
+        None => Err(format!(
             "{object}: no linkerdVersion in data.{VALUES_KEY}, and no proxy injector image \
              with a version tag: the Linkerd version is unknown; pass --linkerd VERSION"
-        ));
+        )),
+        Some((text, source)) => parse_linkerd_version(&text)
+            .map(|version| Fact::new(version, source.clone()))
+            .map_err(|error| {
+                format!(
+                    "{source}: {text:?} is not a Linkerd version meshlife knows ({error}); pass \
+                     --linkerd VERSION"
+                )
+            }),
     };
-    let version = parse_linkerd_version(&version_text).map_err(|error| {
-        format!(
-            "{version_source}: {version_text:?} is not a Linkerd version meshlife knows ({error}); \
-             pass --linkerd VERSION"
-        )
-    })?;
+    // A version the cluster cannot tell may be stated on the command line.
+    let version = match (read_version, given_version) {
+        (Ok(version), _) => version,
+        (Err(_), Some(given)) => Fact::new(
+            given.clone(),
+            Source::new(
+                "--linkerd",
+                format!("(given; {object} does not tell the version)"),
+            ),
+        ),
+        (Err(error), None) => return Err(error),
+    };
     let cni_value = flag("cniEnabled")?.unwrap_or(false);
     let cni_daemon_set = snapshot.daemon_sets.iter().find(|daemon_set| {
         snapshot::labels(daemon_set)
@@ -94,10 +142,7 @@ pub(super) fn install(
         ));
     }
     injector_reach(snapshot, notes)?;
-    let wait_before_exit = match values.pointer("/proxy/waitBeforeExitSeconds") {
-        Some(Value::Number(number)) => number.as_u64().filter(|seconds| *seconds > 0),
-        _ => None,
-    };
+    let wait_before_exit = number("proxy.waitBeforeExitSeconds")?.filter(|seconds| *seconds > 0);
     if let Some(seconds) = wait_before_exit {
         notes.push(format!(
             "{object}: proxy.waitBeforeExitSeconds is {seconds}: every injected proxy waits \
@@ -105,16 +150,16 @@ pub(super) fn install(
              config.alpha.linkerd.io/proxy-wait-before-exit-seconds annotation"
         ));
     }
-    let proxy_uid = match values.pointer("/proxy/uid") {
-        Some(Value::Number(number)) => number
-            .as_u64()
-            .and_then(|uid| u32::try_from(uid).ok())
-            .filter(|uid| *uid != DEFAULT_PROXY_UID),
-        _ => None,
-    };
+    let proxy_uid = match number("proxy.uid")? {
+        Some(uid) => Some(u32::try_from(uid).map_err(|_| {
+            format!("{object}: data.{VALUES_KEY} proxy.uid is {uid}, not a user id")
+        })?),
+        None => None,
+    }
+    .filter(|uid| *uid != DEFAULT_PROXY_UID);
     Ok(Some(LinkerdInstall {
         namespace: snapshot::namespace(config_map).to_string(),
-        version: Fact::new(version, version_source),
+        version,
         native_sidecars: flag("proxy.nativeSidecar")?
             .map(|value| Fact::new(value, at("proxy.nativeSidecar"))),
         proxy_await: flag("proxy.await")?.map(|value| Fact::new(value, at("proxy.await"))),

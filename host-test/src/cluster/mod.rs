@@ -67,10 +67,30 @@ impl ClusterSourceArgs {
         })
     }
 
-    /// The facts of the cluster asked for; `None` when none is.
-    pub fn read(&self) -> Option<Result<ClusterFacts, String>> {
+    /// The facts of the cluster asked for, `flags` standing in for what it cannot tell;
+    /// `None` when no cluster is asked for.
+    pub fn read(&self, flags: &ClusterFactArgs) -> Option<Result<ClusterFacts, String>> {
         let target = self.target()?;
-        Some(reader::read_blocking(&target).and_then(|snapshot| facts_of(&snapshot)))
+        Some(
+            reader::read_blocking(&target, reader::Reading::Facts)
+                .and_then(|snapshot| facts_of(&snapshot, flags)),
+        )
+    }
+
+    /// The cluster's name and its Namespaces (as `namespaceObject`s), when `--constraint`
+    /// files state the facts; `None` when no cluster is asked for.
+    pub fn read_namespaces(&self) -> Option<Result<(String, Vec<Value>), String>> {
+        let target = self.target()?;
+        Some(
+            reader::read_blocking(&target, reader::Reading::Namespaces).map(|snapshot| {
+                let namespaces = snapshot
+                    .namespaces
+                    .iter()
+                    .map(snapshot::namespace_object)
+                    .collect();
+                (snapshot.cluster, namespaces)
+            }),
+        )
     }
 }
 
@@ -132,11 +152,13 @@ pub struct ClusterFacts {
 
 /// The facts of `snapshot`; an error says what could not be told and what to do about it
 /// (never a guess: an unknown version is an error, not a default).
-pub fn facts_of(snapshot: &Snapshot) -> Result<ClusterFacts, String> {
-    let kubernetes = kubernetes::lowest_kubelet(snapshot)?;
+/// `flags` state what the cluster cannot tell: a version given as a flag stands in for one the
+/// cluster does not show (an image tagged `latest`, no Node).
+pub fn facts_of(snapshot: &Snapshot, flags: &ClusterFactArgs) -> Result<ClusterFacts, String> {
     let mut notes = Vec::new();
-    let istio = istio::install(snapshot, &mut notes)?;
-    let linkerd = linkerd::install(snapshot, &mut notes)?;
+    let kubernetes = kubernetes::lowest_kubelet(snapshot, flags.kubernetes.as_ref(), &mut notes)?;
+    let istio = istio::install(snapshot, flags.istio.as_ref(), &mut notes)?;
+    let linkerd = linkerd::install(snapshot, flags.linkerd.as_ref(), &mut notes)?;
     if istio.is_none() && linkerd.is_none() {
         return Err(format!(
             "{}: no mesh found: no Istio control plane (no Deployment labelled app=istiod) and \
@@ -196,9 +218,8 @@ impl FactSet {
 }
 
 /// The constraints `check` and `explain` judge under: the cluster's facts (with the fact flags
-/// over them) when a cluster was read and no `--constraint` file states the facts, else what
-/// `constraints::constraints_of` gives for the files or the flags. What was replaced or left
-/// unused is pushed to `notes`.
+/// over them) when a cluster's facts were read, else what `constraints::constraints_of` gives
+/// for the `--constraint` files or the flags. What was replaced is pushed to `notes`.
 pub fn constraints_for_judging(
     cluster: Option<&ClusterFacts>,
     constraint_files: &[PathBuf],
@@ -209,14 +230,12 @@ pub fn constraints_for_judging(
     notes: &mut Vec<String>,
 ) -> Result<Vec<Constraint>, String> {
     if let Some(cluster) = cluster {
-        let (sets, cluster_notes) = cluster.judging_facts(flags, !constraint_files.is_empty());
+        let (sets, cluster_notes) = cluster.judging_facts(flags);
         notes.extend(cluster_notes);
-        if !sets.is_empty() {
-            let (constraints, warnings) =
-                ClusterFacts::judging_constraints(sets, include_control_planes, engine)?;
-            notes.extend(warnings);
-            return Ok(constraints);
-        }
+        let (constraints, warnings) =
+            ClusterFacts::judging_constraints(sets, include_control_planes, engine)?;
+        notes.extend(warnings);
+        return Ok(constraints);
     }
     crate::constraints::constraints_of(
         constraint_files,
@@ -225,6 +244,70 @@ pub fn constraints_for_judging(
         limit,
         engine,
     )
+}
+
+/// The cluster of `check` and `explain`: its facts, or, when `--constraint` files state them,
+/// its Namespaces alone.
+pub enum ClusterRead {
+    Facts(Box<ClusterFacts>),
+    Namespaces {
+        cluster: String,
+        namespaces: Vec<Value>,
+    },
+}
+
+impl ClusterRead {
+    /// What `args` ask to read; `None` when no cluster is asked for.
+    pub fn of(
+        args: &ClusterSourceArgs,
+        flags: &ClusterFactArgs,
+        constraint_files: bool,
+    ) -> Result<Option<ClusterRead>, String> {
+        if constraint_files {
+            return args.read_namespaces().transpose().map(|read| {
+                read.map(|(cluster, namespaces)| ClusterRead::Namespaces {
+                    cluster,
+                    namespaces,
+                })
+            });
+        }
+        args.read(flags)
+            .transpose()
+            .map(|read| read.map(|facts| ClusterRead::Facts(Box::new(facts))))
+    }
+
+    pub fn facts(&self) -> Option<&ClusterFacts> {
+        match self {
+            ClusterRead::Facts(facts) => Some(facts),
+            ClusterRead::Namespaces { .. } => None,
+        }
+    }
+
+    pub fn cluster(&self) -> &str {
+        match self {
+            ClusterRead::Facts(facts) => &facts.cluster,
+            ClusterRead::Namespaces { cluster, .. } => cluster,
+        }
+    }
+
+    pub fn namespaces(&self) -> &[Value] {
+        match self {
+            ClusterRead::Facts(facts) => &facts.namespaces,
+            ClusterRead::Namespaces { namespaces, .. } => namespaces,
+        }
+    }
+
+    /// One line per fact read, with its source.
+    pub fn summary(&self) -> Vec<String> {
+        match self {
+            ClusterRead::Facts(facts) => facts.summary(),
+            ClusterRead::Namespaces { namespaces, .. } => vec![format!(
+                "{} Namespaces read, for the labels and annotations that decide injection \
+                 (the --constraint files state the facts)",
+                namespaces.len()
+            )],
+        }
+    }
 }
 
 /// Parameter path (`istio.terminationDrainDuration`) -> where its value came from.
@@ -311,22 +394,8 @@ impl ClusterFacts {
     }
 
     /// The fact sets `check` and `explain` judge under: the cluster's facts with the flags over
-    /// them; with `--constraint` files, the files state the facts and the cluster gives its
-    /// Namespaces only (no set). The notes say what was replaced or left unused.
-    pub fn judging_facts(
-        &self,
-        flags: &ClusterFactArgs,
-        constraint_files: bool,
-    ) -> (Vec<FactSet>, Vec<String>) {
-        if constraint_files {
-            return (
-                Vec::new(),
-                vec![format!(
-                    "--constraint states the facts: {} gives its Namespaces only",
-                    self.cluster
-                )],
-            );
-        }
+    /// them, and what to say (flags that replaced what was read).
+    pub fn judging_facts(&self, flags: &ClusterFactArgs) -> (Vec<FactSet>, Vec<String>) {
         let sets = self.fact_sets(flags);
         let mut notes = self.notes.clone();
         if let Some(first) = sets.first() {

@@ -79,17 +79,26 @@ pub const PERMISSIONS: [Permission; 6] = [
 /// How long one API call may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// What to read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reading {
+    /// Everything the facts are made of.
+    Facts,
+    /// The Namespaces alone (`--constraint` files state the facts).
+    Namespaces,
+}
+
 /// Reads `target`'s objects; blocks until done (the CLI's commands are not async).
-pub fn read_blocking(target: &Target) -> Result<Snapshot, String> {
+pub fn read_blocking(target: &Target, reading: Reading) -> Result<Snapshot, String> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|error| format!("cannot start the Kubernetes client: {error}"))?
-        .block_on(read(target))
+        .block_on(read(target, reading))
 }
 
 /// Reads what the facts are made of from `target`.
-pub async fn read(target: &Target) -> Result<Snapshot, String> {
+pub async fn read(target: &Target, reading: Reading) -> Result<Snapshot, String> {
     let (config, cluster) = configuration(target).await?;
     let client = Client::try_from(config)
         .map_err(|error| format!("{cluster}: cannot make a client: {}", error_chain(&error)))?;
@@ -97,6 +106,13 @@ pub async fn read(target: &Target) -> Result<Snapshot, String> {
         client,
         cluster: cluster.clone(),
     };
+    if reading == Reading::Namespaces {
+        return Ok(Snapshot {
+            namespaces: reader.list::<Namespace>("", "namespaces", None).await?,
+            cluster,
+            ..Snapshot::default()
+        });
+    }
     let server_version = reader
         .call(
             "get",

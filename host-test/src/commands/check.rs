@@ -8,7 +8,7 @@ use std::time::Instant;
 use clap::{Args, ValueEnum};
 use meshlife_policy::Severity;
 
-use crate::cluster::{ClusterFacts, ClusterSourceArgs};
+use crate::cluster::{ClusterFacts, ClusterRead, ClusterSourceArgs};
 use crate::commands::explain;
 use crate::constraints::constraint::Constraint;
 use crate::inputs::files::ReadLimit;
@@ -138,14 +138,15 @@ pub fn run(args: &CheckArgs) -> u8 {
         return EXIT_ERROR;
     }
     let limit = ReadLimit::flag(args.max_file_size);
-    let cluster = match args.cluster.read().transpose() {
+    let cluster = match ClusterRead::of(&args.cluster, &args.facts, !args.constraints.is_empty()) {
         Ok(cluster) => cluster,
         Err(error) => {
             print_error(error);
             return EXIT_ERROR;
         }
     };
-    let (engine, constraints) = match module_and_constraints(args, cluster.as_ref(), limit) {
+    let facts = cluster.as_ref().and_then(ClusterRead::facts);
+    let (engine, constraints) = match module_and_constraints(args, facts, limit) {
         Ok(both) => both,
         Err(message) => {
             // A run with the defaults instead would look like a pass under the wrong rules.
@@ -160,7 +161,7 @@ pub fn run(args: &CheckArgs) -> u8 {
 
     let mut namespaces = NamespaceDefinitions::from_objects(&loaded.objects);
     if let Some(cluster) = &cluster {
-        namespaces.add_cluster(&cluster.cluster, &cluster.namespaces);
+        namespaces.add_cluster(cluster.cluster(), cluster.namespaces());
     }
     let services = ServiceIndex::from_objects(&loaded.objects);
     let context = Context {
@@ -216,7 +217,7 @@ pub fn run(args: &CheckArgs) -> u8 {
         options.fail_on,
     );
     report.facts_read = cluster.as_ref().map(|cluster| FactsRead {
-        cluster: cluster.cluster.clone(),
+        cluster: cluster.cluster().to_string(),
         facts: cluster.summary(),
     });
     for exemption in &report.exemptions {

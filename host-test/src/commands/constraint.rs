@@ -58,7 +58,7 @@ pub fn run(command: &ConstraintCommandArgs) -> u8 {
 /// The constraints of the cluster asked for (each fact's source said on stderr), or of the
 /// fact flags alone.
 fn generated(command: &ConstraintCommandArgs) -> Result<Generated, String> {
-    let Some(read) = command.cluster.read() else {
+    let Some(read) = command.cluster.read(&command.constraint.facts) else {
         return generate(&command.constraint);
     };
     let facts = read?;

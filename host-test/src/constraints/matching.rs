@@ -106,6 +106,11 @@ impl Match {
         })
     }
 
+    /// Whether deciding a match needs the object's Namespace labels.
+    pub fn has_namespace_selector(&self) -> bool {
+        self.namespace_selector.is_some()
+    }
+
     /// Gatekeeper's top-level matchers, ANDed, in Gatekeeper's order.
     pub fn matches(
         &self,

@@ -31,7 +31,8 @@ fn snapshot_of(name: &str, text: &str) -> Snapshot {
 }
 
 fn facts(name: &str) -> ClusterFacts {
-    facts_of(&install(name)).unwrap_or_else(|error| panic!("{name}: {error}"))
+    facts_of(&install(name), &ClusterFactArgs::default())
+        .unwrap_or_else(|error| panic!("{name}: {error}"))
 }
 
 fn base_args(flags: ClusterFactArgs) -> ConstraintArgs {
@@ -210,7 +211,7 @@ fn revisions_configured_differently_get_constraints_matched_to_their_namespaces(
     assert_eq!(
         selector(4),
         json!({"matchExpressions": [
-            {"key": "istio-injection", "operator": "Exists"},
+            {"key": "istio-injection", "operator": "In", "values": ["enabled"]},
             {"key": "istio.io/rev", "operator": "In", "values": ["canary"]},
         ]})
     );
@@ -383,7 +384,7 @@ fn what_cannot_be_told_is_an_error_not_a_guess() {
     .unwrap();
     // The chart's default image tag.
     let latest = classic.replace("pilot:1.26.3", "pilot:latest");
-    let error = facts_of(&snapshot_of("latest", &latest)).unwrap_err();
+    let error = facts_of(&snapshot_of("latest", &latest), &ClusterFactArgs::default()).unwrap_err();
     assert!(
         error.contains("docker.io/istio/pilot:latest") && error.contains("pass --istio VERSION"),
         "{error}"
@@ -394,15 +395,98 @@ fn what_cannot_be_told_is_an_error_not_a_guess() {
         .filter(|document| !document.contains("kind: Node"))
         .collect::<Vec<_>>()
         .join("\n---\n");
-    let error = facts_of(&snapshot_of("no-nodes", &no_nodes)).unwrap_err();
+    let error = facts_of(
+        &snapshot_of("no-nodes", &no_nodes),
+        &ClusterFactArgs::default(),
+    )
+    .unwrap_err();
     assert!(error.contains("pass --kubernetes VERSION"), "{error}");
 
-    let neither = facts_of(&snapshot_of(
-        "empty",
-        "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {nodeInfo: {kubeletVersion: v1.31.0}}\n",
-    ))
+    let neither = facts_of(
+        &snapshot_of(
+            "empty",
+            "apiVersion: v1\nkind: Node\nmetadata: {name: n}\nstatus: {nodeInfo: {kubeletVersion: v1.31.0}}\n",
+        ),
+        &ClusterFactArgs::default(),
+    )
     .unwrap_err();
     assert!(neither.contains("no mesh found"), "{neither}");
+
+    // The versions the errors ask for, given with --from-cluster, stand in for them.
+    let flags = ClusterFactArgs {
+        istio: Some(meshlife::constraints::facts::parse_istio_version("1.26").unwrap()),
+        kubernetes: Some(meshlife::constraints::facts::parse_kubernetes_version("1.30").unwrap()),
+        ..ClusterFactArgs::default()
+    };
+    let latest_without_nodes: String = latest
+        .split("\n---\n")
+        .filter(|document| !document.contains("kind: Node"))
+        .collect::<Vec<_>>()
+        .join("\n---\n");
+    let stated = facts_of(&snapshot_of("stated", &latest_without_nodes), &flags).unwrap();
+    let revision = &stated.istio.as_ref().unwrap().revisions[0];
+    assert_eq!(revision.version.value.minor, 26);
+    assert_eq!(revision.version.source.object, "--istio");
+    assert_eq!(stated.kubernetes.value.minor, 30);
+    // The rest is still read from the cluster.
+    assert_eq!(
+        revision.hold.source.to_string(),
+        "ConfigMap istio-system/istio data.mesh defaultConfig.holdApplicationUntilProxyStarts"
+    );
+}
+
+#[test]
+fn the_revision_behind_istio_injection_is_the_one_its_webhooks_name() {
+    // Only revision canary, with the tag default: istio-injection=enabled goes to canary.
+    let facts = facts("istio-default-tag.yaml");
+    let istio = facts.istio.as_ref().unwrap();
+    assert_eq!(istio.revisions[0].name, "canary");
+    assert_eq!(istio.revisions[0].tags, ["default"]);
+    assert_eq!(istio.injection_label_revision.as_deref(), Some("canary"));
+    // shop (istio-injection=enabled) is injected by the tag's webhook: nothing to add.
+    assert!(istio.injected_namespaces.is_empty(), "{istio:?}");
+}
+
+#[test]
+fn broken_cluster_data_is_an_error_naming_the_object_and_field() {
+    let classic = std::fs::read_to_string(
+        repo().join("host-test/tests/data/mesh-installs/istio-1.26-classic.yaml"),
+    )
+    .unwrap();
+    let mesh_a_list = classic.replace(
+        "  mesh: |-\n    defaultConfig:",
+        "  mesh: |-\n    - a list\n    defaultConfig_:",
+    );
+    let error = facts_of(
+        &snapshot_of("mesh", &mesh_a_list),
+        &ClusterFactArgs::default(),
+    );
+    assert!(
+        error
+            .as_ref()
+            .is_err_and(|error| error.contains("ConfigMap istio-system/istio: data.mesh is not")),
+        "{error:?}"
+    );
+    let twice = format!(
+        "{}\n---\n{}",
+        classic,
+        classic.replace("namespace: istio-system", "namespace: istio-other")
+    );
+    let error = facts_of(&snapshot_of("twice", &twice), &ClusterFactArgs::default()).unwrap_err();
+    assert!(
+        error.contains("both serve Istio revision default"),
+        "{error}"
+    );
+    let linkerd = std::fs::read_to_string(
+        repo().join("host-test/tests/data/mesh-installs/linkerd-2.19-classic.yaml"),
+    )
+    .unwrap();
+    let bad_uid = linkerd.replace("      uid: 2102", "      uid: root");
+    let error = facts_of(&snapshot_of("uid", &bad_uid), &ClusterFactArgs::default()).unwrap_err();
+    assert!(
+        error.contains("ConfigMap linkerd/linkerd-config: data.values proxy.uid is \"root\", not a whole number"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -449,7 +533,7 @@ fn two_meshes_at_once_are_both_written_and_said() {
         read("istio-1.26-classic.yaml"),
         read("linkerd-2.19-classic.yaml")
     );
-    let facts = facts_of(&snapshot_of("both", &both)).unwrap();
+    let facts = facts_of(&snapshot_of("both", &both), &ClusterFactArgs::default()).unwrap();
     assert!(facts.istio.is_some() && facts.linkerd.is_some());
     assert!(
         facts

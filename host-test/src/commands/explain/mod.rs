@@ -491,14 +491,17 @@ struct ExplainRun {
 fn explain_inputs(args: &ExplainArgs) -> Result<ExplainRun, String> {
     let limit = crate::inputs::files::ReadLimit::flag(args.max_file_size);
     let engine = Engine::embedded().map_err(|error| format!("{error:#}"))?;
-    let cluster = args.cluster.read().transpose()?;
+    let cluster =
+        crate::cluster::ClusterRead::of(&args.cluster, &args.facts, !args.constraints.is_empty())?;
     let mut notes = Vec::new();
     if let Some(cluster) = &cluster {
-        notes.push(format!("facts read from {}:", cluster.cluster));
+        notes.push(format!("read from {}:", cluster.cluster()));
         notes.extend(cluster.summary().iter().map(|line| format!("  {line}")));
     }
     let constraints = crate::cluster::constraints_for_judging(
-        cluster.as_ref(),
+        cluster
+            .as_ref()
+            .and_then(crate::cluster::ClusterRead::facts),
         &args.constraints,
         &args.facts,
         false,
@@ -521,7 +524,7 @@ fn explain_inputs(args: &ExplainArgs) -> Result<ExplainRun, String> {
     crate::inputs::namespaces::apply_default_namespace(&mut loaded.objects, &args.namespace);
     let mut namespaces = NamespaceDefinitions::from_objects(&loaded.objects);
     if let Some(cluster) = &cluster {
-        namespaces.add_cluster(&cluster.cluster, &cluster.namespaces);
+        namespaces.add_cluster(cluster.cluster(), cluster.namespaces());
     }
     let services = ServiceIndex::from_objects(&loaded.objects);
     let context = Context {

@@ -217,6 +217,17 @@ fn start(args: &ServeArgs) -> anyhow::Result<u8> {
             );
         }
         let (constraints, headline) = cluster_constraints(target, &engine)?;
+        if args.no_namespace_watch
+            && constraints
+                .iter()
+                .any(|one| one.matcher.has_namespace_selector())
+        {
+            anyhow::bail!(
+                "the cluster's Istio revisions differ, so each revision's constraints select \
+                 its namespaces by label: POST /admission needs the Namespace watch, which \
+                 --no-namespace-watch turns off"
+            );
+        }
         facts_read = Some(headline);
         constraints
     } else if args.constraints.is_empty() {
@@ -268,9 +279,10 @@ fn cluster_constraints(
     target: &crate::cluster::reader::Target,
     engine: &Engine,
 ) -> anyhow::Result<(Vec<crate::constraints::constraint::Constraint>, String)> {
-    let facts = crate::cluster::reader::read_blocking(target)
-        .and_then(|snapshot| crate::cluster::facts_of(&snapshot))
-        .map_err(|error| anyhow::anyhow!(error))?;
+    let facts =
+        crate::cluster::reader::read_blocking(target, crate::cluster::reader::Reading::Facts)
+            .and_then(|snapshot| crate::cluster::facts_of(&snapshot, &Default::default()))
+            .map_err(|error| anyhow::anyhow!(error))?;
     for line in facts.summary() {
         tracing::info!(cluster = %facts.cluster, "fact read: {line}");
     }

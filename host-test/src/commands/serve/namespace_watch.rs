@@ -76,7 +76,11 @@ impl NamespaceWatch {
     /// With `target` (`--kubeconfig`, `--context`), that cluster is watched.
     pub async fn start(target: Option<&Target>) -> Result<NamespaceWatch, String> {
         let source = match target {
-            Some(_) => "--kubeconfig/--context".to_string(),
+            Some(target) => match (&target.kubeconfig, &target.context) {
+                (Some(path), _) => format!("--kubeconfig {}", path.display()),
+                (None, Some(context)) => format!("--context {context}"),
+                (None, None) => "--from-cluster".to_string(),
+            },
             None => match configuration_source() {
                 Some(source) => source,
                 None => {
