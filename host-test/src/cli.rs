@@ -43,6 +43,9 @@ pub enum Command {
     /// Draw each workload's startup and shutdown timeline (containers, proxy readiness,
     /// SIGTERM, drain, SIGKILL) and what happens to each kind of request.
     Explain(Box<commands::explain::ExplainArgs>),
+    /// Diagnose what really happened to a pod, from its status, events, logs and `kubectl
+    /// describe` text (files, or `pod/NAME` from the cluster), beside what its spec predicts.
+    Diagnose(Box<commands::diagnose::DiagnoseArgs>),
 }
 
 /// Runs the parsed command line and returns the process exit code.
@@ -57,5 +60,6 @@ pub fn run(cli: Cli) -> u8 {
         Command::Install(args) => commands::install::run_install(&args),
         Command::Rules(args) => commands::rules::run(&args),
         Command::Explain(args) => commands::explain::run_explain(&args),
+        Command::Diagnose(args) => commands::diagnose::run(&args),
     }
 }

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod build;
 pub mod check;
 pub mod constraint;
+pub mod diagnose;
 pub mod explain;
 pub mod install;
 pub mod rules;

@@ -12,6 +12,7 @@ mod cli_bench;
 mod cli_cluster_facts;
 mod cli_constraint_gen;
 mod cli_constraints;
+mod cli_diagnose;
 mod cli_exit_codes;
 mod cli_explain;
 mod cli_formats;

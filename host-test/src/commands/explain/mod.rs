@@ -6,8 +6,8 @@
 
 mod bars;
 mod html;
-mod svg;
-mod terminal;
+pub(crate) mod svg;
+pub(crate) mod terminal;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -101,7 +101,7 @@ pub struct AssumptionArgs {
 }
 
 impl AssumptionArgs {
-    fn assumptions(&self) -> Assumptions {
+    pub(crate) fn assumptions(&self) -> Assumptions {
         Assumptions {
             proxy_ready_ms: self.proxy_ready,
             init_container_ms: self.init_container,
@@ -486,27 +486,124 @@ struct ExplainRun {
     notes: Vec<String>,
 }
 
+/// What the timelines are drawn under: the module, the constraints (from files, flags or the
+/// cluster's facts) and the cluster read, when one is. `explain` and `diagnose` (its prediction)
+/// share it.
+pub(crate) struct Predictor {
+    engine: Engine,
+    constraints: Vec<Constraint>,
+    cluster: Option<crate::cluster::ClusterRead>,
+}
+
+impl Predictor {
+    /// Reads the constraints and the cluster; what was read is said in `notes`.
+    pub(crate) fn new(
+        constraint_files: &[PathBuf],
+        facts: &crate::constraints::facts::ClusterFactArgs,
+        cluster: &crate::cluster::ClusterSourceArgs,
+        limit: crate::inputs::files::ReadLimit,
+        notes: &mut Vec<String>,
+    ) -> Result<Predictor, String> {
+        let engine = Engine::embedded().map_err(|error| format!("{error:#}"))?;
+        let cluster =
+            crate::cluster::ClusterRead::of(cluster, facts, !constraint_files.is_empty())?;
+        if let Some(cluster) = &cluster {
+            notes.push(format!("read from {}:", cluster.cluster()));
+            notes.extend(cluster.summary().iter().map(|line| format!("  {line}")));
+        }
+        let constraints = crate::cluster::constraints_for_judging(
+            cluster
+                .as_ref()
+                .and_then(crate::cluster::ClusterRead::facts),
+            constraint_files,
+            facts,
+            false,
+            limit,
+            &engine,
+            notes,
+        )?;
+        Ok(Predictor {
+            engine,
+            constraints,
+            cluster,
+        })
+    }
+
+    /// The Namespaces the objects are judged in: their own, and the cluster's when one was read.
+    pub(crate) fn namespaces(&self, objects: &[ManifestObject]) -> NamespaceDefinitions {
+        let mut namespaces = NamespaceDefinitions::from_objects(objects);
+        if let Some(cluster) = &self.cluster {
+            namespaces.add_cluster(cluster.cluster(), cluster.namespaces());
+        }
+        namespaces
+    }
+
+    /// Every reviewed object's timelines with its findings, under the first constraint that
+    /// matches it; what is not drawn is said in `notes` or `errors`.
+    pub(crate) fn explain(
+        &self,
+        objects: &[ManifestObject],
+        assumptions: &Assumptions,
+        notes: &mut Vec<String>,
+        errors: &mut Vec<manifests::InputError>,
+    ) -> Vec<Explained> {
+        let namespaces = self.namespaces(objects);
+        let services = ServiceIndex::from_objects(objects);
+        let context = Context {
+            namespaces: &namespaces,
+            services: &services,
+        };
+        let mut explained = Vec::new();
+        for object in objects {
+            if !object.is_reviewed_kind() {
+                continue;
+            }
+            let applicable =
+                Applicable::of(&self.constraints, object, context.namespace_of(object));
+            let constraint = match applicable.first() {
+                Some(Ok(index)) => Some(&self.constraints[index]),
+                Some(Err(message)) => {
+                    errors.push(object.error(Some("metadata.namespace"), message.to_string()));
+                    None
+                }
+                None => None,
+            };
+            let Some(constraint) = constraint else {
+                notes.push(format!(
+                    "{}: not matched by any constraint, not explained",
+                    object.listing()
+                ));
+                continue;
+            };
+            let input = context.module_input(constraint, object);
+            let findings: Vec<Finding> = match self.engine.evaluate(&input) {
+                Ok(violations) => judging::findings_of(violations, constraint, None).collect(),
+                Err(error) => {
+                    errors.push(judging::evaluation_error(object, &error));
+                    continue;
+                }
+            };
+            match explain_object(object, &input, &findings, assumptions) {
+                Ok(pod_specs) => explained.extend(pod_specs),
+                Err(problem) => {
+                    errors.push(object.error(None, format!("cannot draw its timeline: {problem}")))
+                }
+            }
+        }
+        explained
+    }
+}
+
 /// Every pod spec's timeline in the inputs with its findings, and the input errors (which do
 /// not stop the rest).
 fn explain_inputs(args: &ExplainArgs) -> Result<ExplainRun, String> {
     let limit = crate::inputs::files::ReadLimit::flag(args.max_file_size);
-    let engine = Engine::embedded().map_err(|error| format!("{error:#}"))?;
-    let cluster =
-        crate::cluster::ClusterRead::of(&args.cluster, &args.facts, !args.constraints.is_empty())?;
     let mut notes = Vec::new();
-    if let Some(cluster) = &cluster {
-        notes.push(format!("read from {}:", cluster.cluster()));
-        notes.extend(cluster.summary().iter().map(|line| format!("  {line}")));
-    }
-    let constraints = crate::cluster::constraints_for_judging(
-        cluster
-            .as_ref()
-            .and_then(crate::cluster::ClusterRead::facts),
+    let predictor = Predictor::new(
         &args.constraints,
         &args.facts,
-        false,
+        &args.cluster,
         limit,
-        &engine,
         &mut notes,
     )?;
     let options = manifests::LoadOptions {
@@ -522,59 +619,19 @@ fn explain_inputs(args: &ExplainArgs) -> Result<ExplainRun, String> {
             .map(|skipped| skipped.clone().into_error().to_string()),
     );
     crate::inputs::namespaces::apply_default_namespace(&mut loaded.objects, &args.namespace);
-    let mut namespaces = NamespaceDefinitions::from_objects(&loaded.objects);
-    if let Some(cluster) = &cluster {
-        namespaces.add_cluster(cluster.cluster(), cluster.namespaces());
-    }
-    let services = ServiceIndex::from_objects(&loaded.objects);
-    let context = Context {
-        namespaces: &namespaces,
-        services: &services,
-    };
-    let assumptions = args.assumptions.assumptions();
     let mut errors = loaded.errors.clone();
-    let mut explained = Vec::new();
     if loaded.objects.is_empty() && errors.is_empty() {
         return Err(format!(
             "{}: no Kubernetes object to explain",
             args.paths.join(", ")
         ));
     }
-    for object in &loaded.objects {
-        if !object.is_reviewed_kind() {
-            continue;
-        }
-        let applicable = Applicable::of(&constraints, object, context.namespace_of(object));
-        let constraint = match applicable.first() {
-            Some(Ok(index)) => Some(&constraints[index]),
-            Some(Err(message)) => {
-                errors.push(object.error(Some("metadata.namespace"), message.to_string()));
-                None
-            }
-            None => None,
-        };
-        let Some(constraint) = constraint else {
-            notes.push(format!(
-                "{}: not matched by any constraint, not explained",
-                object.listing()
-            ));
-            continue;
-        };
-        let input = context.module_input(constraint, object);
-        let findings: Vec<Finding> = match engine.evaluate(&input) {
-            Ok(violations) => judging::findings_of(violations, constraint, None).collect(),
-            Err(error) => {
-                errors.push(judging::evaluation_error(object, &error));
-                continue;
-            }
-        };
-        match explain_object(object, &input, &findings, &assumptions) {
-            Ok(pod_specs) => explained.extend(pod_specs),
-            Err(problem) => {
-                errors.push(object.error(None, format!("cannot draw its timeline: {problem}")))
-            }
-        }
-    }
+    let explained = predictor.explain(
+        &loaded.objects,
+        &args.assumptions.assumptions(),
+        &mut notes,
+        &mut errors,
+    );
     Ok(ExplainRun {
         explained,
         errors,

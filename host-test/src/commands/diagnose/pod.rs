@@ -1,0 +1,292 @@
+//! What a pod's own object says about its containers: each one's state and last state
+//! (`status.containerStatuses`, `initContainerStatuses`), its conditions, its deletion and grace
+//! period; from `kubectl get pod -o json|yaml` or the API server, or as `describe.rs` reads
+//! them from `kubectl describe pod` text.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::clock::{self, Millis, SECOND};
+use super::evidence::Evidence;
+
+/// A pod as observed.
+#[derive(Clone, Debug, Default)]
+pub struct PodRecord {
+    pub namespace: String,
+    pub name: String,
+    /// `Job`, `ReplicaSet`... from the controlling owner reference (or describe's `Controlled By`).
+    pub owner: Option<String>,
+    pub restart_policy: Option<String>,
+    /// `spec.terminationGracePeriodSeconds`, or the deletion's own grace when it was deleted.
+    pub grace_seconds: Option<i64>,
+    /// When the kubelet was told to stop it: `deletionTimestamp` minus `deletionGracePeriodSeconds`
+    /// (the API server sets the timestamp to the deletion plus the grace period).
+    pub deleted: Option<(Millis, Evidence)>,
+    pub phase: Option<String>,
+    pub containers: Vec<ContainerRecord>,
+    /// Condition type → (status, last transition).
+    pub conditions: BTreeMap<String, (String, Option<(Millis, Evidence)>)>,
+    pub annotations: BTreeMap<String, String>,
+    /// The whole object, when it came as one (not from describe): the prediction is drawn from it.
+    pub object: Option<Value>,
+    /// Where the pod was read.
+    pub evidence: Evidence,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    Init,
+    /// An init container with `restartPolicy: Always` (a native sidecar).
+    Sidecar,
+    App,
+}
+
+#[derive(Clone, Debug)]
+pub struct ContainerRecord {
+    pub name: String,
+    pub placement: Placement,
+    pub state: State,
+    pub last_state: Option<State>,
+    pub ready: Option<bool>,
+    pub restarts: u32,
+}
+
+/// A container's state, each time with where it was read.
+#[derive(Clone, Debug)]
+pub enum State {
+    Waiting { reason: Option<String> },
+    Running { started: Option<(Millis, Evidence)> },
+    Terminated(Box<Termination>),
+    Unknown,
+}
+
+#[derive(Clone, Debug)]
+pub struct Termination {
+    pub started: Option<(Millis, Evidence)>,
+    pub finished: Option<(Millis, Evidence)>,
+    pub exit_code: Option<i64>,
+    pub reason: Option<String>,
+    pub evidence: Evidence,
+}
+
+/// Status times are whole seconds.
+pub const STATUS_PRECISION: Millis = SECOND;
+
+/// The pods of a parsed document: a Pod, or the Pods of a List. `None` when it holds none.
+pub fn pods_of(value: &Value, file: &str) -> Option<Vec<PodRecord>> {
+    match value.get("kind").and_then(Value::as_str) {
+        Some("Pod") => Some(vec![pod_of(value, file, "")]),
+        Some(kind) if kind.ends_with("List") => {
+            let items = value.get("items")?.as_array()?;
+            let pods: Vec<PodRecord> = items
+                .iter()
+                .enumerate()
+                .filter(|(_, item)| item.get("kind").and_then(Value::as_str) == Some("Pod"))
+                .map(|(index, item)| pod_of(item, file, &format!("items[{index}].")))
+                .collect();
+            (!pods.is_empty()).then_some(pods)
+        }
+        _ => None,
+    }
+}
+
+fn text_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
+    value.pointer(pointer).and_then(Value::as_str)
+}
+
+fn pod_of(pod: &Value, file: &str, prefix: &str) -> PodRecord {
+    let at = |field: &str| Evidence::field(file, &format!("{prefix}{field}"));
+    let time_at = |pointer: &str, field: &str| {
+        text_at(pod, pointer)
+            .and_then(clock::rfc3339)
+            .map(|time| (time, at(field)))
+    };
+    let spec_grace = pod
+        .pointer("/spec/terminationGracePeriodSeconds")
+        .and_then(Value::as_i64);
+    let deletion_grace = pod
+        .pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64);
+    let deleted = time_at("/metadata/deletionTimestamp", "metadata.deletionTimestamp").map(
+        |(at, evidence)| {
+            (
+                at - deletion_grace.or(spec_grace).unwrap_or(30) * 1_000,
+                evidence,
+            )
+        },
+    );
+    let owner = pod
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .and_then(|owners| {
+            owners
+                .iter()
+                .find(|owner| owner.get("controller").and_then(Value::as_bool) == Some(true))
+                .or(owners.first())
+        })
+        .and_then(|owner| owner.get("kind").and_then(Value::as_str))
+        .map(str::to_string);
+    let mut containers = Vec::new();
+    for (list, statuses, placement) in [
+        ("initContainers", "initContainerStatuses", Placement::Init),
+        ("containers", "containerStatuses", Placement::App),
+    ] {
+        let specs = pod
+            .pointer(&format!("/spec/{list}"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let status_list = pod
+            .pointer(&format!("/status/{statuses}"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let mut names: Vec<String> = specs
+            .iter()
+            .filter_map(|spec| spec.get("name").and_then(Value::as_str).map(str::to_string))
+            .collect();
+        for status in &status_list {
+            if let Some(name) = status.get("name").and_then(Value::as_str)
+                && !names.iter().any(|known| known == name)
+            {
+                names.push(name.to_string());
+            }
+        }
+        for name in names {
+            let spec = specs
+                .iter()
+                .find(|spec| spec.get("name").and_then(Value::as_str) == Some(&name));
+            let placement = if placement == Placement::Init
+                && spec.and_then(|spec| text_at(spec, "/restartPolicy")) == Some("Always")
+            {
+                Placement::Sidecar
+            } else {
+                placement
+            };
+            let status_index = status_list
+                .iter()
+                .position(|status| status.get("name").and_then(Value::as_str) == Some(&name));
+            let status = status_index.map(|index| &status_list[index]);
+            let field = |rest: &str| {
+                format!(
+                    "{prefix}status.{statuses}[{}].{rest}",
+                    status_index.unwrap_or(0)
+                )
+            };
+            containers.push(ContainerRecord {
+                placement,
+                state: status
+                    .and_then(|status| status.get("state"))
+                    .map(|state| state_of(state, file, &field("state")))
+                    .unwrap_or(State::Unknown),
+                last_state: status
+                    .and_then(|status| status.get("lastState"))
+                    .map(|state| state_of(state, file, &field("lastState")))
+                    .filter(|state| !matches!(state, State::Unknown)),
+                ready: status
+                    .and_then(|status| status.get("ready"))
+                    .and_then(Value::as_bool),
+                restarts: status
+                    .and_then(|status| status.get("restartCount"))
+                    .and_then(Value::as_u64)
+                    .map_or(0, |count| u32::try_from(count).unwrap_or(u32::MAX)),
+                name,
+            });
+        }
+    }
+    let conditions = pod
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .map(|conditions| {
+            conditions
+                .iter()
+                .enumerate()
+                .filter_map(|(index, condition)| {
+                    let kind = condition.get("type")?.as_str()?.to_string();
+                    let status = text_at(condition, "/status")
+                        .unwrap_or("Unknown")
+                        .to_string();
+                    let changed = text_at(condition, "/lastTransitionTime")
+                        .and_then(clock::rfc3339)
+                        .map(|time| {
+                            (
+                                time,
+                                at(&format!("status.conditions[{index}].lastTransitionTime")),
+                            )
+                        });
+                    Some((kind, (status, changed)))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    PodRecord {
+        namespace: text_at(pod, "/metadata/namespace")
+            .unwrap_or("")
+            .to_string(),
+        name: text_at(pod, "/metadata/name").unwrap_or("").to_string(),
+        owner,
+        restart_policy: text_at(pod, "/spec/restartPolicy").map(str::to_string),
+        grace_seconds: deletion_grace.or(spec_grace),
+        deleted,
+        phase: text_at(pod, "/status/phase").map(str::to_string),
+        containers,
+        conditions,
+        annotations: crate::inputs::manifests::string_map(pod.pointer("/metadata/annotations")),
+        object: Some(pod.clone()),
+        evidence: Evidence::field(file, prefix.trim_end_matches('.')),
+    }
+}
+
+fn state_of(state: &Value, file: &str, field: &str) -> State {
+    let time = |inner: &Value, key: &str, kind: &str| {
+        inner
+            .get(key)
+            .and_then(Value::as_str)
+            .and_then(clock::rfc3339)
+            .map(|at| (at, Evidence::field(file, &format!("{field}.{kind}.{key}"))))
+    };
+    if let Some(running) = state.get("running") {
+        return State::Running {
+            started: time(running, "startedAt", "running"),
+        };
+    }
+    if let Some(terminated) = state.get("terminated") {
+        return State::Terminated(Box::new(Termination {
+            started: time(terminated, "startedAt", "terminated"),
+            finished: time(terminated, "finishedAt", "terminated"),
+            exit_code: terminated.get("exitCode").and_then(Value::as_i64),
+            reason: terminated
+                .get("reason")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            evidence: Evidence::field(file, &format!("{field}.terminated")),
+        }));
+    }
+    if let Some(waiting) = state.get("waiting") {
+        return State::Waiting {
+            reason: waiting
+                .get("reason")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        };
+    }
+    State::Unknown
+}
+
+impl PodRecord {
+    /// `shop/web-7d4b9c-abcde`.
+    pub fn title(&self) -> String {
+        match (self.namespace.as_str(), self.name.as_str()) {
+            ("", "") => "the pod".into(),
+            ("", name) => name.into(),
+            (namespace, name) => format!("{namespace}/{name}"),
+        }
+    }
+
+    /// A batch pod: owned by a Job, or one whose containers are meant to finish.
+    pub fn is_batch(&self) -> bool {
+        self.owner.as_deref() == Some("Job")
+            || matches!(self.restart_policy.as_deref(), Some("Never" | "OnFailure"))
+    }
+}

@@ -1,0 +1,220 @@
+//! The files given to `meshlife diagnose`, each recognised from its content: a pod (JSON or YAML,
+//! alone or in a List), events (an Event List, JSON or YAML), `kubectl describe pod` text, or a
+//! container's log. Nothing is dropped silently: a file that cannot be used is said, with why.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::describe;
+use super::events::{self, EventRecord};
+use super::logs::{self, LogRecord};
+use super::pod::{self, PodRecord};
+
+/// The largest file read; a log beyond it is read from its end (the shutdown is there).
+const MOST_READ: u64 = 64 * 1024 * 1024;
+
+/// Everything read, for the pods in it.
+#[derive(Debug, Default)]
+pub struct Sources {
+    pub pods: Vec<PodRecord>,
+    pub events: Vec<EventRecord>,
+    pub logs: Vec<LogRecord>,
+    /// Namespace objects read with the pods (from the API server), for the prediction.
+    pub namespaces: Vec<serde_json::Value>,
+    /// What was read and how it was taken (`pod.json: a Pod`), and what could not be used.
+    pub notes: Vec<String>,
+    /// Files that could not be read at all.
+    pub errors: Vec<String>,
+}
+
+impl Sources {
+    /// Reads `paths`; `log_names` maps a file to the container its log is of (`--log C=FILE`).
+    pub fn read(paths: &[String], log_names: &BTreeMap<String, String>) -> Sources {
+        let mut sources = Sources::default();
+        for path in paths {
+            match read_text(Path::new(path)) {
+                Ok((text, note)) => {
+                    sources.notes.extend(note);
+                    sources.add_text(path, &text, log_names.get(path).map(String::as_str));
+                }
+                Err(error) => sources.errors.push(format!("{path}: {error}")),
+            }
+        }
+        sources
+    }
+
+    /// Takes one input's text, whatever its kind.
+    pub fn add_text(&mut self, file: &str, text: &str, log_of: Option<&str>) {
+        if let Some(container) = log_of {
+            return self.add_log(file, text, container);
+        }
+        let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+        if trimmed.is_empty() {
+            self.notes.push(format!("{file}: empty, not used"));
+            return;
+        }
+        if describe::is_describe(text) {
+            let (pod, events, notes) = describe::describe_of(text, file);
+            self.notes.push(format!(
+                "{file}: `kubectl describe` of pod {} ({} container(s), {} event(s))",
+                pod.title(),
+                pod.containers.len(),
+                events.len()
+            ));
+            self.notes.extend(notes);
+            self.pods.push(pod);
+            self.events.extend(events);
+            return;
+        }
+        if looks_like_an_object(trimmed) {
+            return self.add_objects(file, text);
+        }
+        let stem = Path::new(file)
+            .file_name()
+            .map(|name| name.to_string_lossy().to_string())
+            .unwrap_or_else(|| file.to_string());
+        let container = stem
+            .strip_suffix(".log")
+            .or(stem.strip_suffix(".txt"))
+            .unwrap_or(&stem)
+            .to_string();
+        self.add_log(file, text, &container)
+    }
+
+    fn add_log(&mut self, file: &str, text: &str, container: &str) {
+        let records = logs::logs_of(text, file, container);
+        for record in &records {
+            self.notes.push(format!(
+                "{file}: the log of {} ({} lines)",
+                record.container,
+                record.lines.len()
+            ));
+            self.notes.extend(record.notes.iter().cloned());
+        }
+        self.logs.extend(records);
+    }
+
+    fn add_objects(&mut self, file: &str, text: &str) {
+        let mut used = false;
+        for document in crate::inputs::manifests::parse_documents(file, text) {
+            match document {
+                Err(error) => self.notes.push(format!(
+                    "{error}: not used (cut short? save it again with `kubectl get -o json`)"
+                )),
+                Ok((index, _, value)) => used |= self.add_document(file, index, &value),
+            }
+        }
+        if !used && !self.notes.iter().any(|note| note.starts_with(file)) {
+            self.notes
+                .push(format!("{file}: nothing in it could be used"));
+        }
+    }
+
+    /// An object read from the API server, as a file's would be.
+    pub fn add_value(&mut self, file: &str, value: &serde_json::Value) {
+        self.add_document(file, 0, value);
+    }
+
+    /// Takes one parsed document; whether it held anything used.
+    fn add_document(&mut self, file: &str, index: usize, value: &serde_json::Value) -> bool {
+        let mut used = false;
+        {
+            {
+                {
+                    if let Some(pods) = pod::pods_of(value, file) {
+                        self.notes.push(format!(
+                            "{file}: {}",
+                            pods.iter()
+                                .map(|pod| format!("pod {}", pod.title()))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ));
+                        self.pods.extend(pods);
+                        used = true;
+                    } else if let Some(events) = events::events_of(value, file) {
+                        self.notes
+                            .push(format!("{file}: {} event(s)", events.len()));
+                        self.events.extend(events);
+                        used = true;
+                    } else if value
+                        .get("kind")
+                        .and_then(serde_json::Value::as_str)
+                        .is_some_and(|kind| kind.ends_with("List"))
+                    {
+                        self.notes.push(format!(
+                            "{file}, document {}: a List with no Pod or Event in it, not used",
+                            index + 1
+                        ));
+                    } else {
+                        self.notes.push(format!(
+                            "{file}, document {}: {}, not a Pod, an Event or a List of them: not used",
+                            index + 1,
+                            value
+                                .get("kind")
+                                .and_then(serde_json::Value::as_str)
+                                .map_or("no kind".to_string(), |kind| format!("a {kind}"))
+                        ));
+                    }
+                }
+            }
+        }
+        used
+    }
+}
+
+/// A Kubernetes object's text (JSON or YAML with `kind:`), as opposed to a log whose lines are
+/// JSON objects of their own (no `kind`, one per line).
+fn looks_like_an_object(text: &str) -> bool {
+    let head: String = text.chars().take(4_096).collect();
+    if head.starts_with('{') || head.starts_with('[') {
+        // JSON lines: the first line is a whole object without a kind.
+        let first = head.lines().next().unwrap_or("");
+        if let Ok(serde_json::Value::Object(map)) = serde_json::from_str(first) {
+            return map.contains_key("kind") && map.contains_key("apiVersion");
+        }
+        return head.contains("\"kind\"") || head.contains("\"apiVersion\"");
+    }
+    head.lines()
+        .any(|line| line.starts_with("kind:") || line.starts_with("apiVersion:"))
+}
+
+/// The file's text (what is not UTF-8 replaced, and said), its end when it is over [`MOST_READ`].
+fn read_text(path: &Path) -> Result<(String, Option<String>), String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).map_err(|error| format!("cannot read: {error}"))?;
+    let metadata = file
+        .metadata()
+        .map_err(|error| format!("cannot read: {error}"))?;
+    if metadata.is_dir() {
+        return Err("a folder: name the files (the pod, its events, logs, describe text)".into());
+    }
+    let mut note = None;
+    if metadata.len() > MOST_READ {
+        file.seek(SeekFrom::Start(metadata.len() - MOST_READ))
+            .map_err(|error| format!("cannot read: {error}"))?;
+        note = Some(format!(
+            "{}: {} bytes; only its last {} MiB are read",
+            path.display(),
+            metadata.len(),
+            MOST_READ / 1024 / 1024
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(MOST_READ)
+        .read_to_end(&mut bytes)
+        .map_err(|error| format!("cannot read: {error}"))?;
+    match String::from_utf8(bytes) {
+        Ok(text) => Ok((text, note)),
+        Err(error) => {
+            let text = String::from_utf8_lossy(error.as_bytes()).into_owned();
+            let said = format!(
+                "{}: not all UTF-8; the bytes that are not are read as \u{fffd}",
+                path.display()
+            );
+            Ok((
+                text,
+                Some(note.map_or(said.clone(), |note| format!("{note}; {said}"))),
+            ))
+        }
+    }
+}

@@ -1,0 +1,421 @@
+//! `meshlife diagnose`: pods' status, events, logs and describe text as Kubernetes, Istio and
+//! Linkerd write them (host-test/tests/data/diagnose/, each case's README.md cites the source of
+//! every line format), judged rule by rule; and bad input said, never guessed at.
+
+use serde_json::Value;
+
+use crate::cli_support::{self, Outcome, Workspace};
+
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/diagnose");
+
+fn case_files(case: &str) -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(format!("{DATA}/{case}"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_none_or(|extension| extension != "md"))
+        .map(|path| path.display().to_string())
+        .collect();
+    files.sort();
+    files
+}
+
+fn diagnose(args: &[String]) -> Outcome {
+    let mut all = vec!["diagnose".to_string()];
+    all.extend(args.iter().cloned());
+    let refs: Vec<&str> = all.iter().map(String::as_str).collect();
+    cli_support::run_in(std::path::Path::new(DATA), &refs, None)
+}
+
+/// Each rule's status in a `-o json` run.
+fn statuses(outcome: &Outcome) -> Vec<(String, String)> {
+    let run = outcome.json_envelope();
+    let diagnoses = run["diagnoses"].as_array().expect("diagnoses");
+    assert_eq!(diagnoses.len(), 1, "{outcome:?}");
+    diagnoses[0]["conclusions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|conclusion| {
+            (
+                conclusion["rule"].as_str().unwrap().to_string(),
+                conclusion["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn status_of(outcome: &Outcome, rule: &str) -> String {
+    statuses(outcome)
+        .into_iter()
+        .find(|(id, _)| id == rule)
+        .map(|(_, status)| status)
+        .unwrap_or_else(|| panic!("no {rule} conclusion: {outcome:?}"))
+}
+
+fn conclusion(outcome: &Outcome, rule: &str) -> Value {
+    outcome.json_envelope()["diagnoses"][0]["conclusions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|conclusion| conclusion["rule"] == rule)
+        .cloned()
+        .unwrap()
+}
+
+fn json_run(files: &[String]) -> Outcome {
+    let mut args = files.to_vec();
+    args.extend(["-o".to_string(), "json".to_string()]);
+    diagnose(&args)
+}
+
+#[test]
+fn each_bug_class_is_confirmed_from_its_own_data_and_the_others_are_not() {
+    let expected = [
+        (
+            "istio-startup-race",
+            [
+                ("ML101", "confirmed"),
+                ("ML201", "ruled-out"),
+                ("ML301", "ruled-out"),
+                ("ML401", "cannot-tell"),
+                ("ML404", "cannot-tell"),
+            ],
+        ),
+        (
+            "istio-hold",
+            [
+                ("ML101", "ruled-out"),
+                ("ML201", "ruled-out"),
+                ("ML301", "ruled-out"),
+                ("ML401", "cannot-tell"),
+                ("ML404", "cannot-tell"),
+            ],
+        ),
+        (
+            "istio-job-never-completes",
+            [
+                ("ML101", "cannot-tell"),
+                ("ML201", "ruled-out"),
+                ("ML301", "confirmed"),
+                ("ML401", "cannot-tell"),
+                ("ML404", "cannot-tell"),
+            ],
+        ),
+        (
+            "istio-drain-killed",
+            [
+                ("ML101", "cannot-tell"),
+                ("ML201", "ruled-out"),
+                ("ML301", "ruled-out"),
+                ("ML401", "confirmed"),
+                ("ML404", "confirmed"),
+            ],
+        ),
+        (
+            "linkerd-init-no-network",
+            [
+                ("ML101", "cannot-tell"),
+                ("ML201", "confirmed"),
+                ("ML301", "ruled-out"),
+                ("ML401", "cannot-tell"),
+                ("ML404", "cannot-tell"),
+            ],
+        ),
+        (
+            "linkerd-job-shutdown",
+            [
+                ("ML101", "ruled-out"),
+                ("ML201", "ruled-out"),
+                ("ML301", "ruled-out"),
+                ("ML401", "ruled-out"),
+                ("ML404", "cannot-tell"),
+            ],
+        ),
+    ];
+    for (case, rules) in expected {
+        let outcome = json_run(&case_files(case));
+        let wanted: Vec<(String, String)> = rules
+            .iter()
+            .map(|(rule, status)| (rule.to_string(), status.to_string()))
+            .collect();
+        assert_eq!(statuses(&outcome), wanted, "{case}: {outcome:?}");
+        let confirmed = wanted.iter().any(|(_, status)| status == "confirmed");
+        assert_eq!(outcome.code, i32::from(confirmed), "{case}: {outcome:?}");
+    }
+}
+
+#[test]
+fn a_confirmed_race_rests_on_the_moments_it_names() {
+    let outcome = json_run(&case_files("istio-startup-race"));
+    let race = conclusion(&outcome, "ML101");
+    let summary = race["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("web started at 10:00:03")
+            && summary.contains("istio-proxy was ready (at 10:00:06.210)")
+            && summary.contains("3 connection errors in between"),
+        "{summary}"
+    );
+    let places: Vec<String> = race["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cited| {
+            format!(
+                "{}:{}",
+                cited["file"].as_str().unwrap().rsplit('/').next().unwrap(),
+                cited["line"].as_u64().map_or_else(
+                    || cited["field"].as_str().unwrap().to_string(),
+                    |line| line.to_string()
+                )
+            )
+        })
+        .collect();
+    assert_eq!(
+        places,
+        [
+            "pod.json:status.containerStatuses[0].state.running.startedAt",
+            "web.log:2",
+            "web.log:3",
+            "web.log:4",
+            "istio-proxy.log:10"
+        ]
+    );
+    assert_eq!(
+        race["evidence"][4]["time"]["earliest"],
+        "2024-01-15T10:00:06.210Z"
+    );
+    assert!(
+        race["fix"]
+            .as_str()
+            .unwrap()
+            .contains("holdApplicationUntilProxyStarts")
+    );
+    // The prediction from the pod's own spec agrees: a classic proxy without hold.
+    let diagnosis = &outcome.json_envelope()["diagnoses"][0];
+    let predicted: Vec<&str> = diagnosis["predicted"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|finding| finding["rule"].as_str().unwrap())
+        .collect();
+    assert!(predicted.contains(&"ML101"), "{predicted:?}");
+    assert_eq!(diagnosis["differences"], Value::Array(Vec::new()));
+}
+
+#[test]
+fn the_drain_killed_at_the_grace_period_is_timed_from_sigterm() {
+    let outcome = json_run(&case_files("istio-drain-killed"));
+    let drain = conclusion(&outcome, "ML401");
+    let summary = drain["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("killed (exit 137)")
+            && summary.contains("after SIGTERM")
+            && summary.contains("at the grace period (30 s")
+            && summary.contains("while draining"),
+        "{summary}"
+    );
+    let streams = conclusion(&outcome, "ML404");
+    assert!(
+        streams["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("2 stream(s) or request(s) cut after SIGTERM"),
+        "{streams}"
+    );
+    // The shutdown's failed readiness probes say nothing of the startup.
+    let race = conclusion(&outcome, "ML101");
+    assert!(
+        race["summary"]
+            .as_str()
+            .unwrap()
+            .contains("does not say when istio-proxy was ready"),
+        "{race}"
+    );
+}
+
+#[test]
+fn describe_text_in_local_time_lines_up_with_utc_logs() {
+    let folder = format!("{DATA}/istio-startup-race-describe");
+    let alone = json_run(&[format!("{folder}/describe.txt")]);
+    assert_eq!(status_of(&alone, "ML101"), "cannot-tell", "{alone:?}");
+    let missing = conclusion(&alone, "ML101")["missing"].to_string();
+    assert!(
+        missing.contains("kubectl logs POD -c istio-proxy --timestamps"),
+        "{missing}"
+    );
+    assert!(
+        alone.stderr.contains("describe text holds no pod spec"),
+        "{alone:?}"
+    );
+
+    let with_log = json_run(&[
+        format!("{folder}/describe.txt"),
+        format!("{folder}/istio-proxy.log"),
+    ]);
+    assert_eq!(status_of(&with_log, "ML101"), "confirmed", "{with_log:?}");
+    let summary = conclusion(&with_log, "ML101")["summary"].to_string();
+    // describe's `11:00:03 +0100` is 10:00:03 UTC.
+    assert!(summary.contains("web started at 10:00:03"), "{summary}");
+}
+
+#[test]
+fn the_text_report_says_each_conclusion_with_its_evidence_and_fix() {
+    let outcome = diagnose(&case_files("istio-job-never-completes"));
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    let text = &outcome.stdout;
+    assert!(
+        text.contains("ML301 job-sidecar-never-exits: confirmed: the app finished at 02:03:41, and istio-proxy was still running"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "fix: end the app's command with `curl -fsX POST localhost:15020/quitquitquit`"
+        )
+    );
+    assert!(text.contains("Predicted from the pod's spec"));
+    assert!(text.contains("? ML401 drain-exceeds-grace: cannot tell"));
+}
+
+#[test]
+fn svg_and_html_are_well_formed_pictures_of_the_observed_timeline() {
+    let mut args = case_files("istio-drain-killed");
+    args.extend(["-o".to_string(), "svg".to_string()]);
+    let svg = diagnose(&args);
+    assert_eq!(svg.code, 1, "{svg:?}");
+    let mut reader = quick_xml::Reader::from_str(&svg.stdout);
+    loop {
+        match reader.read_event() {
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(_) => {}
+            Err(error) => panic!("not well-formed: {error}\n{}", svg.stdout),
+        }
+    }
+    assert!(svg.stdout.contains("ML401 drain-exceeds-grace: confirmed"));
+    let mut args = case_files("istio-drain-killed");
+    args.extend(["-o".to_string(), "html".to_string()]);
+    let html = diagnose(&args);
+    assert!(
+        html.stdout.contains("<h3>Observed</h3>")
+            && html
+                .stdout
+                .contains("<h3>Predicted from the pod's spec</h3>")
+    );
+}
+
+#[test]
+fn a_newest_first_paste_reads_as_the_file_in_time_order() {
+    let workspace = Workspace::new();
+    let original = std::fs::read_to_string(format!("{DATA}/istio-startup-race/web.log")).unwrap();
+    let reversed: Vec<&str> = original.lines().rev().collect();
+    let web = workspace.write("web.log", &(reversed.join("\n") + "\n"));
+    let files = vec![
+        format!("{DATA}/istio-startup-race/pod.json"),
+        format!("{DATA}/istio-startup-race/istio-proxy.log"),
+        web.display().to_string(),
+    ];
+    let outcome = json_run(&files);
+    assert_eq!(status_of(&outcome, "ML101"), "confirmed", "{outcome:?}");
+    assert!(outcome.stderr.contains("newest line first"), "{outcome:?}");
+    assert!(
+        conclusion(&outcome, "ML101")["summary"]
+            .as_str()
+            .unwrap()
+            .contains("3 connection errors")
+    );
+}
+
+#[test]
+fn bad_input_is_said_and_never_concluded_from() {
+    let workspace = Workspace::new();
+    // A pod cut short: said with its file, the rest still read.
+    let pod = std::fs::read_to_string(format!("{DATA}/istio-startup-race/pod.json")).unwrap();
+    let cut = workspace.write("pod.json", &pod[..pod.len() / 2]);
+    let outcome = json_run(&[
+        cut.display().to_string(),
+        format!("{DATA}/istio-startup-race/istio-proxy.log"),
+    ]);
+    assert_ne!(outcome.code, 101, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("pod.json") && outcome.stderr.contains("not used"),
+        "{outcome:?}"
+    );
+    assert_eq!(status_of(&outcome, "ML101"), "cannot-tell", "{outcome:?}");
+
+    // Logs without timestamps: what they say is used, never when.
+    let untimed: String = std::fs::read_to_string(format!("{DATA}/istio-startup-race/web.log"))
+        .unwrap()
+        .lines()
+        .map(|line| line.split_once(' ').unwrap().1.to_string() + "\n")
+        .collect::<String>()
+        .replace("\"ts\":", "\"at\":");
+    let web = workspace.write("web.log", &untimed);
+    let outcome = json_run(&[
+        format!("{DATA}/istio-startup-race-describe/describe.txt"),
+        web.display().to_string(),
+    ]);
+    assert!(outcome.stderr.contains("no line has a time"), "{outcome:?}");
+    assert_eq!(status_of(&outcome, "ML101"), "cannot-tell", "{outcome:?}");
+    assert!(
+        conclusion(&outcome, "ML101")["summary"]
+            .as_str()
+            .unwrap()
+            .contains("3 connection error(s), but they cannot be placed")
+    );
+
+    // A describe whose times are in another form: each is said, and not used.
+    let describe =
+        std::fs::read_to_string(format!("{DATA}/istio-startup-race-describe/describe.txt"))
+            .unwrap()
+            .replace(
+                "Mon, 15 Jan 2024 11:00:03 +0100",
+                "lun., 15 janv. 2024 11:00:03 CET",
+            );
+    let other = workspace.write("describe-fr.txt", &describe);
+    let outcome = json_run(&[
+        other.display().to_string(),
+        format!("{DATA}/istio-startup-race-describe/istio-proxy.log"),
+    ]);
+    assert!(
+        outcome.stderr.contains("is not a time kubectl writes"),
+        "{outcome:?}"
+    );
+    assert_eq!(status_of(&outcome, "ML101"), "cannot-tell", "{outcome:?}");
+
+    // Clocks that disagree: the app's log starts five minutes before its container did.
+    let skewed = std::fs::read_to_string(format!("{DATA}/istio-startup-race/web.log"))
+        .unwrap()
+        .replace("2024-01-15T10:00:0", "2024-01-15T09:55:0");
+    let web = workspace.write("web.log", &skewed);
+    let outcome = json_run(&[
+        format!("{DATA}/istio-startup-race/pod.json"),
+        web.display().to_string(),
+    ]);
+    let run = outcome.json_envelope();
+    let notes = run["diagnoses"][0]["observed"]["notes"].to_string();
+    assert!(notes.contains("clock"), "{notes}");
+    assert_ne!(status_of(&outcome, "ML101"), "confirmed", "{outcome:?}");
+
+    // Nothing readable at all: an error, exit 2.
+    let empty = workspace.write("empty.log", "");
+    let outcome = diagnose(&[empty.display().to_string()]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("nothing to diagnose"),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn a_live_target_without_a_cluster_is_a_clear_error() {
+    let workspace = Workspace::new();
+    let outcome = workspace.run(&[
+        "diagnose",
+        "pod/web",
+        "-n",
+        "shop",
+        "--kubeconfig",
+        "no-such-kubeconfig",
+    ]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(outcome.stderr.contains("no-such-kubeconfig"), "{outcome:?}");
+}
