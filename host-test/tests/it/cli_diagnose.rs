@@ -419,3 +419,63 @@ fn a_live_target_without_a_cluster_is_a_clear_error() {
     assert_eq!(outcome.code, 2, "{outcome:?}");
     assert!(outcome.stderr.contains("no-such-kubeconfig"), "{outcome:?}");
 }
+
+#[test]
+fn pasted_tables_and_several_pods_are_read_as_kubectl_prints_them() {
+    let workspace = Workspace::new();
+    let table = workspace.write(
+        "events.txt",
+        "LAST SEEN   TYPE      REASON      OBJECT                          MESSAGE\n\
+         5m          Normal    Started     pod/web-7d4b9c6f5-x2vkq         Started container web\n\
+         4m          Warning   Unhealthy   pod/web-7d4b9c6f5-x2vkq         Readiness probe failed: HTTP probe failed with statuscode: 503\n\
+         30s         Normal    Killing     pod/web-7d4b9c6f5-x2vkq         Stopping container istio-proxy\n",
+    );
+    let describe = format!("{DATA}/istio-startup-race-describe/describe.txt");
+    let outcome = json_run(&[table.display().to_string(), describe.clone()]);
+    assert!(
+        outcome
+            .stderr
+            .contains("a `kubectl get events` table (3 event(s)"),
+        "{outcome:?}"
+    );
+    let run = outcome.json_envelope();
+    let proxy = run["diagnoses"][0]["observed"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|container| container["name"] == "istio-proxy")
+        .unwrap()
+        .clone();
+    let moments = proxy["moments"].to_string();
+    assert!(
+        moments.contains("Stopping container istio-proxy"),
+        "{moments}"
+    );
+    // No line of the table became a log line of a container named `events`.
+    assert!(!run.to_string().contains("\"name\":\"events\""));
+
+    // `kubectl describe pods -l app=web`: one pod after another, each diagnosed.
+    let one = std::fs::read_to_string(&describe).unwrap();
+    let two = workspace.write(
+        "two.txt",
+        &format!("{one}\n{}", one.replace("x2vkq", "abcde")),
+    );
+    let outcome = json_run(&[two.display().to_string()]);
+    let pods: Vec<String> = outcome.json_envelope()["diagnoses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|diagnosis| diagnosis["pod"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        pods,
+        ["shop/web-7d4b9c6f5-x2vkq", "shop/web-7d4b9c6f5-abcde"]
+    );
+
+    // `kubectl logs --previous` saved as NAME.previous.log is NAME's.
+    let log =
+        std::fs::read_to_string(format!("{DATA}/istio-startup-race/istio-proxy.log")).unwrap();
+    let previous = workspace.write("istio-proxy.previous.log", &log);
+    let outcome = json_run(&[describe, previous.display().to_string()]);
+    assert_eq!(status_of(&outcome, "ML101"), "confirmed", "{outcome:?}");
+}

@@ -5,7 +5,7 @@
 //! Events table with ages, not times: its events are evidence of what happened, not when.
 
 use super::clock;
-use super::events::{EventRecord, container_of_message};
+use super::events::{self, EventRecord};
 use super::evidence::Evidence;
 use super::pod::{ContainerRecord, Placement, PodRecord, State, Termination};
 
@@ -20,11 +20,38 @@ pub fn is_describe(text: &str) -> bool {
     name && containers
 }
 
-/// The pod, its events, and notes on what could not be read.
-pub fn describe_of(text: &str, file: &str) -> (PodRecord, Vec<EventRecord>, Vec<String>) {
+/// Each pod's text in a describe of several (from each `Name:` line; anything before the first
+/// is not a pod's), with the line it starts on (1-based).
+pub fn each_pod(text: &str) -> Vec<(usize, &str)> {
+    let mut starts = Vec::new();
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if line.starts_with("Name:") {
+            starts.push(offset);
+        }
+        offset += line.len();
+    }
+    starts
+        .iter()
+        .enumerate()
+        .map(|(index, &start)| {
+            let end = starts.get(index + 1).copied().unwrap_or(text.len());
+            (text[..start].lines().count() + 1, &text[start..end])
+        })
+        .filter(|(_, one)| !one.trim().is_empty())
+        .collect()
+}
+
+/// The pod, its events, and notes on what could not be read; `first_line` is where `text`
+/// starts in its file.
+pub fn describe_of(
+    text: &str,
+    file: &str,
+    first_line: usize,
+) -> (PodRecord, Vec<EventRecord>, Vec<String>) {
     let lines: Vec<&str> = text.lines().collect();
     let mut pod = PodRecord {
-        evidence: Evidence::line(file, 1, lines.first().copied().unwrap_or("")),
+        evidence: Evidence::line(file, first_line, lines.first().copied().unwrap_or("")),
         ..PodRecord::default()
     };
     let mut notes = Vec::new();
@@ -35,7 +62,7 @@ pub fn describe_of(text: &str, file: &str) -> (PodRecord, Vec<EventRecord>, Vec<
     let mut index = 0;
     while index < lines.len() {
         let line = lines[index];
-        let number = index + 1;
+        let number = first_line + index;
         index += 1;
         let indent = line.len() - line.trim_start().len();
         let trimmed = line.trim();
@@ -62,9 +89,19 @@ pub fn describe_of(text: &str, file: &str) -> (PodRecord, Vec<EventRecord>, Vec<
                     add_annotation(&mut pod, value);
                 }
                 "Events" => {
-                    let (events, more_notes) = events_table(&lines[index..], index, file);
                     pod_events_done(&mut pod);
-                    notes.extend(more_notes);
+                    let events = match events::table_of(&lines[index..], first_line + index, file) {
+                        Some(events) => events,
+                        None => {
+                            if !value.contains("<none>") {
+                                notes.push(format!(
+                                    "{file}:{number}: the Events section has no `Type Reason \
+                                     Age From Message` header: its events are not read"
+                                ));
+                            }
+                            Vec::new()
+                        }
+                    };
                     return (pod, events, notes);
                 }
                 _ => {}
@@ -212,71 +249,4 @@ fn state_field(
         (State::Waiting { reason, .. }, "Reason") => *reason = Some(value.into()),
         _ => {}
     }
-}
-
-/// The Events table: columns found from its header (`Type  Reason  Age  From  Message`), so
-/// widths from any kubectl version read alike.
-fn events_table(lines: &[&str], first_index: usize, file: &str) -> (Vec<EventRecord>, Vec<String>) {
-    let mut notes = Vec::new();
-    let mut events = Vec::new();
-    let Some(header_at) = lines
-        .iter()
-        .take(3)
-        .position(|line| line.contains("Reason") && line.contains("Message"))
-    else {
-        if lines
-            .first()
-            .is_none_or(|line| !line.trim().is_empty() && !line.contains("<none>"))
-        {
-            notes.push(format!(
-                "{file}: the Events section has no `Type Reason Age From Message` header: its \
-                 events are not read"
-            ));
-        }
-        return (events, notes);
-    };
-    let header = lines[header_at];
-    let column = |name: &str| header.find(name);
-    let (Some(reason_at), Some(age_at), Some(message_at)) =
-        (column("Reason"), column("Age"), column("Message"))
-    else {
-        return (events, notes);
-    };
-    for (offset, line) in lines.iter().enumerate().skip(header_at + 1) {
-        let number = first_index + offset + 1;
-        if line.trim_start().starts_with("----") || line.trim().is_empty() {
-            continue;
-        }
-        if !line.starts_with(' ') {
-            break;
-        }
-        let slice = |from: usize, to: usize| {
-            line.get(from.min(line.len())..to.min(line.len()))
-                .unwrap_or("")
-                .trim()
-        };
-        let reason = slice(reason_at, age_at).to_string();
-        let age = slice(age_at, message_at);
-        let message = line
-            .get(message_at.min(line.len())..)
-            .unwrap_or("")
-            .trim()
-            .to_string();
-        let count = age
-            .split_once("(x")
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .and_then(|count| count.parse().ok())
-            .unwrap_or(1);
-        events.push(EventRecord {
-            container: container_of_message(&message),
-            pod: None,
-            reason,
-            message,
-            first: None,
-            last: None,
-            count,
-            evidence: Evidence::line(file, number, line),
-        });
-    }
-    (events, notes)
 }

@@ -107,6 +107,70 @@ fn event_of(event: &Value, file: &str, field: &str) -> Option<EventRecord> {
     })
 }
 
+/// An events table as kubectl prints it: describe's `Type  Reason  Age  From  Message`,
+/// `kubectl get events`' and `kubectl events`' `LAST SEEN  TYPE  REASON  OBJECT  MESSAGE`. The
+/// columns are found from the header, so any version's widths read alike; the tables give ages,
+/// not times, so their events say what happened, not when. `None` when `lines` does not open
+/// with such a table (within its first three lines).
+pub fn table_of(lines: &[&str], first_line: usize, file: &str) -> Option<Vec<EventRecord>> {
+    let header_at = lines.iter().take(3).position(|line| {
+        let upper = line.to_ascii_uppercase();
+        upper.contains("REASON") && upper.contains("MESSAGE")
+    })?;
+    let header = lines[header_at];
+    let upper = header.to_ascii_uppercase();
+    let bytes = header.as_bytes();
+    // A column starts after two spaces (`LAST SEEN` is one column).
+    let starts: Vec<usize> = (0..bytes.len())
+        .filter(|&at| {
+            bytes[at] != b' '
+                && (at == 0
+                    || (at >= 2 && bytes[at - 1] == b' ' && bytes[at - 2] == b' ')
+                    || header[..at].trim().is_empty())
+        })
+        .collect();
+    let column = |name: &str| upper.find(name).filter(|at| starts.contains(at));
+    let next = |at: usize| starts.iter().copied().find(|start| *start > at);
+    let reason_at = column("REASON")?;
+    let message_at = column("MESSAGE")?;
+    let object_at = column("OBJECT");
+    let indented = header.starts_with(' ');
+    let mut events = Vec::new();
+    for (offset, line) in lines.iter().enumerate().skip(header_at + 1) {
+        if line.trim_start().starts_with("----") || line.trim().is_empty() {
+            continue;
+        }
+        if indented && !line.starts_with(' ') {
+            break;
+        }
+        let slice = |from: usize, to: Option<usize>| {
+            let to = to.unwrap_or(line.len()).min(line.len());
+            line.get(from.min(to)..to).unwrap_or("").trim()
+        };
+        let message = slice(message_at, None).to_string();
+        let pod = object_at
+            .map(|at| slice(at, next(at)))
+            .and_then(|object| object.strip_prefix("pod/"))
+            .map(str::to_string);
+        let count = line
+            .split_once("(x")
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .and_then(|count| count.parse().ok())
+            .unwrap_or(1);
+        events.push(EventRecord {
+            reason: slice(reason_at, next(reason_at)).to_string(),
+            container: container_of_message(&message),
+            pod,
+            message,
+            first: None,
+            last: None,
+            count,
+            evidence: Evidence::line(file, first_line + offset, line),
+        });
+    }
+    Some(events)
+}
+
 /// `spec.containers{istio-proxy}` → `istio-proxy`.
 fn container_of_field_path(path: &str) -> Option<String> {
     let start = path.find('{')? + 1;

@@ -54,29 +54,50 @@ impl Sources {
             return;
         }
         if describe::is_describe(text) {
-            let (pod, events, notes) = describe::describe_of(text, file);
-            self.notes.push(format!(
-                "{file}: `kubectl describe` of pod {} ({} container(s), {} event(s))",
-                pod.title(),
-                pod.containers.len(),
-                events.len()
-            ));
-            self.notes.extend(notes);
-            self.pods.push(pod);
-            self.events.extend(events);
+            // `kubectl describe pods -l app=web` prints one pod after another.
+            for (first_line, one) in describe::each_pod(text) {
+                let (pod, mut events, notes) = describe::describe_of(one, file, first_line);
+                self.notes.push(format!(
+                    "{file}: `kubectl describe` of pod {} ({} container(s), {} event(s))",
+                    pod.title(),
+                    pod.containers.len(),
+                    events.len()
+                ));
+                self.notes.extend(notes);
+                for event in &mut events {
+                    event.pod = Some(pod.name.clone());
+                }
+                self.pods.push(pod);
+                self.events.extend(events);
+            }
             return;
         }
         if looks_like_an_object(trimmed) {
             return self.add_objects(file, text);
         }
+        let lines: Vec<&str> = text.lines().collect();
+        if let Some(events) = events::table_of(&lines, 1, file) {
+            self.notes.push(format!(
+                "{file}: a `kubectl get events` table ({} event(s); ages, not times: what \
+                 happened is used, not when; `-o json` gives the times)",
+                events.len()
+            ));
+            self.events.extend(events);
+            return;
+        }
         let stem = Path::new(file)
             .file_name()
             .map(|name| name.to_string_lossy().to_string())
             .unwrap_or_else(|| file.to_string());
-        let container = stem
+        let stem = stem
             .strip_suffix(".log")
             .or(stem.strip_suffix(".txt"))
-            .unwrap_or(&stem)
+            .unwrap_or(&stem);
+        // `kubectl logs --previous` saved as `app.previous.log` or `app-previous.log`.
+        let container = [".previous", "-previous", "_previous"]
+            .iter()
+            .find_map(|suffix| stem.strip_suffix(suffix))
+            .unwrap_or(stem)
             .to_string();
         self.add_log(file, text, &container)
     }
