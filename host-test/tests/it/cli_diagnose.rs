@@ -479,3 +479,70 @@ fn pasted_tables_and_several_pods_are_read_as_kubectl_prints_them() {
     let outcome = json_run(&[describe, previous.display().to_string()]);
     assert_eq!(status_of(&outcome, "ML101"), "confirmed", "{outcome:?}");
 }
+
+#[test]
+fn an_oom_kill_and_a_native_proxy_are_not_mistaken_for_the_rules_bugs() {
+    let workspace = Workspace::new();
+    let read = |case: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(format!("{DATA}/{case}/pod.json")).unwrap())
+            .unwrap()
+    };
+    // istio-proxy OOM-killed: exit 137, but not the grace period's kill.
+    let mut pod = read("istio-drain-killed");
+    pod["status"]["containerStatuses"][1]["state"]["terminated"]["reason"] =
+        Value::from("OOMKilled");
+    let file = workspace.write("pod.json", &pod.to_string());
+    let outcome = json_run(&[
+        file.display().to_string(),
+        format!("{DATA}/istio-drain-killed/events.json"),
+    ]);
+    assert_eq!(status_of(&outcome, "ML401"), "cannot-tell", "{outcome:?}");
+    assert!(
+        conclusion(&outcome, "ML401")["summary"]
+            .as_str()
+            .unwrap()
+            .contains("OOMKilled")
+    );
+
+    // linkerd-proxy as a native sidecar before `migrate`: its refused connections are not the
+    // capture without a proxy.
+    let mut pod = read("linkerd-init-no-network");
+    let mut proxy = pod["spec"]["containers"][0].clone();
+    proxy["restartPolicy"] = Value::from("Always");
+    let spec = pod["spec"].as_object_mut().unwrap();
+    spec.get_mut("containers")
+        .unwrap()
+        .as_array_mut()
+        .unwrap()
+        .remove(0);
+    spec.get_mut("initContainers")
+        .unwrap()
+        .as_array_mut()
+        .unwrap()
+        .insert(1, proxy);
+    let status = pod["status"].as_object_mut().unwrap();
+    let proxy_status = status
+        .get_mut("containerStatuses")
+        .unwrap()
+        .as_array_mut()
+        .unwrap()
+        .remove(0);
+    status
+        .get_mut("initContainerStatuses")
+        .unwrap()
+        .as_array_mut()
+        .unwrap()
+        .insert(1, proxy_status);
+    let file = workspace.write("native.json", &pod.to_string());
+    let outcome = json_run(&[
+        file.display().to_string(),
+        format!("{DATA}/linkerd-init-no-network/migrate.log"),
+    ]);
+    assert_eq!(status_of(&outcome, "ML201"), "ruled-out", "{outcome:?}");
+    assert!(
+        conclusion(&outcome, "ML201")["summary"]
+            .as_str()
+            .unwrap()
+            .contains("ran after the native linkerd-proxy")
+    );
+}

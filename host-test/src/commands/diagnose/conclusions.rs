@@ -370,21 +370,44 @@ fn init_without_network(observed: &Observed) -> Conclusion {
             unknown.push(init);
         }
     }
-    if proxy.native_sidecar {
-        let mut ruled_out = conclusion(
+    // A native proxy runs for the init containers after it; those before it run without one.
+    let position = |name: &str| {
+        observed
+            .containers
+            .iter()
+            .position(|container| container.name == name)
+    };
+    let before_proxy = |init: &ContainerTimeline| {
+        !proxy.native_sidecar || position(&init.name) < position(&proxy.name)
+    };
+    let behind_native: Vec<&str> = failed_for_network
+        .iter()
+        .filter(|(init, _, _)| !before_proxy(init))
+        .map(|(init, _, _)| init.name.as_str())
+        .collect();
+    failed_for_network.retain(|(init, _, _)| before_proxy(init));
+    if failed_for_network.is_empty() && !behind_native.is_empty() {
+        return conclusion(
             rule,
             Status::RuledOut,
             format!(
-                "{} runs as a native sidecar, started before the init containers that follow it",
+                "{} failed with connection errors, but ran after the native {}, which carried \
+                 its traffic: another cause",
+                behind_native.join(", "),
                 proxy.name
             ),
         );
-        if !failed_for_network.is_empty() {
-            ruled_out.summary.push_str(
-                "; the connection errors of the init containers are not the capture without a proxy",
-            );
-        }
-        return ruled_out;
+    }
+    if proxy.native_sidecar && inits.iter().all(|init| !before_proxy(init)) {
+        return conclusion(
+            rule,
+            Status::RuledOut,
+            format!(
+                "{} runs as a native sidecar, started before every init container of the pod's \
+                 own",
+                proxy.name
+            ),
+        );
     }
     if !failed_for_network.is_empty() {
         let mut confirmed = conclusion(rule, Status::Confirmed, String::new());
@@ -664,7 +687,8 @@ fn killed_mid_drain(observed: &Observed) -> Conclusion {
         return cannot;
     }
     let grace = observed.grace_seconds.map(|seconds| seconds * SECOND);
-    let killed = proxy.exit_code == Some(137) && proxy.reason.as_deref() != Some("OOMKilled");
+    let out_of_memory = proxy.reason.as_deref() == Some("OOMKilled");
+    let killed = proxy.exit_code == Some(137) && !out_of_memory;
     let finished = proxy.finished.expect("checked above");
     let since_sigterm = sigterm
         .as_ref()
@@ -716,7 +740,7 @@ fn killed_mid_drain(observed: &Observed) -> Conclusion {
         );
         return confirmed;
     }
-    if !killed && proxy.exit_code.is_some() {
+    if proxy.exit_code.is_some_and(|code| code != 137) && !out_of_memory {
         let mut ruled_out = conclusion(
             rule,
             Status::RuledOut,
@@ -740,7 +764,12 @@ fn killed_mid_drain(observed: &Observed) -> Conclusion {
     let mut cannot = conclusion(
         rule,
         Status::CannotTell,
-        if killed {
+        if out_of_memory {
+            format!(
+                "{} was killed for running out of memory (OOMKilled), not at the grace period",
+                proxy.name
+            )
+        } else if killed {
             format!(
                 "{} was killed (exit 137), but the data does not place it at the grace period",
                 proxy.name
