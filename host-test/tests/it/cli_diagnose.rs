@@ -546,3 +546,24 @@ fn an_oom_kill_and_a_native_proxy_are_not_mistaken_for_the_rules_bugs() {
             .contains("ran after the native linkerd-proxy")
     );
 }
+
+#[test]
+fn a_jobs_describe_alone_shows_the_proxy_running_on_and_merges_with_its_object() {
+    let describe = format!("{DATA}/istio-job-never-completes/describe.txt");
+    let alone = json_run(std::slice::from_ref(&describe));
+    assert_eq!(status_of(&alone, "ML301"), "confirmed", "{alone:?}");
+    let summary = conclusion(&alone, "ML301")["summary"].to_string();
+    // describe's `03:03:41 +0100` is 02:03:41 UTC.
+    assert!(summary.contains("finished at 02:03:41"), "{summary}");
+
+    // Given with the pod's object, it is the same pod, diagnosed once from the object.
+    let both = json_run(&[
+        format!("{DATA}/istio-job-never-completes/pod.json"),
+        describe,
+    ]);
+    assert_eq!(status_of(&both, "ML301"), "confirmed", "{both:?}");
+    assert!(
+        both.stderr.contains("given with its object too"),
+        "{both:?}"
+    );
+}

@@ -40,7 +40,43 @@ impl Sources {
                 Err(error) => sources.errors.push(format!("{path}: {error}")),
             }
         }
+        sources.merge_describes();
         sources
+    }
+
+    /// A pod given both as its object and as describe text is one pod: the object's status
+    /// (exact times, every field) is kept, and describe's undated events only when no dated
+    /// ones were given for it.
+    fn merge_describes(&mut self) {
+        let objects: Vec<String> = self
+            .pods
+            .iter()
+            .filter(|pod| pod.object.is_some())
+            .map(PodRecord::title)
+            .collect();
+        let mut dropped = Vec::new();
+        self.pods.retain(|pod| {
+            let duplicate = pod.object.is_none() && objects.contains(&pod.title());
+            if duplicate {
+                dropped.push((pod.name.clone(), pod.evidence.file.clone()));
+            }
+            !duplicate
+        });
+        for (name, file) in dropped {
+            let dated = self.events.iter().any(|event| {
+                event.first.is_some() && event.pod.as_deref().is_none_or(|pod| pod == name)
+            });
+            if dated {
+                self.events.retain(|event| {
+                    !(event.evidence.file == file && event.pod.as_deref() == Some(name.as_str()))
+                });
+            }
+            self.notes.push(format!(
+                "{file}: describe text of pod {name}, given with its object too: the object's \
+                 status is used{}",
+                if dated { ", and the dated events" } else { "" }
+            ));
+        }
     }
 
     /// Takes one input's text, whatever its kind.
