@@ -567,3 +567,45 @@ fn a_jobs_describe_alone_shows_the_proxy_running_on_and_merges_with_its_object()
         "{both:?}"
     );
 }
+
+#[test]
+fn a_predicted_hold_beside_an_observed_race_is_said_where_they_part() {
+    let workspace = Workspace::new();
+    // The held pod's proxy, ready only after its app started.
+    let late = std::fs::read_to_string(format!("{DATA}/istio-hold/istio-proxy.log"))
+        .unwrap()
+        .replace("10:00:05.2", "10:00:08.2");
+    let log = workspace.write("istio-proxy.log", &late);
+    let outcome = json_run(&[
+        format!("{DATA}/istio-hold/pod.json"),
+        log.display().to_string(),
+    ]);
+    assert_eq!(status_of(&outcome, "ML101"), "confirmed", "{outcome:?}");
+    let differences = outcome.json_envelope()["diagnoses"][0]["differences"].to_string();
+    assert!(
+        differences.contains(
+            "the spec predicts the app held until the proxy is ready, but it started first"
+        ),
+        "{differences}"
+    );
+    // And the other way: the race predicted for the startup-race pod, not seen in a run where
+    // the proxy happened to be ready first.
+    let early = std::fs::read_to_string(format!("{DATA}/istio-startup-race/istio-proxy.log"))
+        .unwrap()
+        .replace("10:00:06.2", "10:00:02.9");
+    let log = workspace.write("early/istio-proxy.log", &early);
+    let pod = std::fs::read_to_string(format!("{DATA}/istio-startup-race/pod.json"))
+        .unwrap()
+        .replace(
+            "\"startedAt\": \"2024-01-15T10:00:03Z\"",
+            "\"startedAt\": \"2024-01-15T10:00:04Z\"",
+        );
+    let pod = workspace.write("early/pod.json", &pod);
+    let outcome = json_run(&[pod.display().to_string(), log.display().to_string()]);
+    assert_eq!(status_of(&outcome, "ML101"), "ruled-out", "{outcome:?}");
+    let differences = outcome.json_envelope()["diagnoses"][0]["differences"].to_string();
+    assert!(
+        differences.contains("predicted") && differences.contains("a race can go either way"),
+        "{differences}"
+    );
+}
