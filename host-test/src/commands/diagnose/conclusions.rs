@@ -149,8 +149,8 @@ fn startup_race(observed: &Observed) -> Conclusion {
                 .moments_of(MomentKind::ConnectionError)
                 .filter(|moment| {
                     moment.at.point().is_some_and(|at| {
-                        at + tolerance >= started.earliest.unwrap_or(Millis::MIN)
-                            && at <= window_end + tolerance
+                        at.saturating_add(tolerance) >= started.earliest.unwrap_or(Millis::MIN)
+                            && at <= window_end.saturating_add(tolerance)
                     })
                 })
                 .collect();

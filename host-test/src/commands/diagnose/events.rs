@@ -124,6 +124,7 @@ pub fn table_of(lines: &[&str], first_line: usize, file: &str) -> Option<Vec<Eve
     let starts: Vec<usize> = (0..bytes.len())
         .filter(|&at| {
             bytes[at] != b' '
+                && header.is_char_boundary(at)
                 && (at == 0
                     || (at >= 2 && bytes[at - 1] == b' ' && bytes[at - 2] == b' ')
                     || header[..at].trim().is_empty())

@@ -211,7 +211,9 @@ fn linkerd_uptime(text: &str) -> Option<Millis> {
     let inside = text.trim_start().strip_prefix('[')?;
     let (number, _) = inside.split_once("s]")?;
     let seconds: f64 = number.trim().parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then_some((seconds * 1_000.0) as Millis)
+    // A proxy up for more than a year is not a reading of this format.
+    (seconds.is_finite() && (0.0..3.2e7).contains(&seconds))
+        .then_some((seconds * 1_000.0) as Millis)
 }
 
 #[cfg(test)]

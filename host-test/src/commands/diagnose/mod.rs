@@ -423,3 +423,67 @@ fn differences(conclusions: &[Conclusion], predicted: Option<&Explained>) -> Vec
     }
     differences
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::{conclusions, observed, sources};
+
+    const FIXTURES: [&str; 5] = [
+        include_str!("../../../tests/data/diagnose/istio-startup-race/pod.json"),
+        include_str!("../../../tests/data/diagnose/istio-drain-killed/events.json"),
+        include_str!("../../../tests/data/diagnose/istio-startup-race/istio-proxy.log"),
+        include_str!("../../../tests/data/diagnose/linkerd-job-shutdown/linkerd-proxy.log"),
+        include_str!("../../../tests/data/diagnose/istio-startup-race-describe/describe.txt"),
+    ];
+
+    /// Reads `texts` as files of those names and judges them: what must never panic.
+    fn judge(texts: &[(String, &str)]) {
+        let mut read = sources::Sources::default();
+        for (name, text) in texts {
+            read.add_text(name, text, None);
+        }
+        let pods: Vec<Option<&super::pod::PodRecord>> = if read.pods.is_empty() {
+            vec![None]
+        } else {
+            read.pods.iter().map(Some).collect()
+        };
+        for pod in pods {
+            let observed = observed::observe(pod, &read.events, &read.logs);
+            let _ = conclusions::conclude(&observed);
+            let _ = serde_json::to_string(&observed).unwrap();
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn any_text_is_read_without_a_panic(text in "\\PC{0,400}") {
+            judge(&[("any.log".to_string(), &text), ("any.txt".to_string(), &text)]);
+        }
+
+        #[test]
+        fn cut_or_damaged_inputs_are_read_without_a_panic(
+            which in 0..FIXTURES.len(),
+            cut in 0.0f64..1.0,
+            at in 0.0f64..1.0,
+            byte in any::<u8>(),
+        ) {
+            let text = FIXTURES[which];
+            let mut end = (text.len() as f64 * cut) as usize;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            let cut_text = &text[..end];
+            let mut damaged = text.as_bytes().to_vec();
+            let position = ((damaged.len() - 1) as f64 * at) as usize;
+            damaged[position] = byte;
+            let damaged = String::from_utf8_lossy(&damaged).into_owned();
+            let names = ["pod.json", "events.json", "istio-proxy.log", "linkerd-proxy.log", "describe.txt"];
+            judge(&[(names[which].to_string(), cut_text)]);
+            judge(&[(names[which].to_string(), &damaged), ("web.log".to_string(), FIXTURES[2])]);
+        }
+    }
+}

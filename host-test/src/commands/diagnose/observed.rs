@@ -402,8 +402,10 @@ fn timeline_of(
                 (Some(at), _, _) => Bound::at(at, 1),
                 // The Linkerd proxy's uptime counts from its process's start, in its container's.
                 (None, Some(uptime), Some(start)) => Bound::between(
-                    start.earliest.map(|earliest| earliest + uptime),
-                    start.latest.map(|latest| latest + uptime),
+                    start
+                        .earliest
+                        .and_then(|earliest| earliest.checked_add(uptime)),
+                    start.latest.and_then(|latest| latest.checked_add(uptime)),
                 ),
                 _ => Bound::default(),
             };
