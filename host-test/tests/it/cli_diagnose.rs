@@ -609,3 +609,83 @@ fn a_predicted_hold_beside_an_observed_race_is_said_where_they_part() {
         "{differences}"
     );
 }
+
+/// The shapes of real pastes in public issue threads (written here after them): a describe cut
+/// short, a terminal's `▸` for tabs, logfmt times, an Events table with `...` or without its
+/// header, a text that is none of the inputs.
+#[test]
+fn pastes_as_issue_threads_hold_them_are_read_or_said_unreadable() {
+    let workspace = Workspace::new();
+    // A describe cut inside the init containers: the mesh is there, its proxy unseen.
+    let cut = workspace.write(
+        "describe.txt",
+        "Name:             certgen-7xq2p\nNamespace:        gateway\nControlled By:    Job/certgen\n\
+         Annotations:      linkerd.io/created-by: linkerd/proxy-injector edge-24.5.1\n\
+         \x20                 linkerd.io/inject: enabled\n\
+         \x20                 linkerd.io/proxy-version: edge-24.5.1\n\
+         Init Containers:\n  linkerd-init:\n    Container ID:    contain\n",
+    );
+    let outcome = json_run(&[cut.display().to_string()]);
+    for (rule, status) in statuses(&outcome) {
+        assert_eq!(status, "cannot-tell", "{rule}: {outcome:?}");
+    }
+    assert!(
+        conclusion(&outcome, "ML301")["summary"]
+            .as_str()
+            .unwrap()
+            .contains("meshed (Linkerd), but the data does not list its containers")
+    );
+
+    // `▸` where the terminal drew pilot-agent's tabs; logfmt's `time="..."`.
+    let proxy = workspace.write(
+        "istio-proxy.log",
+        "2022-12-27T22:59:25.041071Z\u{25b8}info\u{25b8}Agent draining Proxy\n\
+         2022-12-27T22:59:25.041102Z\u{25b8}info\u{25b8}Graceful termination period is 5s, starting...\n\
+         2022-12-27T22:59:30.041302Z\u{25b8}info\u{25b8}Graceful termination period complete, terminating remaining proxies.\n",
+    );
+    let migrate = workspace.write(
+        "migrate.log",
+        "time=\"2020-10-05T16:16:59Z\" level=error msg=\"dial tcp 10.0.0.9:8200: connect: connection refused\"\n",
+    );
+    let outcome = json_run(&[proxy.display().to_string(), migrate.display().to_string()]);
+    assert!(
+        !outcome.stderr.contains("no line has a time"),
+        "{outcome:?}"
+    );
+    let drain = conclusion(&outcome, "ML401")["summary"].to_string();
+    assert!(
+        drain.contains("draining at 22:59:25.041 and exiting at 22:59:30.041"),
+        "{drain}"
+    );
+
+    // describe's Events pasted alone, with a `...` row, and rows without their header.
+    let table = workspace.write(
+        "events.txt",
+        "  Type     Reason               Age    From     Message\n  ----     ------               ----   ----     -------\n...\n\
+         \x20 Warning  FailedPostStartHook  3m15s  kubelet  Exec lifecycle hook ([pilot-agent wait]) for Container \"istio-proxy\" in Pod web failed\n",
+    );
+    let rows = workspace.write(
+        "rows.txt",
+        " Normal   Killing    37m   kubelet            Stopping container linkerd-proxy\n",
+    );
+    for file in [table, rows] {
+        let outcome = json_run(&[file.display().to_string()]);
+        assert_eq!(outcome.code, 0, "{outcome:?}");
+        let containers =
+            outcome.json_envelope()["diagnoses"][0]["observed"]["containers"].to_string();
+        assert!(containers.contains("-proxy"), "{containers}");
+    }
+
+    // Text that is none of the inputs is said, not made a container's log.
+    let other = workspace.write("notes.txt", "the pod restarts every night\nno idea why\n");
+    let outcome = json_run(&[other.display().to_string()]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains("notes.txt: not recognised"),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        outcome.json_envelope()["diagnoses"],
+        Value::Array(Vec::new())
+    );
+}

@@ -100,23 +100,38 @@ fn no_proxy(rule: &Rule, observed: &Observed) -> Option<Conclusion> {
     if observed.proxy().is_some() {
         return None;
     }
-    Some(if observed.has_status {
-        conclusion(
+    if observed.containers_complete && observed.mesh.is_none() {
+        return Some(conclusion(
             rule,
             Status::RuledOut,
-            "the pod runs no mesh proxy (no istio-proxy or linkerd-proxy container)".into(),
-        )
-    } else {
-        let mut cannot = conclusion(
-            rule,
-            Status::CannotTell,
-            "no proxy container is named in the data".into(),
-        );
-        cannot
-            .missing
-            .push("the pod (`kubectl get pod POD -o yaml`) or `kubectl describe pod POD`".into());
-        cannot
-    })
+            "the pod runs no mesh proxy (no istio-proxy or linkerd-proxy container, no \
+             injector's annotation)"
+                .into(),
+        ));
+    }
+    let mut cannot = conclusion(
+        rule,
+        Status::CannotTell,
+        match (observed.mesh, observed.containers_complete) {
+            (Some(mesh), true) => format!(
+                "the pod is injected by {mesh:?} but lists no {} container",
+                mesh.proxy_name()
+            ),
+            (Some(mesh), false) if observed.has_status => format!(
+                "the pod is meshed ({mesh:?}), but the data does not list its containers (the \
+                 describe text ends before them?)"
+            ),
+            (Some(mesh), false) => format!(
+                "the pod is meshed ({mesh:?}), but no {} container is named in the data",
+                mesh.proxy_name()
+            ),
+            (None, _) => "no proxy container is named in the data".into(),
+        },
+    );
+    cannot
+        .missing
+        .push("the whole pod (`kubectl get pod POD -o yaml`) or `kubectl describe pod POD`".into());
+    Some(cannot)
 }
 
 /// ML101: did an app start before its proxy was ready?
@@ -243,6 +258,12 @@ fn startup_race(observed: &Observed) -> Conclusion {
     }
     let mut cannot = conclusion(rule, Status::CannotTell, String::new());
     let mut reasons = Vec::new();
+    if observed.apps().next().is_none() {
+        reasons.push("the data names no app container".to_string());
+        cannot
+            .missing
+            .push("the pod (`kubectl get pod POD -o yaml`) or `kubectl describe pod POD`".into());
+    }
     if proxy.ready.is_none() && unknown.iter().any(|app| !app.waiting) {
         reasons.push(format!(
             "the data does not say when {} was ready",
@@ -670,14 +691,54 @@ fn killed_mid_drain(observed: &Observed) -> Conclusion {
     let exiting = proxy.moments_of(MomentKind::ProxyExiting).next().cloned();
     let end = proxy.moments_of(MomentKind::Terminated).next().cloned();
     let sigterm = sigterm_of(observed, proxy);
-    if proxy.running || proxy.finished.is_none() {
+    if !proxy.running && proxy.finished.is_none() && (exiting.is_some() || draining.is_some()) {
         let mut cannot = conclusion(
             rule,
             Status::CannotTell,
             format!(
-                "{} had not ended when the data was taken: no shutdown to judge",
-                proxy.name
+                "the log shows {} {}, but the data holds neither its exit code nor when it ended",
+                proxy.name,
+                match (&draining, &exiting) {
+                    (Some(draining), Some(exiting)) => format!(
+                        "draining {} and exiting {}",
+                        draining.at.phrase(),
+                        exiting.at.phrase()
+                    ),
+                    (Some(draining), None) => format!("draining {}", draining.at.phrase()),
+                    (None, Some(exiting)) => format!("exiting {}", exiting.at.phrase()),
+                    (None, None) => String::new(),
+                }
             ),
+        );
+        cannot.evidence.extend(
+            draining
+                .iter()
+                .map(|moment| cite(moment, "the proxy began to drain")),
+        );
+        cannot.evidence.extend(
+            exiting
+                .iter()
+                .map(|moment| cite(moment, "the proxy exiting")),
+        );
+        cannot.missing.push(format!(
+            "the pod's status after it stopped (`kubectl get pod -o yaml`: the exit code of {}) \
+             and its terminationGracePeriodSeconds",
+            proxy.name
+        ));
+        return cannot;
+    }
+    if proxy.running || proxy.finished.is_none() {
+        let mut cannot = conclusion(
+            rule,
+            Status::CannotTell,
+            if proxy.running {
+                format!(
+                    "{} had not ended when the data was taken: no shutdown to judge",
+                    proxy.name
+                )
+            } else {
+                format!("the data does not say whether or how {} ended", proxy.name)
+            },
         );
         cannot.missing.push(format!(
             "the pod's status after it stopped (exit code and time of {}), or `kubectl describe` \
@@ -690,9 +751,10 @@ fn killed_mid_drain(observed: &Observed) -> Conclusion {
     let out_of_memory = proxy.reason.as_deref() == Some("OOMKilled");
     let killed = proxy.exit_code == Some(137) && !out_of_memory;
     let finished = proxy.finished.expect("checked above");
+    // Both are status or event times, to the second: their seconds are compared.
     let since_sigterm = sigterm
         .as_ref()
-        .and_then(|(sigterm, _)| Some(finished.latest? - sigterm.earliest?));
+        .and_then(|(sigterm, _)| Some(finished.earliest? - sigterm.earliest?));
     let at_grace = match (since_sigterm, grace) {
         (Some(since), Some(grace)) => Some(since + 2 * SECOND >= grace),
         _ => None,
@@ -801,10 +863,17 @@ fn killed_mid_drain(observed: &Observed) -> Conclusion {
 /// ML404: were streams cut as the pod stopped?
 fn streams_cut(observed: &Observed) -> Conclusion {
     let rule = &catalogue::LONG_LIVED_STREAMS;
+    // A classic proxy begins to drain at SIGTERM: its log shows a shutdown no event may.
     let sigterm = observed
         .proxy()
-        .and_then(|proxy| sigterm_of(observed, proxy))
-        .map(|(at, _)| at)
+        .and_then(|proxy| {
+            sigterm_of(observed, proxy).map(|(at, _)| at).or_else(|| {
+                proxy
+                    .moments_of(MomentKind::ProxyDraining)
+                    .next()
+                    .map(|moment| moment.at)
+            })
+        })
         .or(observed.deleted)
         .or_else(|| {
             observed
@@ -858,9 +927,10 @@ fn streams_cut(observed: &Observed) -> Conclusion {
             ),
         );
         for (container, moment) in after.iter().take(4) {
-            confirmed
-                .evidence
-                .push(cite(moment, &format!("cut, in {}'s log", container.name)));
+            confirmed.evidence.push(cite(
+                moment,
+                &format!("cut, in the log of {}", container.name),
+            ));
         }
         confirmed.fix = Some(
             "clients need tested reconnect logic; give the app a preStop that stops accepting \

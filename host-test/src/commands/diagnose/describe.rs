@@ -9,15 +9,18 @@ use super::events::{self, EventRecord};
 use super::evidence::Evidence;
 use super::pod::{ContainerRecord, Placement, PodRecord, State, Termination};
 
-/// Whether `text` looks like describe output: a `Name:` line and a containers section.
+/// Whether `text` looks like describe output: a `Name:` line, and a `Namespace:` line or a
+/// containers section (a paste cut short may hold only the head).
 pub fn is_describe(text: &str) -> bool {
     let mut name = false;
-    let mut containers = false;
+    let mut namespace_or_containers = false;
     for line in text.lines().take(400) {
         name |= line.starts_with("Name:");
-        containers |= line.starts_with("Containers:") || line.starts_with("Init Containers:");
+        namespace_or_containers |= line.starts_with("Namespace:")
+            || line.starts_with("Containers:")
+            || line.starts_with("Init Containers:");
     }
-    name && containers
+    name && namespace_or_containers
 }
 
 /// Each pod's text in a describe of several (from each `Name:` line; anything before the first
@@ -72,6 +75,10 @@ pub fn describe_of(
             }
             block = None;
             let (key, value) = split_field(trimmed);
+            // The app containers are all read once the section after them begins.
+            if section == "Containers" {
+                pod.containers_complete = true;
+            }
             section = key;
             match key {
                 "Name" => pod.name = value.to_string(),

@@ -113,10 +113,12 @@ fn event_of(event: &Value, file: &str, field: &str) -> Option<EventRecord> {
 /// not times, so their events say what happened, not when. `None` when `lines` does not open
 /// with such a table (within its first three lines).
 pub fn table_of(lines: &[&str], first_line: usize, file: &str) -> Option<Vec<EventRecord>> {
-    let header_at = lines.iter().take(3).position(|line| {
+    let Some(header_at) = lines.iter().take(5).position(|line| {
         let upper = line.to_ascii_uppercase();
         upper.contains("REASON") && upper.contains("MESSAGE")
-    })?;
+    }) else {
+        return headerless_rows(lines, first_line, file);
+    };
     let header = lines[header_at];
     let upper = header.to_ascii_uppercase();
     let bytes = header.as_bytes();
@@ -138,7 +140,8 @@ pub fn table_of(lines: &[&str], first_line: usize, file: &str) -> Option<Vec<Eve
     let indented = header.starts_with(' ');
     let mut events = Vec::new();
     for (offset, line) in lines.iter().enumerate().skip(header_at + 1) {
-        if line.trim_start().starts_with("----") || line.trim().is_empty() {
+        let trimmed = line.trim();
+        if trimmed.starts_with("----") || trimmed.is_empty() || trimmed.chars().all(|c| c == '.') {
             continue;
         }
         if indented && !line.starts_with(' ') {
@@ -149,6 +152,11 @@ pub fn table_of(lines: &[&str], first_line: usize, file: &str) -> Option<Vec<Eve
             line.get(from.min(to)..to).unwrap_or("").trim()
         };
         let message = slice(message_at, None).to_string();
+        let reason = slice(reason_at, next(reason_at));
+        // A paste's `...` between rows, or a row cut before its reason.
+        if reason.is_empty() || reason.chars().all(|c| c == '.') {
+            continue;
+        }
         let pod = object_at
             .map(|at| slice(at, next(at)))
             .and_then(|object| object.strip_prefix("pod/"))
@@ -159,7 +167,7 @@ pub fn table_of(lines: &[&str], first_line: usize, file: &str) -> Option<Vec<Eve
             .and_then(|count| count.parse().ok())
             .unwrap_or(1);
         events.push(EventRecord {
-            reason: slice(reason_at, next(reason_at)).to_string(),
+            reason: reason.to_string(),
             container: container_of_message(&message),
             pod,
             message,
@@ -170,6 +178,50 @@ pub fn table_of(lines: &[&str], first_line: usize, file: &str) -> Option<Vec<Eve
         });
     }
     Some(events)
+}
+
+/// Rows of describe's Events table pasted without its header (`Normal  Killing  37m  kubelet
+/// Stopping container linkerd-proxy`): every line opens with the event's type. Without the
+/// header the columns cannot be told apart, so the message keeps the age and source before it;
+/// the reason and the container it names are read.
+fn headerless_rows(lines: &[&str], first_line: usize, file: &str) -> Option<Vec<EventRecord>> {
+    let rows: Vec<(usize, &str)> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+        .map(|(offset, line)| (offset, *line))
+        .collect();
+    let is_row = |line: &str| {
+        let mut words = line.split_whitespace();
+        matches!(words.next(), Some("Normal" | "Warning")) && words.next().is_some()
+    };
+    if rows.is_empty() || !rows.iter().all(|(_, line)| is_row(line)) {
+        return None;
+    }
+    Some(
+        rows.into_iter()
+            .map(|(offset, line)| {
+                let mut words = line.split_whitespace();
+                words.next();
+                let reason = words.next().unwrap_or("").to_string();
+                let message = words.collect::<Vec<_>>().join(" ");
+                EventRecord {
+                    container: container_of_message(&message),
+                    pod: None,
+                    count: message
+                        .split_once("(x")
+                        .and_then(|(_, rest)| rest.split_whitespace().next())
+                        .and_then(|count| count.parse().ok())
+                        .unwrap_or(1),
+                    reason,
+                    message,
+                    first: None,
+                    last: None,
+                    evidence: Evidence::line(file, first_line + offset, line),
+                }
+            })
+            .collect(),
+    )
 }
 
 /// `spec.containers{istio-proxy}` → `istio-proxy`.
@@ -183,6 +235,13 @@ fn container_of_field_path(path: &str) -> Option<String> {
 /// `Stopping container istio-proxy`, `Back-off restarting failed container app in pod ...`.
 /// kubectl 1.35's describe puts the field path first: `spec.containers{app}: Started container`.
 pub fn container_of_message(message: &str) -> Option<String> {
+    // `Exec lifecycle hook ([pilot-agent wait]) for Container "istio-proxy" in Pod ...`
+    if let Some((_, rest)) = message.split_once("Container \"")
+        && let Some((name, _)) = rest.split_once('"')
+        && !name.is_empty()
+    {
+        return Some(name.to_string());
+    }
     if let Some(name) = message
         .split_whitespace()
         .next()

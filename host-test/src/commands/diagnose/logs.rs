@@ -149,18 +149,18 @@ fn timed(line: &str) -> (Option<Millis>, &str) {
         let end = trimmed
             .find(|c: char| c.is_whitespace())
             .unwrap_or(trimmed.len());
-        // Envoy's access log opens with `[%START_TIME%]`.
-        let word = trimmed[..end].trim_start_matches('[').trim_end_matches(']');
+        let word = &trimmed[..end];
         let after = &trimmed[end..];
-        // `[2024-01-15T10:00:01.123Z]` as Envoy's access log writes it is not a prefix time.
-        if let Some(at) = looks_like_time(word)
-            .then(|| clock::rfc3339(word))
-            .flatten()
-        {
-            let after = after
-                .strip_prefix(' ')
-                .or(after.strip_prefix('\t'))
-                .unwrap_or(after);
+        if let Some((at, rest)) = time_at_start(word) {
+            // The rest of a word is what a terminal made of a tab (`Z▸info▸msg`).
+            let after = if rest.is_empty() {
+                after
+                    .strip_prefix(' ')
+                    .or(after.strip_prefix('\t'))
+                    .unwrap_or(after)
+            } else {
+                &trimmed[end - rest.len()..]
+            };
             let after = strip_cri_stream(after);
             return (Some(at), after);
         }
@@ -170,6 +170,30 @@ fn timed(line: &str) -> (Option<Millis>, &str) {
         rest = after;
     }
     (None, line)
+}
+
+/// The RFC 3339 time a word opens with, and what follows it in the word: Envoy's access log
+/// `[%START_TIME%]`, logfmt's `time="…"` and `ts=…`, a time glued to what a terminal made of
+/// the tab after it.
+fn time_at_start(word: &str) -> Option<(Millis, &str)> {
+    let mut word = word.trim_start_matches('[');
+    for key in ["time=", "ts=", "t=", "timestamp="] {
+        if let Some(rest) = word.strip_prefix(key) {
+            word = rest;
+            break;
+        }
+    }
+    let word = word.trim_start_matches('"');
+    let end = word
+        .find(|c: char| !(c.is_ascii_digit() || "-:.TZtz+".contains(c)))
+        .unwrap_or(word.len());
+    let candidate = &word[..end];
+    if !looks_like_time(candidate) {
+        return None;
+    }
+    let at = clock::rfc3339(candidate)?;
+    let rest = word[end..].trim_start_matches(['"', ']']);
+    Some((at, rest))
 }
 
 fn looks_like_time(word: &str) -> bool {

@@ -117,6 +117,17 @@ pub fn run(args: &DiagnoseArgs) -> u8 {
     let run = match diagnose(args) {
         Ok(run) => run,
         Err(error) => {
+            // A pipeline reading `-o json` gets JSON even when nothing could be read.
+            if args.format == DiagnoseFormat::Json {
+                let empty = DiagnoseRun {
+                    diagnoses: Vec::new(),
+                    notes: Vec::new(),
+                    errors: vec![error.clone()],
+                };
+                if let Ok(json) = serde_json::to_string_pretty(&empty) {
+                    let _ = crate::terminal::write_stdout(&(json + "\n"));
+                }
+            }
             print_error(error);
             return EXIT_ERROR;
         }
@@ -239,10 +250,15 @@ pub fn diagnose(args: &DiagnoseArgs) -> Result<DiagnoseRun, String> {
                 errors: sources.errors,
             });
         }
-        return Err(format!(
-            "{}: nothing to diagnose: no pod, event, log or describe text could be read",
-            args.inputs.join(", ")
-        ));
+        // The notes say why each input could not be used.
+        return Ok(DiagnoseRun {
+            diagnoses: Vec::new(),
+            notes,
+            errors: vec![format!(
+                "{}: nothing to diagnose: no pod, event, log or describe text could be read",
+                args.inputs.join(", ")
+            )],
+        });
     }
     // The prediction's constraints and facts: read once, for every pod that brings its spec.
     let predictor = if sources.pods.iter().any(|pod| pod.object.is_some()) {

@@ -139,6 +139,8 @@ pub struct Observed {
     pub origin: Option<Millis>,
     /// Whether a pod object or describe text was given (else only logs and events).
     pub has_status: bool,
+    /// Whether the data lists all the pod's containers (a cut describe may not).
+    pub containers_complete: bool,
     pub notes: Vec<String>,
 }
 
@@ -195,10 +197,11 @@ pub fn observe(pod: Option<&PodRecord>, events: &[EventRecord], logs: &[LogRecor
     let mesh = records
         .iter()
         .find_map(|record| match record.name.as_str() {
-            "istio-proxy" => Some(Mesh::Istio),
-            "linkerd-proxy" => Some(Mesh::Linkerd),
+            "istio-proxy" | "istio-init" | "istio-validation" => Some(Mesh::Istio),
+            "linkerd-proxy" | "linkerd-init" | "linkerd-network-validator" => Some(Mesh::Linkerd),
             _ => None,
-        });
+        })
+        .or_else(|| pod.and_then(injected_by_annotation));
     let deleted = pod
         .and_then(|pod| pod.deleted.as_ref())
         .map(|(at, _)| Bound::at(*at, STATUS_PRECISION));
@@ -243,7 +246,22 @@ pub fn observe(pod: Option<&PodRecord>, events: &[EventRecord], logs: &[LogRecor
         clock_skew_ms,
         origin,
         has_status: pod.is_some(),
+        containers_complete: pod.is_some_and(|pod| pod.containers_complete),
         notes,
+    }
+}
+
+/// The injectors' own marks on a pod they injected: Istio's `sidecar.istio.io/status`,
+/// Linkerd's `linkerd.io/proxy-version`.
+fn injected_by_annotation(pod: &PodRecord) -> Option<Mesh> {
+    if pod.annotations.contains_key("sidecar.istio.io/status") {
+        Some(Mesh::Istio)
+    } else if pod.annotations.contains_key("linkerd.io/proxy-version")
+        || pod.annotations.get("linkerd.io/inject").map(String::as_str) == Some("enabled")
+    {
+        Some(Mesh::Linkerd)
+    } else {
+        None
     }
 }
 
@@ -438,7 +456,8 @@ fn timeline_of(
         .iter()
         .find(|moment| moment.kind == MomentKind::ProxyReady && moment.at.point().is_some())
         .map(|moment| moment.at);
-    moments.sort_by_key(|moment| (moment.at.point().unwrap_or(i64::MAX), moment.kind));
+    // Stable: moments at the same time (or with none) keep the order they were read in.
+    moments.sort_by_key(|moment| moment.at.point().unwrap_or(i64::MAX));
     ContainerTimeline {
         name: record.name.clone(),
         role,

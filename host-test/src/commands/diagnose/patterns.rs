@@ -88,6 +88,18 @@ pub const ISTIO: &[ProxyPattern] = &[
     },
     ProxyPattern {
         signal: Signal::ProxyDraining,
+        needle: "caught ENVOY_SIGTERM",
+        source: "envoy source/server/server.cc, at SIGTERM (Envoy 1.17 and later, Istio 1.9 and \
+                 later, when Envoy logs at info)",
+    },
+    ProxyPattern {
+        signal: Signal::ProxyDraining,
+        needle: "caught SIGTERM",
+        source: "envoy source/server/server.cc before 1.17 (Istio 1.8 and earlier), as pasted in \
+                 istio/istio#25575",
+    },
+    ProxyPattern {
+        signal: Signal::ProxyDraining,
         needle: "Graceful termination period is",
         source: "istio pkg/envoy/agent.go terminate(): \"Graceful termination period is %v, \
                  starting...\" (1.20-1.27)",

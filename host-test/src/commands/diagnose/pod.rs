@@ -25,6 +25,8 @@ pub struct PodRecord {
     pub deleted: Option<(Millis, Evidence)>,
     pub phase: Option<String>,
     pub containers: Vec<ContainerRecord>,
+    /// Whether `containers` is the pod's whole list (describe text may be cut short before it).
+    pub containers_complete: bool,
     /// Condition type → (status, last transition).
     pub conditions: BTreeMap<String, (String, Option<(Millis, Evidence)>)>,
     pub annotations: BTreeMap<String, String>,
@@ -232,6 +234,8 @@ fn pod_of(pod: &Value, file: &str, prefix: &str) -> PodRecord {
         phase: text_at(pod, "/status/phase").map(str::to_string),
         containers,
         conditions,
+        containers_complete: pod.pointer("/spec/containers").is_some()
+            || pod.pointer("/status/containerStatuses").is_some(),
         annotations: crate::inputs::manifests::string_map(pod.pointer("/metadata/annotations")),
         object: Some(pod.clone()),
         evidence: Evidence::field(file, prefix.trim_end_matches('.')),

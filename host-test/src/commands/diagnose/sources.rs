@@ -125,6 +125,24 @@ impl Sources {
             .file_name()
             .map(|name| name.to_string_lossy().to_string())
             .unwrap_or_else(|| file.to_string());
+        // A file is a container's log when it is named one (`.log`) or its lines have the
+        // times logs carry; any other text is not guessed at.
+        let named_a_log = stem.ends_with(".log");
+        if !named_a_log {
+            let records = logs::logs_of(text, file, "");
+            let timed = records
+                .iter()
+                .any(|record| record.lines.iter().any(|line| line.at.is_some()));
+            let prefixed = records.iter().any(|record| !record.container.is_empty());
+            if !timed && !prefixed {
+                self.notes.push(format!(
+                    "{file}: not recognised (not a pod, events, `kubectl describe` text, or a \
+                     log with timestamps): not used. A container's log is read when its file \
+                     is named CONTAINER.log or given as --log CONTAINER={file}"
+                ));
+                return;
+            }
+        }
         let stem = stem
             .strip_suffix(".log")
             .or(stem.strip_suffix(".txt"))
