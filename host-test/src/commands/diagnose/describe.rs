@@ -127,18 +127,14 @@ pub fn describe_of(
                 pod.containers.push(container);
             }
             block = None;
-            current = Some(ContainerRecord {
-                name: trimmed.trim_end_matches(':').to_string(),
-                placement: if section == "Init Containers" {
+            current = Some(ContainerRecord::named(
+                trimmed.trim_end_matches(':'),
+                if section == "Init Containers" {
                     Placement::Init
                 } else {
                     Placement::App
                 },
-                state: State::Unknown,
-                last_state: None,
-                ready: None,
-                restarts: 0,
-            });
+            ));
             continue;
         }
         let Some(container) = current.as_mut() else {

@@ -180,18 +180,14 @@ pub fn observe(pod: Option<&PodRecord>, events: &[EventRecord], logs: &[LogRecor
         .chain(events.iter().filter_map(|event| event.container.as_deref()))
     {
         if !records.iter().any(|record| record.name == name) {
-            records.push(ContainerRecord {
-                name: name.to_string(),
-                placement: if MESH_INIT.contains(&name) {
+            records.push(ContainerRecord::named(
+                name,
+                if MESH_INIT.contains(&name) {
                     Placement::Init
                 } else {
                     Placement::App
                 },
-                state: State::Unknown,
-                last_state: None,
-                ready: None,
-                restarts: 0,
-            });
+            ));
         }
     }
     let mesh = records

@@ -54,6 +54,20 @@ pub struct ContainerRecord {
     pub restarts: u32,
 }
 
+impl ContainerRecord {
+    /// A container known by name, before (or without) anything about its state.
+    pub fn named(name: &str, placement: Placement) -> ContainerRecord {
+        ContainerRecord {
+            name: name.to_string(),
+            placement,
+            state: State::Unknown,
+            last_state: None,
+            ready: None,
+            restarts: 0,
+        }
+    }
+}
+
 /// A container's state, each time with where it was read.
 #[derive(Clone, Debug)]
 pub enum State {
