@@ -1,0 +1,297 @@
+//! ML401 and ML404: the proxy killed mid-drain at the grace period; streams cut at exit.
+
+use meshlife_policy::catalogue;
+
+use super::{Conclusion, Status, cite, conclusion, no_proxy};
+use crate::commands::diagnose::clock::{self, Bound, SECOND};
+use crate::commands::diagnose::observed::{ContainerTimeline, Moment, MomentKind, Observed};
+
+/// The moment SIGTERM reached the proxy: its Killing event, else the pod's deletion.
+fn sigterm_of(observed: &Observed, proxy: &ContainerTimeline) -> Option<(Bound, Option<Moment>)> {
+    if let Some(moment) = proxy.moments_of(MomentKind::Sigterm).next() {
+        return Some((moment.at, Some(moment.clone())));
+    }
+    observed.deleted.map(|deleted| (deleted, None))
+}
+
+/// ML401: was the proxy killed at the grace period while it drained?
+pub(super) fn killed_mid_drain(observed: &Observed) -> Conclusion {
+    let rule = &catalogue::DRAIN_EXCEEDS_GRACE;
+    if let Some(conclusion) = no_proxy(rule, observed) {
+        return conclusion;
+    }
+    let proxy = observed.proxy().expect("checked by no_proxy");
+    let draining = proxy.moments_of(MomentKind::ProxyDraining).next().cloned();
+    let exiting = proxy.moments_of(MomentKind::ProxyExiting).next().cloned();
+    let end = proxy.moments_of(MomentKind::Terminated).next().cloned();
+    let sigterm = sigterm_of(observed, proxy);
+    if !proxy.running && proxy.finished.is_none() && (exiting.is_some() || draining.is_some()) {
+        let mut cannot = conclusion(
+            rule,
+            Status::CannotTell,
+            format!(
+                "the log shows {} {}, but the data holds neither its exit code nor when it ended",
+                proxy.name,
+                match (&draining, &exiting) {
+                    (Some(draining), Some(exiting)) => format!(
+                        "draining {} and exiting {}",
+                        draining.at.phrase(),
+                        exiting.at.phrase()
+                    ),
+                    (Some(draining), None) => format!("draining {}", draining.at.phrase()),
+                    (None, Some(exiting)) => format!("exiting {}", exiting.at.phrase()),
+                    (None, None) => String::new(),
+                }
+            ),
+        );
+        cannot.evidence.extend(
+            draining
+                .iter()
+                .map(|moment| cite(moment, "the proxy began to drain")),
+        );
+        cannot.evidence.extend(
+            exiting
+                .iter()
+                .map(|moment| cite(moment, "the proxy exiting")),
+        );
+        cannot.missing.push(format!(
+            "the pod's status after it stopped (`kubectl get pod -o yaml`: the exit code of {}) \
+             and its terminationGracePeriodSeconds",
+            proxy.name
+        ));
+        return cannot;
+    }
+    if proxy.running || proxy.finished.is_none() {
+        let mut cannot = conclusion(
+            rule,
+            Status::CannotTell,
+            if proxy.running {
+                format!(
+                    "{} had not ended when the data was taken: no shutdown to judge",
+                    proxy.name
+                )
+            } else {
+                format!("the data does not say whether or how {} ended", proxy.name)
+            },
+        );
+        cannot.missing.push(format!(
+            "the pod's status after it stopped (exit code and time of {}), or `kubectl describe` \
+             of the terminated pod",
+            proxy.name
+        ));
+        return cannot;
+    }
+    let grace = observed.grace_seconds.map(|seconds| seconds * SECOND);
+    let out_of_memory = proxy.reason.as_deref() == Some("OOMKilled");
+    let killed = proxy.exit_code == Some(137) && !out_of_memory;
+    let finished = proxy.finished.expect("checked above");
+    // Both are status or event times, to the second: their seconds are compared.
+    let since_sigterm = sigterm
+        .as_ref()
+        .and_then(|(sigterm, _)| Some(finished.earliest? - sigterm.earliest?));
+    let at_grace = match (since_sigterm, grace) {
+        (Some(since), Some(grace)) => Some(since + 2 * SECOND >= grace),
+        _ => None,
+    };
+    let mut evidence = Vec::new();
+    if let Some((_, Some(moment))) = &sigterm {
+        evidence.push(cite(moment, "SIGTERM"));
+    }
+    evidence.extend(
+        draining
+            .iter()
+            .map(|moment| cite(moment, "the proxy began to drain")),
+    );
+    evidence.extend(end.iter().map(|moment| cite(moment, "the proxy ended")));
+    if killed && (at_grace == Some(true) || (draining.is_some() && exiting.is_none())) {
+        let mut confirmed = conclusion(
+            rule,
+            Status::Confirmed,
+            format!(
+                "{} was killed (exit 137){}{}{}",
+                proxy.name,
+                match since_sigterm {
+                    Some(since) => format!(" {} after SIGTERM", clock::span(since)),
+                    None => String::new(),
+                },
+                match (grace, &observed.grace_source) {
+                    (Some(grace), source) =>
+                        format!(", at the grace period ({}, {source})", clock::span(grace)),
+                    _ => String::new(),
+                },
+                match (&draining, &exiting) {
+                    (Some(_), None) =>
+                        ", while draining: its log never says the drain ended".into(),
+                    (Some(_), Some(_)) => ", after its drain".into(),
+                    (None, _) if proxy.log => ", with no drain line in its log".into(),
+                    (None, _) => String::new(),
+                }
+            ),
+        );
+        confirmed.evidence = evidence;
+        confirmed.fix = Some(
+            "make the drain shorter than the grace period: lower `terminationDrainDuration` in \
+             `proxy.istio.io/config`, or raise `terminationGracePeriodSeconds` above it"
+                .into(),
+        );
+        return confirmed;
+    }
+    if proxy.exit_code.is_some_and(|code| code != 137) && !out_of_memory {
+        let mut ruled_out = conclusion(
+            rule,
+            Status::RuledOut,
+            format!(
+                "{} exited on its own (exit {}){}",
+                proxy.name,
+                proxy.exit_code.unwrap_or_default(),
+                match (since_sigterm, grace) {
+                    (Some(since), Some(grace)) => format!(
+                        ", {} after SIGTERM, within the grace period ({})",
+                        clock::span(since),
+                        clock::span(grace)
+                    ),
+                    _ => String::new(),
+                }
+            ),
+        );
+        ruled_out.evidence = evidence;
+        return ruled_out;
+    }
+    let mut cannot = conclusion(
+        rule,
+        Status::CannotTell,
+        if out_of_memory {
+            format!(
+                "{} was killed for running out of memory (OOMKilled), not at the grace period",
+                proxy.name
+            )
+        } else if killed {
+            format!(
+                "{} was killed (exit 137), but the data does not place it at the grace period",
+                proxy.name
+            )
+        } else {
+            format!("the data does not say how {} ended", proxy.name)
+        },
+    );
+    cannot.evidence = evidence;
+    if sigterm.is_none() {
+        cannot
+            .missing
+            .push("the pod's events (the Killing event: SIGTERM), or its deletionTimestamp".into());
+    }
+    if grace.is_none() {
+        cannot
+            .missing
+            .push("the pod's terminationGracePeriodSeconds (`kubectl get pod -o yaml`)".into());
+    }
+    if !proxy.log {
+        cannot.missing.push(format!(
+            "{}'s log (`kubectl logs POD -c {} --previous --timestamps`): its drain lines",
+            proxy.name, proxy.name
+        ));
+    }
+    cannot
+}
+
+/// ML404: were streams cut as the pod stopped?
+pub(super) fn streams_cut(observed: &Observed) -> Conclusion {
+    let rule = &catalogue::LONG_LIVED_STREAMS;
+    // A classic proxy begins to drain at SIGTERM: its log shows a shutdown no event may.
+    let sigterm = observed
+        .proxy()
+        .and_then(|proxy| {
+            sigterm_of(observed, proxy).map(|(at, _)| at).or_else(|| {
+                proxy
+                    .moments_of(MomentKind::ProxyDraining)
+                    .next()
+                    .map(|moment| moment.at)
+            })
+        })
+        .or(observed.deleted)
+        .or_else(|| {
+            observed
+                .containers
+                .iter()
+                .find_map(|container| container.sigterm)
+        });
+    let cuts: Vec<(&ContainerTimeline, &Moment)> = observed
+        .containers
+        .iter()
+        .flat_map(|container| {
+            container
+                .moments_of(MomentKind::StreamCut)
+                .map(move |moment| (container, moment))
+        })
+        .collect();
+    let Some(sigterm) = sigterm else {
+        let mut cannot = conclusion(
+            rule,
+            Status::CannotTell,
+            "the data holds no shutdown of the pod (no Killing event, no deletion)".into(),
+        );
+        if !cuts.is_empty() {
+            cannot.summary.push_str(&format!(
+                "; the logs hold {} cut stream(s), not tied to an exit",
+                cuts.len()
+            ));
+        }
+        cannot
+            .missing
+            .push("the events and logs of a rollout or deletion of the pod".into());
+        return cannot;
+    };
+    let tolerance = observed.clock_skew_ms;
+    let after: Vec<&(&ContainerTimeline, &Moment)> = cuts
+        .iter()
+        .filter(|(_, moment)| {
+            matches!((moment.at.point(), sigterm.earliest), (Some(at), Some(start)) if at + tolerance >= start)
+        })
+        .collect();
+    if !after.is_empty() {
+        let mut confirmed = conclusion(
+            rule,
+            Status::Confirmed,
+            format!(
+                "{} stream(s) or request(s) cut after SIGTERM ({}), the first {} in {}",
+                after.len(),
+                sigterm.phrase(),
+                after[0].1.at.phrase(),
+                after[0].0.name
+            ),
+        );
+        for (container, moment) in after.iter().take(4) {
+            confirmed.evidence.push(cite(
+                moment,
+                &format!("cut, in the log of {}", container.name),
+            ));
+        }
+        confirmed.fix = Some(
+            "clients need tested reconnect logic; give the app a preStop that stops accepting \
+             streams and lets them finish, and a grace period long enough for it (30 s or more)"
+                .into(),
+        );
+        return confirmed;
+    }
+    let logged = observed.containers.iter().any(|container| container.log);
+    let mut cannot = conclusion(
+        rule,
+        Status::CannotTell,
+        if logged {
+            format!(
+                "no cut stream in the logs given after SIGTERM ({}); the clients' side would show \
+                 the ones this pod's logs do not",
+                sigterm.phrase()
+            )
+        } else {
+            format!(
+                "the pod stopped ({}), and no log was given",
+                sigterm.phrase()
+            )
+        },
+    );
+    cannot
+        .missing
+        .push("the logs of the app and proxy around the shutdown, and of their clients".into());
+    cannot
+}
