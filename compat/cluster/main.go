@@ -25,7 +25,7 @@ func run() int {
 	meshlife := flag.String("meshlife", "", "the meshlife binary")
 	repo := flag.String("repo", ".", "the meshlife repository")
 	bin := flag.String("bin", "", "the folder of etcd, kube-apiserver, gatekeeper and kyverno (compat/cluster/bin)")
-	engines := flag.String("engines", "facts,webhook,gatekeeper,kyverno", "the stages to run, comma-separated: facts (the cluster reader against the meshes' installs) and the engines")
+	engines := flag.String("engines", "facts,diagnose,webhook,gatekeeper,kyverno", "the stages to run, comma-separated: facts (the cluster reader against the meshes' installs), diagnose (meshlife diagnose against pods and events in the API server) and the engines")
 	istioCharts := flag.String("istio-charts", "", "Istio's charts (manifests/charts of the istio.io/istio module), for the facts stage")
 	gatekeeperModule := flag.String("gatekeeper-module", "", "Gatekeeper's module folder (its CRDs)")
 	kyvernoModule := flag.String("kyverno-module", "", "Kyverno's module folder (its CRDs)")
@@ -109,6 +109,11 @@ func (h *harness) run(engines []string, gatekeeperModule, kyvernoModule string) 
 				continue
 			}
 			err = h.runMeshFacts(ctx, h.istioCharts)
+		case "diagnose":
+			if h.benchOnly {
+				continue
+			}
+			err = h.runDiagnose(ctx)
 		case "webhook":
 			err = h.runWebhook(ctx)
 		case "gatekeeper":
@@ -116,7 +121,7 @@ func (h *harness) run(engines []string, gatekeeperModule, kyvernoModule string) 
 		case "kyverno":
 			err = h.runKyverno(ctx, kyvernoModule)
 		default:
-			err = fmt.Errorf("no stage %q (facts, webhook, gatekeeper, kyverno)", engine)
+			err = fmt.Errorf("no stage %q (facts, diagnose, webhook, gatekeeper, kyverno)", engine)
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "cluster-compat: %s: %v\n", engine, err)

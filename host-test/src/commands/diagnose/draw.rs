@@ -156,8 +156,9 @@ fn diagnosis_text(out: &mut String, diagnosis: &Diagnosis, colour: bool) {
             container_line(container)
         );
     }
-    if let Some(deleted) = observed.deleted {
-        let _ = writeln!(out, "  the pod was deleted {}", deleted.phrase());
+    if let Some(deleted) = observed.deleted.and_then(|deleted| deleted.point()) {
+        // With its date: a deletion can come days after the rest.
+        let _ = writeln!(out, "  the pod was deleted at {}", clock::iso(deleted));
     }
     let (moments, left_out) = listed_moments(observed);
     if !moments.is_empty() {

@@ -42,7 +42,8 @@ pub fn events_of(value: &Value, file: &str) -> Option<Vec<EventRecord>> {
         .enumerate()
         .filter_map(|(index, item)| event_of(item, file, &format!("items[{index}]")))
         .collect();
-    (!events.is_empty()).then_some(events)
+    // An EventList with no item is a pod without events, not an unknown List.
+    (!events.is_empty() || kind == "EventList").then_some(events)
 }
 
 fn text<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {

@@ -58,8 +58,10 @@ async fn call<T>(
 ) -> Result<T, String> {
     match tokio::time::timeout(CALL_TIMEOUT, call).await {
         Ok(Ok(value)) => Ok(value),
+        // The API server's own message says what was not found (the pod, or the node its
+        // log is read through).
         Ok(Err(kube::Error::Api(status))) if status.code == 404 => {
-            Err(format!("{cluster}: {what}: not found"))
+            Err(format!("{cluster}: {what}: not found ({})", status.message))
         }
         Ok(Err(kube::Error::Api(status))) if status.code == 403 => Err(format!(
             "{cluster}: the API server forbids {what}: {}",

@@ -216,10 +216,21 @@ impl Sources {
                         .and_then(serde_json::Value::as_str)
                         .is_some_and(|kind| kind.ends_with("List"))
                     {
-                        self.notes.push(format!(
-                            "{file}, document {}: a List with no Pod or Event in it, not used",
-                            index + 1
-                        ));
+                        let empty = value
+                            .get("items")
+                            .and_then(serde_json::Value::as_array)
+                            .is_none_or(Vec::is_empty);
+                        self.notes.push(if empty {
+                            format!(
+                                "{file}, document {}: an empty List (no event or pod in it)",
+                                index + 1
+                            )
+                        } else {
+                            format!(
+                                "{file}, document {}: a List with no Pod or Event in it, not used",
+                                index + 1
+                            )
+                        });
                     } else {
                         self.notes.push(format!(
                             "{file}, document {}: {}, not a Pod, an Event or a List of them: not used",
