@@ -469,3 +469,43 @@ fn overload_is_refused_at_once_counted_and_bounded() {
     let after = runtime.block_on(client.validate(&[fine])).unwrap();
     assert_eq!(items(&after)[0]["value"], json!([]));
 }
+
+#[test]
+fn the_transport_floor_answers_its_fixed_bytes_without_evaluating() {
+    let ca = Authority::new("meshlife-test-ca");
+    let volume = SecretVolume::new(&ca.server(), &ca.cert_pem);
+    let answer = volume.dir.path().join("floor-answer.json");
+    let fixed = json!({
+        "apiVersion": "externaldata.gatekeeper.sh/v1beta1",
+        "kind": "ProviderResponse",
+        "response": {"idempotent": true, "items": [{"key": "k", "value": ["fixed"]}], "systemError": ""},
+    });
+    std::fs::write(&answer, fixed.to_string()).unwrap();
+    let server = Server::start(
+        &volume,
+        false,
+        &["--transport-floor-answer", answer.to_str().unwrap()],
+    );
+    let client = Client::new(server.routes, &ca, None);
+    // A key the module would judge (and one that is no input at all) both get the fixed
+    // bytes: nothing is evaluated.
+    let inputs = meshlife::commands::bench::bench_inputs();
+    let typical = inputs
+        .iter()
+        .find(|input| input.name == "deployment-typical")
+        .unwrap();
+    let deployment = std::str::from_utf8(&typical.bytes).unwrap();
+    runtime().block_on(async {
+        for key in [deployment, "not an input"] {
+            assert_eq!(client.validate(&[key]).await.unwrap(), fixed);
+        }
+    });
+    // Nothing evaluated, though the server answered both (the health port's metrics are its).
+    assert!(
+        server
+            .metrics()
+            .contains("meshlife_evaluation_duration_seconds_count 0"),
+        "{}",
+        server.metrics()
+    );
+}

@@ -27,18 +27,30 @@ pub const PATH: &str = "/validate";
 const API_GROUP: &str = "externaldata.gatekeeper.sh";
 const RESPONSE_API_VERSION: &str = "externaldata.gatekeeper.sh/v1beta1";
 
+/// The rule id of the module's "cannot evaluate this input" answer.
+const INVALID_INPUT_ID: &str = meshlife_policy::catalogue::INVALID_INPUT.id;
+
 #[derive(Deserialize)]
-struct ProviderRequest {
+struct ProviderRequest<'a> {
     #[serde(rename = "apiVersion")]
     api_version: Option<String>,
     kind: Option<String>,
-    request: Option<RequestBody>,
+    #[serde(borrow)]
+    request: Option<RequestBody<'a>>,
 }
 
 #[derive(Deserialize)]
-struct RequestBody {
-    #[serde(default)]
-    keys: Option<Vec<Value>>,
+struct RequestBody<'a> {
+    #[serde(default, borrow)]
+    keys: Option<Vec<&'a RawValue>>,
+}
+
+/// One key: its text, the module's input, and the JSON string it came as, echoed back as it
+/// is (decoded once, never escaped again).
+#[derive(Debug)]
+struct Key<'a> {
+    text: Arc<String>,
+    as_sent: &'a str,
 }
 
 #[derive(Deserialize)]
@@ -90,7 +102,7 @@ pub async fn validate(
     let mut items: Vec<Option<Item>> = Vec::with_capacity(keys.len());
     let mut evaluable = Vec::new();
     for (index, key) in keys.iter().enumerate() {
-        match check_key(key, routes.limits.max_key) {
+        match check_key(&key.text, routes.limits.max_key) {
             Ok(()) => {
                 evaluable.push(index);
                 items.push(None);
@@ -111,15 +123,17 @@ pub async fn validate(
         .map(|&index| {
             (
                 index,
-                routes.pool.submit(&mut admission, Arc::clone(&keys[index])),
+                routes
+                    .pool
+                    .submit(&mut admission, Arc::clone(&keys[index].text)),
             )
         })
         .collect();
     for (index, key) in pending {
-        items[index] = Some(item_of(key.outcome().await, routes));
+        items[index] = Some(item_of(key.outcome().await, &keys[index].text, routes));
     }
 
-    let mut out = Vec::with_capacity(256 + keys.iter().map(|key| key.len()).sum::<usize>());
+    let mut out = Vec::with_capacity(256 + keys.iter().map(|key| key.as_sent.len()).sum::<usize>());
     out.extend_from_slice(
         br#"{"apiVersion":"externaldata.gatekeeper.sh/v1beta1","kind":"ProviderResponse","response":{"idempotent":true,"items":["#,
     );
@@ -128,7 +142,7 @@ pub async fn validate(
             out.push(b',');
         }
         out.extend_from_slice(br#"{"key":"#);
-        write_json_string(&mut out, key);
+        out.extend_from_slice(key.as_sent.as_bytes());
         match item {
             Some(Item::Value(value)) => {
                 routes
@@ -157,7 +171,7 @@ pub async fn validate(
 }
 
 /// The keys of a ProviderRequest, or why it is not one.
-fn read_request(body: &[u8]) -> Result<Vec<Arc<String>>, String> {
+fn read_request(body: &[u8]) -> Result<Vec<Key<'_>>, String> {
     let request: ProviderRequest = serde_json::from_slice(body).map_err(|error| {
         format!("the request is not a ProviderRequest: it is not JSON of that shape ({error})")
     })?;
@@ -180,14 +194,20 @@ fn read_request(body: &[u8]) -> Result<Vec<Arc<String>>, String> {
         .unwrap_or_default();
     keys.into_iter()
         .enumerate()
-        .map(|(index, key)| match key {
-            Value::String(key) => Ok(Arc::new(key)),
-            other => Err(format!(
-                "request.keys[{index}] is {}, not a string: each key is the JSON text of one \
+        .map(
+            |(index, key)| match serde_json::from_str::<String>(key.get()) {
+                Ok(text) => Ok(Key {
+                    text: Arc::new(text),
+                    as_sent: key.get(),
+                }),
+                Err(_) => Err(format!(
+                    "request.keys[{index}] is {}, not a string: each key is the JSON text of one \
                  module input",
-                json_type(&other)
-            )),
-        })
+                    serde_json::from_str::<Value>(key.get())
+                        .map_or("not JSON", |value| json_type(&value))
+                )),
+            },
+        )
         .collect()
 }
 
@@ -209,8 +229,7 @@ fn json_type(value: &Value) -> &'static str {
     }
 }
 
-/// A key the module would only answer with ML000 about its shape is answered here, as a
-/// per-key error: it is the caller's mistake, not a finding about an object.
+/// A key over `--max-key` is answered here, as a per-key error, without evaluating it.
 fn check_key(key: &str, max_key: usize) -> Result<(), Item> {
     if key.len() > max_key {
         return Err(Item::Error {
@@ -221,33 +240,45 @@ fn check_key(key: &str, max_key: usize) -> Result<(), Item> {
             ),
         });
     }
-    let not_an_input = |detail: String| Item::Error {
+    Ok(())
+}
+
+/// A key that is not a module input at all (not JSON, no `review` object) is answered as a
+/// per-key error: it is the caller's mistake, not a finding about an object. Checked only when
+/// the module's answer holds ML000 (which it gives for such a key), so a good key is read once,
+/// by the module.
+fn not_an_input(key: &str) -> Option<Item> {
+    let detail = input_shape_problem(key)?;
+    Some(Item::Error {
         reason: "not_an_input",
         message: format!(
             "the key is not a meshlife input: expected the JSON text of {{\"review\": \
              <AdmissionRequest>, \"parameters\": {{...}}}}, as the meshlife template builds it \
              with json.marshal; {detail}"
         ),
-    };
-    match input_shape_problem(key) {
-        None => Ok(()),
-        Some(detail) => Err(not_an_input(detail)),
-    }
+    })
 }
 
-fn item_of(outcome: KeyOutcome, routes: &Routes) -> Item {
+fn item_of(outcome: KeyOutcome, key: &str, routes: &Routes) -> Item {
     match outcome {
-        KeyOutcome::Evaluated(text) => match violation_list(&text) {
-            Ok(value) => Item::Value(value),
-            Err(message) => Item::Error {
-                reason: "bad_result",
-                message,
-            },
-        },
+        KeyOutcome::Evaluated(text) if text.contains(INVALID_INPUT_ID) => {
+            not_an_input(key).unwrap_or_else(|| value_item(&text))
+        }
+        KeyOutcome::Evaluated(text) => value_item(&text),
         KeyOutcome::Failed(failure) => {
             let (reason, message) = evaluation_failure(failure, &routes.limits);
             Item::Error { reason, message }
         }
+    }
+}
+
+fn value_item(text: &str) -> Item {
+    match violation_list(text) {
+        Ok(value) => Item::Value(value),
+        Err(message) => Item::Error {
+            reason: "bad_result",
+            message,
+        },
     }
 }
 
@@ -313,16 +344,25 @@ mod tests {
             br#"{"apiVersion":"externaldata.gatekeeper.sh/v1alpha1","kind":"ProviderRequest","request":{}}"#,
         );
         assert_eq!(empty.unwrap().len(), 0);
+        // Go's json.Marshal escapes `<`, `>` and `&`: the key is decoded for the module and
+        // echoed as it came, so Gatekeeper finds its own key string again.
+        let escaped = read_request(
+            br#"{"apiVersion":"externaldata.gatekeeper.sh/v1beta1","kind":"ProviderRequest","request":{"keys":["{\"a\":\"\u003c\"}"]}}"#,
+        )
+        .unwrap();
+        assert_eq!(escaped[0].text.as_str(), r#"{"a":"<"}"#);
+        assert_eq!(escaped[0].as_sent, r#""{\"a\":\"\u003c\"}""#);
     }
 
     #[test]
     fn keys_are_checked_for_size_and_shape() {
         assert!(check_key(r#"{"review":{"kind":{}},"parameters":{}}"#, 100).is_ok());
+        assert!(not_an_input(r#"{"review":{"kind":{}},"parameters":{}}"#).is_none());
         for bad in [r#"{"parameters":{}}"#, r#"{"review":"x"}"#, "[1]", "{", ""] {
             assert!(
                 matches!(
-                    check_key(bad, 100),
-                    Err(Item::Error {
+                    not_an_input(bad),
+                    Some(Item::Error {
                         reason: "not_an_input",
                         ..
                     })

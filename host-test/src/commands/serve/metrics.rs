@@ -78,10 +78,19 @@ struct CounterFamily {
 
 impl CounterFamily {
     fn add(&self, labels: &[&str]) {
-        if let Ok(mut values) = self.values.lock() {
-            *values
-                .entry(labels.iter().map(|label| label.to_string()).collect())
-                .or_insert(0) += 1;
+        let Ok(mut values) = self.values.lock() else {
+            return;
+        };
+        // A family holds a handful of label sets: finding one costs less than the Strings of
+        // a new key would, on every request.
+        match values
+            .iter_mut()
+            .find(|(known, _)| known.iter().map(String::as_str).eq(labels.iter().copied()))
+        {
+            Some((_, count)) => *count += 1,
+            None => {
+                values.insert(labels.iter().map(|label| label.to_string()).collect(), 1);
+            }
         }
     }
 
@@ -154,12 +163,14 @@ impl RequestOutcome {
 impl Metrics {
     pub fn request_done(&self, route: &str, outcome: RequestOutcome, elapsed: Duration) {
         self.requests.add(&[route, outcome.label()]);
-        let histogram = self.request_seconds.lock().ok().map(|mut histograms| {
-            histograms
-                .entry(route.to_string())
-                .or_insert_with(Default::default)
-                .clone()
-        });
+        let histogram =
+            self.request_seconds
+                .lock()
+                .ok()
+                .map(|mut histograms| match histograms.get(route) {
+                    Some(histogram) => std::sync::Arc::clone(histogram),
+                    None => histograms.entry(route.to_string()).or_default().clone(),
+                });
         if let Some(histogram) = histogram {
             histogram.observe(elapsed);
         }

@@ -97,6 +97,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub module: Option<PathBuf>,
 
+    /// For `meshlife bench serve` only: answer every request of the routes port with this
+    /// file's bytes (a ProviderResponse), reading each body but evaluating nothing. The
+    /// server's transport floor: the same listener, TLS and HTTP stack, with no route work.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub transport_floor_answer: Option<PathBuf>,
+
     /// After SIGTERM: how long to go on accepting and serving (with `Connection: close`) while
     /// the endpoint removal propagates, before the listener closes.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
@@ -333,8 +339,14 @@ async fn serve(
         );
     }
     let workers = args.limits.worker_count();
+    let in_place_key_bytes = if args.module.is_none() {
+        pool::IN_PLACE_KEY_BYTES
+    } else {
+        0
+    };
     let pool = pool::EvaluationPool::start(
         Arc::clone(&engine),
+        in_place_key_bytes,
         workers,
         args.limits.queue,
         args.limits.eval_timeout,
@@ -385,11 +397,18 @@ async fn serve(
         tls,
         closes_on_shutdown,
     };
-    let routes_task = tokio::spawn(listener::serve(
-        routes_listener,
-        settings("routes", Some(Arc::clone(&tls)), true),
-        Arc::clone(&routes),
-    ));
+    let routes_task = match &args.transport_floor_answer {
+        None => tokio::spawn(listener::serve(
+            routes_listener,
+            settings("routes", Some(Arc::clone(&tls)), true),
+            Arc::clone(&routes),
+        )),
+        Some(path) => tokio::spawn(listener::serve(
+            routes_listener,
+            settings("routes", Some(Arc::clone(&tls)), true),
+            Arc::new(routes::FixedAnswer::read(path, args.limits.clone())?),
+        )),
+    };
     tokio::spawn(listener::serve(
         health_listener,
         settings("health", None, false),

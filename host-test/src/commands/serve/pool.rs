@@ -1,7 +1,12 @@
 //! The evaluation pool: a fixed set of worker threads, each ending up with its own warm module
 //! instance, fed through a bounded admission count so that a burst is refused at once instead
-//! of queueing without limit. Evaluation runs on these threads, never on the async ones, so a
-//! long evaluation cannot stall accepting, TLS or the health port.
+//! of queueing without limit. A large key is evaluated on these threads, never on the async
+//! ones, so a long evaluation cannot stall accepting, TLS or the health port. With the
+//! embedded module, whose time per byte is known and fuzzed, a small key (at most
+//! [`IN_PLACE_KEY_BYTES`]) is evaluated where it arrived: its evaluation is shorter than the
+//! two thread wake-ups a hop to a worker and back costs (profiled under `meshlife bench
+//! serve`, docs/performance-history.md), and its deadline holds the same way. A `--module`
+//! of unknown speed always goes to the workers.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
@@ -16,6 +21,10 @@ use crate::module::engine::{Engine, EvaluationFailure};
 
 /// How often the epoch advances; deadlines are whole ticks, so this is their resolution.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Keys up to this size are evaluated on the thread that read them, with the embedded module.
+/// It reads about 3 us per KB, so such a key holds an async thread for about 0.2 ms at most.
+pub const IN_PLACE_KEY_BYTES: usize = 64 * 1024;
 
 /// What became of one key.
 #[derive(Debug)]
@@ -33,6 +42,11 @@ struct Job {
 }
 
 pub struct EvaluationPool {
+    engine: Arc<Engine>,
+    metrics: Arc<Metrics>,
+    deadline_ticks: u64,
+    /// Keys up to this size are evaluated in place; 0: every key goes to a worker.
+    in_place_key_bytes: usize,
     jobs: mpsc::Sender<Job>,
     admission: Arc<Semaphore>,
     capacity: usize,
@@ -46,6 +60,8 @@ pub struct Admission {
 
 /// A key on its way through the pool.
 pub enum PendingKey {
+    /// Evaluated in place (a small key).
+    Done(KeyOutcome),
     Queued(oneshot::Receiver<KeyOutcome>),
     Failed(&'static str),
 }
@@ -53,6 +69,7 @@ pub enum PendingKey {
 impl PendingKey {
     pub async fn outcome(self) -> KeyOutcome {
         match self {
+            PendingKey::Done(outcome) => outcome,
             PendingKey::Queued(answer) => answer.await.unwrap_or_else(|_| {
                 KeyOutcome::Failed(EvaluationFailure::Failed(
                     "the evaluation worker failed before answering".into(),
@@ -93,9 +110,11 @@ impl std::fmt::Display for Refusal {
 
 impl EvaluationPool {
     /// Starts `workers` threads over `engine` and the epoch ticker that enforces
-    /// `eval_timeout` (the engine must be interruptible).
+    /// `eval_timeout` (the engine must be interruptible). Keys up to `in_place_key_bytes` are
+    /// evaluated in place (0: none).
     pub fn start(
         engine: Arc<Engine>,
+        in_place_key_bytes: usize,
         workers: usize,
         queue: usize,
         eval_timeout: Duration,
@@ -125,6 +144,10 @@ impl EvaluationPool {
         metrics.workers.store(workers as i64, Ordering::Relaxed);
         let capacity = workers + queue;
         Ok(EvaluationPool {
+            engine,
+            metrics,
+            deadline_ticks,
+            in_place_key_bytes,
             jobs,
             admission: Arc::new(Semaphore::new(capacity)),
             capacity,
@@ -151,12 +174,18 @@ impl EvaluationPool {
         Ok(Admission { permits: split })
     }
 
-    /// Queues `input` on one of `admission`'s slots; the keys of one request are all queued
-    /// before any answer is awaited, so they are evaluated in parallel.
+    /// Evaluates `input` on one of `admission`'s slots: in place when it is small, else
+    /// queued for a worker; the large keys of one request are all queued before any answer is
+    /// awaited, so they are evaluated in parallel.
     pub fn submit(&self, admission: &mut Admission, input: Arc<String>) -> PendingKey {
         let Some(permit) = admission.permits.pop() else {
             return PendingKey::Failed("internal error: more keys evaluated than admitted");
         };
+        if input.len() <= self.in_place_key_bytes {
+            let outcome = evaluate(&self.engine, &input, self.deadline_ticks, &self.metrics);
+            drop(permit);
+            return PendingKey::Done(outcome);
+        }
         let (reply, answer) = oneshot::channel();
         let job = Job {
             input,
@@ -194,23 +223,28 @@ fn work(engine: &Engine, receiver: &Mutex<mpsc::Receiver<Job>>, ticks: u64, metr
         if job.reply.is_closed() {
             continue;
         }
-        let started = Instant::now();
-        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            engine.evaluate_raw(job.input.as_bytes(), ticks)
-        }))
-        .unwrap_or_else(|_| {
-            Err(EvaluationFailure::Failed(
-                "internal error: the evaluation panicked".into(),
-            ))
-        });
-        metrics.evaluation_seconds.observe(started.elapsed());
-        let outcome = match outcome {
-            Ok(text) => KeyOutcome::Evaluated(text),
-            Err(failure) => {
-                metrics.instances_discarded.fetch_add(1, Ordering::Relaxed);
-                KeyOutcome::Failed(failure)
-            }
-        };
-        let _ = job.reply.send(outcome);
+        let _ = job.reply.send(evaluate(engine, &job.input, ticks, metrics));
+    }
+}
+
+/// One evaluation under its deadline, timed; a failed instance is counted (the engine has
+/// dropped it).
+fn evaluate(engine: &Engine, input: &str, ticks: u64, metrics: &Metrics) -> KeyOutcome {
+    let started = Instant::now();
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        engine.evaluate_raw(input.as_bytes(), ticks)
+    }))
+    .unwrap_or_else(|_| {
+        Err(EvaluationFailure::Failed(
+            "internal error: the evaluation panicked".into(),
+        ))
+    });
+    metrics.evaluation_seconds.observe(started.elapsed());
+    match outcome {
+        Ok(text) => KeyOutcome::Evaluated(text),
+        Err(failure) => {
+            metrics.instances_discarded.fetch_add(1, Ordering::Relaxed);
+            KeyOutcome::Failed(failure)
+        }
     }
 }

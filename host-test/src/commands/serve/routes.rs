@@ -8,12 +8,13 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 
-use super::exchange::{Answer, BodyError, Routes, text_response};
+use super::exchange::{Answer, BodyError, Routes, json_response, text_response};
+use super::limits::Limits;
 use super::listener::{ConnectionInfo, Handler};
 use super::metrics::RequestOutcome;
 use super::{admission, gatekeeper, kyverno};
@@ -24,7 +25,14 @@ const DISCARD_FACTOR: usize = 4;
 
 impl Routes {
     async fn read_body(&self, request: Request<Incoming>) -> Result<Bytes, BodyError> {
-        let limit = self.limits.max_body;
+        read_body(request, &self.limits).await
+    }
+}
+
+/// The body of `request`, within `--max-body` and `--read-timeout`.
+async fn read_body(request: Request<Incoming>, limits: &Limits) -> Result<Bytes, BodyError> {
+    {
+        let limit = limits.max_body;
         let declared = request
             .headers()
             .get(hyper::header::CONTENT_LENGTH)
@@ -34,9 +42,12 @@ impl Routes {
         if declared.is_some_and(|length| length > discard_limit) {
             return Err(BodyError::TooLarge { limit });
         }
-        let deadline = tokio::time::Instant::now() + self.limits.read_timeout;
+        let deadline = tokio::time::Instant::now() + limits.read_timeout;
         let mut body = request.into_body();
-        let mut kept: Vec<u8> = Vec::new();
+        // The usual body arrives as one frame, kept as it is; only a body in several frames
+        // is copied together, into room for its declared length.
+        let mut first: Option<Bytes> = None;
+        let mut joined: Option<BytesMut> = None;
         let mut received: u64 = 0;
         // Frame by frame, so that a body over the limit is read to its end (up to
         // DISCARD_FACTOR times the limit) and thrown away: a client still writing its body
@@ -55,16 +66,33 @@ impl Routes {
             if received > discard_limit {
                 return Err(BodyError::TooLarge { limit });
             }
-            if received <= limit as u64 {
-                kept.extend_from_slice(&data);
+            if received > limit as u64 {
+                continue;
+            }
+            if let Some(joined) = &mut joined {
+                joined.extend_from_slice(&data);
+            } else if let Some(earlier) = first.take() {
+                let room = declared.map_or(0, |length| length.min(limit as u64) as usize);
+                let mut together = BytesMut::with_capacity(room.max(earlier.len() + data.len()));
+                together.extend_from_slice(&earlier);
+                together.extend_from_slice(&data);
+                joined = Some(together);
+            } else {
+                first = Some(data);
             }
         }
         if received > limit as u64 {
             return Err(BodyError::TooLarge { limit });
         }
-        Ok(Bytes::from(kept))
+        Ok(match (joined, first) {
+            (Some(joined), _) => joined.freeze(),
+            (None, Some(only)) => only,
+            (None, None) => Bytes::new(),
+        })
     }
+}
 
+impl Routes {
     async fn route(
         self: Arc<Self>,
         request: Request<Incoming>,
@@ -156,5 +184,46 @@ fn method_not_allowed(allowed: &'static str) -> Answer {
     Answer {
         response,
         outcome: RequestOutcome::NotFound,
+    }
+}
+
+/// The transport floor `meshlife bench serve` measures (`--transport-floor-answer`): every
+/// request's body is read as the routes read it, and the same bytes are answered, with nothing
+/// evaluated.
+pub struct FixedAnswer {
+    answer: Bytes,
+    limits: Limits,
+}
+
+impl FixedAnswer {
+    pub fn read(path: &std::path::Path, limits: Limits) -> anyhow::Result<FixedAnswer> {
+        let answer = std::fs::read(path).map_err(|error| {
+            anyhow::anyhow!(
+                "cannot read {} (--transport-floor-answer): {error}",
+                path.display()
+            )
+        })?;
+        Ok(FixedAnswer {
+            answer: Bytes::from(answer),
+            limits,
+        })
+    }
+}
+
+impl Handler for FixedAnswer {
+    fn handle(
+        self: Arc<Self>,
+        request: Request<Incoming>,
+        _connection: ConnectionInfo,
+    ) -> Pin<Box<dyn Future<Output = Response<Full<Bytes>>> + Send>> {
+        Box::pin(async move {
+            let status = match read_body(request, &self.limits).await {
+                Ok(_) => StatusCode::OK,
+                Err(_) => StatusCode::BAD_REQUEST,
+            };
+            let mut response = json_response(status, Vec::new());
+            *response.body_mut() = Full::new(self.answer.clone());
+            response
+        })
     }
 }
