@@ -81,13 +81,39 @@ struct Target {
     check: fn(&[u8]) -> bool,
 }
 
+/// A ProviderResponse without a system error whose first item has a violation list. Read
+/// into borrowed types, so that the echoed keys are skipped rather than copied: on one machine
+/// the client's reading shares the cores with the server it measures.
 fn provider_answer_ok(body: &[u8]) -> bool {
-    serde_json::from_slice::<serde_json::Value>(body).is_ok_and(|value| {
-        value["response"]["systemError"]
-            .as_str()
-            .unwrap_or("")
-            .is_empty()
-            && value["response"]["items"][0]["value"].is_array()
+    #[derive(serde::Deserialize)]
+    struct ProviderResponse<'a> {
+        #[serde(borrow)]
+        response: ResponseBody<'a>,
+    }
+    #[derive(serde::Deserialize)]
+    struct ResponseBody<'a> {
+        #[serde(rename = "systemError", default, borrow)]
+        system_error: Option<std::borrow::Cow<'a, str>>,
+        #[serde(borrow)]
+        items: Vec<ItemValue<'a>>,
+    }
+    #[derive(serde::Deserialize)]
+    struct ItemValue<'a> {
+        #[serde(borrow)]
+        value: Option<&'a serde_json::value::RawValue>,
+    }
+    serde_json::from_slice::<ProviderResponse>(body).is_ok_and(|answer| {
+        answer
+            .response
+            .system_error
+            .as_deref()
+            .is_none_or(str::is_empty)
+            && answer
+                .response
+                .items
+                .first()
+                .and_then(|item| item.value)
+                .is_some_and(|value| value.get().starts_with('['))
     })
 }
 
@@ -160,7 +186,7 @@ fn wait_for_port(address: SocketAddr, child: &mut Child, what: &str) -> Result<(
     bail!("{what} did not listen on {address} within 60 s")
 }
 
-fn start_meshlife(certificates: &Certificates) -> Result<(Running, SocketAddr)> {
+fn start_meshlife(certificates: &Certificates, extra: &[&str]) -> Result<(Running, SocketAddr)> {
     let address = free_port()?;
     let health = free_port()?;
     let mut child = Command::new(std::env::current_exe()?)
@@ -174,11 +200,51 @@ fn start_meshlife(certificates: &Certificates) -> Result<(Running, SocketAddr)> 
         .arg("--log-level=error")
         // Only /validate is measured: no watch of whatever cluster the machine knows.
         .arg("--no-namespace-watch")
+        .args(extra)
         .stdout(Stdio::null())
         .spawn()
         .context("starting meshlife serve")?;
     wait_for_port(address, &mut child, "meshlife serve")?;
     Ok((Running(child), address))
+}
+
+/// The name of OPA's rows.
+const OPA_SERVER: &str = "opa run --server, 3 rules (Rego)";
+
+/// The name of the transport-floor rows.
+pub const TRANSPORT_FLOOR: &str = "transport floor (fixed ProviderResponse)";
+
+/// `meshlife serve --transport-floor-answer`: the same server answering every request with
+/// the answer `target` gets from meshlife serve (fetched here), so that both move the same
+/// bytes over the same stack and differ only by the route's work.
+async fn start_transport_floor(
+    certificates: &Certificates,
+    target: &Target,
+    tls: &Arc<rustls::ClientConfig>,
+) -> Result<(Running, Target)> {
+    let mut connection = Connection::open(target.address, "localhost", tls).await?;
+    let reply = connection.post(target.path, target.body.clone()).await?;
+    if !(target.check)(&reply.body) {
+        bail!(
+            "meshlife serve's answer to the benchmark input is not a ProviderResponse with a \
+             violation list: {}",
+            String::from_utf8_lossy(&reply.body)
+        );
+    }
+    let answer = certificates.path("floor-answer.json");
+    std::fs::write(&answer, &reply.body)?;
+    let answer = answer.to_string_lossy().into_owned();
+    let (running, address) = start_meshlife(certificates, &["--transport-floor-answer", &answer])?;
+    Ok((
+        running,
+        Target {
+            name: TRANSPORT_FLOOR.into(),
+            address,
+            path: target.path,
+            body: target.body.clone(),
+            check: target.check,
+        },
+    ))
 }
 
 fn find_opa(explicit: Option<&Path>) -> Option<PathBuf> {
@@ -407,7 +473,7 @@ pub fn run_serve_bench(args: &ServeBenchArgs) -> u8 {
 async fn bench(args: &ServeBenchArgs) -> Result<ServeBenchReport> {
     let certificates = Certificates::make()?;
     let tls = client_config(certificates.ca_pem.as_bytes(), None)?;
-    let (_meshlife, meshlife_address) = start_meshlife(&certificates)?;
+    let (_meshlife, meshlife_address) = start_meshlife(&certificates, &[])?;
     let mut not_measured = Vec::new();
     let opa = match find_opa(args.opa.as_deref()) {
         Some(path) => match start_opa(&path, &certificates) {
@@ -453,30 +519,40 @@ async fn bench(args: &ServeBenchArgs) -> Result<ServeBenchReport> {
             body: provider_request(&[key]),
             check: provider_answer_ok,
         };
-        let concurrencies: &[usize] = if input.name == typical.name {
+        let floor = if input.name == typical.name {
+            Some(start_transport_floor(&certificates, &target, &tls).await?)
+        } else {
+            None
+        };
+        let concurrencies: &[usize] = if floor.is_some() {
             &args.concurrency
         } else {
             &[1, 8]
         };
         for &connections in concurrencies {
-            let (latencies, errors, elapsed) =
-                closed_loop(&target, &tls, connections, args.duration).await?;
-            runs.push(figures(
-                &target,
-                input.name,
-                "closed".into(),
-                connections,
-                latencies,
-                errors,
-                elapsed,
-            ));
+            // The floor right after the server at each concurrency, so both meet the same
+            // conditions on a machine whose speed drifts.
+            let targets = std::iter::once(&target).chain(floor.as_ref().map(|(_, floor)| floor));
+            for measured in targets {
+                let (latencies, errors, elapsed) =
+                    closed_loop(measured, &tls, connections, args.duration).await?;
+                runs.push(figures(
+                    measured,
+                    input.name,
+                    "closed".into(),
+                    connections,
+                    latencies,
+                    errors,
+                    elapsed,
+                ));
+            }
         }
     }
 
     // p99 at half the best throughput, typical Deployment.
     let best = runs
         .iter()
-        .filter(|run| run.input == typical.name)
+        .filter(|run| run.input == typical.name && run.server == "meshlife serve")
         .map(|run| (run.requests_per_second, run.connections))
         .fold(
             (0.0, 1),
@@ -519,7 +595,7 @@ async fn bench(args: &ServeBenchArgs) -> Result<ServeBenchReport> {
     if let Some((_, address, version)) = &opa {
         let body = format!(r#"{{"input":{}}}"#, String::from_utf8(three)?);
         peers.push(Target {
-            name: "opa run --server, 3 rules (Rego)".into(),
+            name: OPA_SERVER.into(),
             address: *address,
             path: "/v1/data/meshlife/bench/violation",
             body: Bytes::from(body),
@@ -552,6 +628,93 @@ async fn bench(args: &ServeBenchArgs) -> Result<ServeBenchReport> {
     })
 }
 
+/// The figures issue 30 holds the server to, each with what was reached.
+fn target_lines(report: &ServeBenchReport) -> Vec<String> {
+    let closed = |server: &str, input: &str, connections: usize| {
+        report.runs.iter().find(|run| {
+            run.server == server
+                && run.input == input
+                && run.mode == "closed"
+                && run.connections == connections
+        })
+    };
+    let verdict = |met: bool| if met { "met" } else { "MISSED" };
+    let mut lines = Vec::new();
+    for connections in [1, 4, 16] {
+        if let (Some(ours), Some(opa)) = (
+            closed("meshlife serve, 3 rules", "deployment-typical", connections),
+            closed(OPA_SERVER, "deployment-typical", connections),
+        ) {
+            let ratio = ours.requests_per_second / opa.requests_per_second.max(1e-9);
+            lines.push(format!(
+                "meshlife serve / opa run --server, 3 rules, {connections} connection(s) (target \
+                 at least 10): {ratio:.1} ({})",
+                verdict(ratio >= 10.0)
+            ));
+        }
+    }
+    if let Some(paced) = report
+        .runs
+        .iter()
+        .find(|run| run.server == "meshlife serve" && run.mode.starts_with("open"))
+    {
+        lines.push(format!(
+            "p99 at half the best throughput ({}) (target at most 2 ms): {:.2} ms ({})",
+            paced.mode,
+            paced.p99_us / 1000.0,
+            verdict(paced.p99_us <= 2000.0)
+        ));
+    }
+    let fractions: Vec<(usize, f64)> = report
+        .runs
+        .iter()
+        .filter(|run| run.server == TRANSPORT_FLOOR)
+        .filter_map(|floor| {
+            closed("meshlife serve", &floor.input, floor.connections).map(|ours| {
+                (
+                    floor.connections,
+                    ours.requests_per_second / floor.requests_per_second.max(1e-9),
+                )
+            })
+        })
+        .collect();
+    if let Some(&(_, lowest)) = fractions.iter().min_by(|a, b| a.1.total_cmp(&b.1)) {
+        let each: Vec<String> = fractions
+            .iter()
+            .map(|(connections, fraction)| format!("{fraction:.2} at {connections}"))
+            .collect();
+        lines.push(format!(
+            "meshlife serve / transport floor, typical Deployment (target at least 0.8): {} ({})",
+            each.join(", "),
+            verdict(lowest >= 0.8)
+        ));
+    }
+    let large = "pod-50-containers";
+    if let (Some(served), Some((_, in_process_us))) = (
+        report
+            .runs
+            .iter()
+            .filter(|run| run.server == "meshlife serve" && run.input == large)
+            .max_by(|a, b| a.requests_per_second.total_cmp(&b.requests_per_second)),
+        report
+            .in_process_median_us
+            .iter()
+            .find(|(input, _)| input == large),
+    ) {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        let bound = cores as f64 * 1e6 / in_process_us;
+        let fraction = served.requests_per_second / bound;
+        lines.push(format!(
+            "{large}: {:.0}/s at {} connections against the in-process bound of {bound:.0}/s \
+             ({cores} cores / {in_process_us:.0} us) (target at least 0.5): {fraction:.2} ({})",
+            served.requests_per_second,
+            served.connections,
+            verdict(fraction >= 0.5)
+        ));
+    }
+    lines
+}
+
 fn text(report: &ServeBenchReport) -> String {
     let mut out = format!("meshlife bench serve on {}\n", report.machine);
     out.push_str(&format!(
@@ -574,6 +737,9 @@ fn text(report: &ServeBenchReport) -> String {
     }
     for (input, median) in &report.in_process_median_us {
         out.push_str(&format!("in-process evaluation, {input}: {median:.1} us\n"));
+    }
+    for line in target_lines(report) {
+        out.push_str(&format!("{line}\n"));
     }
     for (what, why) in &report.not_measured {
         out.push_str(&format!("not measured: {what}: {why}\n"));
@@ -617,6 +783,14 @@ fn markdown(report: &ServeBenchReport) -> String {
         out.push_str(&format!(
             "- OPA {version}, `opa run --server` with `three_rules.rego`\n"
         ));
+    }
+    out.push_str(&format!(
+        "- {TRANSPORT_FLOOR}: `meshlife serve` answering every request with meshlife's own \
+         answer to the same input, read before the run, evaluating nothing: the same listener, \
+         TLS and HTTP stack, and the same client\n"
+    ));
+    for line in target_lines(report) {
+        out.push_str(&format!("- {line}\n"));
     }
     for (what, why) in &report.not_measured {
         out.push_str(&format!("- Not measured: {what}: {why}\n"));
