@@ -208,11 +208,14 @@ fn start_meshlife(certificates: &Certificates, extra: &[&str]) -> Result<(Runnin
     Ok((Running(child), address))
 }
 
+/// The name of meshlife serve's rows (all rules).
+const MESHLIFE_SERVER: &str = "meshlife serve";
+
 /// The name of OPA's rows.
 const OPA_SERVER: &str = "opa run --server, 3 rules (Rego)";
 
 /// The name of the transport-floor rows.
-pub const TRANSPORT_FLOOR: &str = "transport floor (fixed ProviderResponse)";
+const TRANSPORT_FLOOR: &str = "transport floor (fixed ProviderResponse)";
 
 /// `meshlife serve --transport-floor-answer`: the same server answering every request with
 /// the answer `target` gets from meshlife serve (fetched here), so that both move the same
@@ -513,7 +516,7 @@ async fn bench(args: &ServeBenchArgs) -> Result<ServeBenchReport> {
             started.elapsed().as_secs_f64() * 1e6 / f64::from(count),
         ));
         let target = Target {
-            name: "meshlife serve".into(),
+            name: MESHLIFE_SERVER.into(),
             address: meshlife_address,
             path: "/validate",
             body: provider_request(&[key]),
@@ -552,7 +555,7 @@ async fn bench(args: &ServeBenchArgs) -> Result<ServeBenchReport> {
     // p99 at half the best throughput, typical Deployment.
     let best = runs
         .iter()
-        .filter(|run| run.input == typical.name && run.server == "meshlife serve")
+        .filter(|run| run.input == typical.name && run.server == MESHLIFE_SERVER)
         .map(|run| (run.requests_per_second, run.connections))
         .fold(
             (0.0, 1),
@@ -560,7 +563,7 @@ async fn bench(args: &ServeBenchArgs) -> Result<ServeBenchReport> {
         );
     let half_rate = best.0 / 2.0;
     let target = Target {
-        name: "meshlife serve".into(),
+        name: MESHLIFE_SERVER.into(),
         address: meshlife_address,
         path: "/validate",
         body: provider_request(&[std::str::from_utf8(&typical.bytes)?]),
@@ -656,7 +659,7 @@ fn target_lines(report: &ServeBenchReport) -> Vec<String> {
     if let Some(paced) = report
         .runs
         .iter()
-        .find(|run| run.server == "meshlife serve" && run.mode.starts_with("open"))
+        .find(|run| run.server == MESHLIFE_SERVER && run.mode.starts_with("open"))
     {
         lines.push(format!(
             "p99 at half the best throughput ({}) (target at most 2 ms): {:.2} ms ({})",
@@ -670,7 +673,7 @@ fn target_lines(report: &ServeBenchReport) -> Vec<String> {
         .iter()
         .filter(|run| run.server == TRANSPORT_FLOOR)
         .filter_map(|floor| {
-            closed("meshlife serve", &floor.input, floor.connections).map(|ours| {
+            closed(MESHLIFE_SERVER, &floor.input, floor.connections).map(|ours| {
                 (
                     floor.connections,
                     ours.requests_per_second / floor.requests_per_second.max(1e-9),
@@ -694,7 +697,7 @@ fn target_lines(report: &ServeBenchReport) -> Vec<String> {
         report
             .runs
             .iter()
-            .filter(|run| run.server == "meshlife serve" && run.input == large)
+            .filter(|run| run.server == MESHLIFE_SERVER && run.input == large)
             .max_by(|a, b| a.requests_per_second.total_cmp(&b.requests_per_second)),
         report
             .in_process_median_us

@@ -156,8 +156,8 @@ pub fn violations_of(outcome: KeyOutcome, routes: &Routes) -> Result<Vec<Violati
         .collect())
 }
 
-pub fn json_response(status: StatusCode, body: Vec<u8>) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(body)));
+pub fn json_response(status: StatusCode, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body.into()));
     *response.status_mut() = status;
     response.headers_mut().insert(
         hyper::header::CONTENT_TYPE,

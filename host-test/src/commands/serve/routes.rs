@@ -23,73 +23,65 @@ use super::{admission, gatekeeper, kyverno};
 /// that its client gets the answer; beyond that the connection is closed at once.
 const DISCARD_FACTOR: usize = 4;
 
-impl Routes {
-    async fn read_body(&self, request: Request<Incoming>) -> Result<Bytes, BodyError> {
-        read_body(request, &self.limits).await
-    }
-}
-
 /// The body of `request`, within `--max-body` and `--read-timeout`.
 async fn read_body(request: Request<Incoming>, limits: &Limits) -> Result<Bytes, BodyError> {
-    {
-        let limit = limits.max_body;
-        let declared = request
-            .headers()
-            .get(hyper::header::CONTENT_LENGTH)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| value.parse::<u64>().ok());
-        let discard_limit = limit.saturating_mul(DISCARD_FACTOR) as u64;
-        if declared.is_some_and(|length| length > discard_limit) {
+    let limit = limits.max_body;
+    let declared = request
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    let discard_limit = limit.saturating_mul(DISCARD_FACTOR) as u64;
+    if declared.is_some_and(|length| length > discard_limit) {
+        return Err(BodyError::TooLarge { limit });
+    }
+    let deadline = tokio::time::Instant::now() + limits.read_timeout;
+    let mut body = request.into_body();
+    // The usual body arrives as one frame, kept as it is; only a body in several frames
+    // is copied together, into room for its declared length.
+    let mut first: Option<Bytes> = None;
+    let mut joined: Option<BytesMut> = None;
+    let mut received: u64 = 0;
+    // Frame by frame, so that a body over the limit is read to its end (up to
+    // DISCARD_FACTOR times the limit) and thrown away: a client still writing its body
+    // would otherwise never read the answer, and Go's reads it only once written.
+    loop {
+        let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
+            Err(_) => return Err(BodyError::Timeout),
+            Ok(None) => break,
+            Ok(Some(Err(error))) => return Err(BodyError::Broken(error.to_string())),
+            Ok(Some(Ok(frame))) => frame,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        received += data.len() as u64;
+        if received > discard_limit {
             return Err(BodyError::TooLarge { limit });
-        }
-        let deadline = tokio::time::Instant::now() + limits.read_timeout;
-        let mut body = request.into_body();
-        // The usual body arrives as one frame, kept as it is; only a body in several frames
-        // is copied together, into room for its declared length.
-        let mut first: Option<Bytes> = None;
-        let mut joined: Option<BytesMut> = None;
-        let mut received: u64 = 0;
-        // Frame by frame, so that a body over the limit is read to its end (up to
-        // DISCARD_FACTOR times the limit) and thrown away: a client still writing its body
-        // would otherwise never read the answer, and Go's reads it only once written.
-        loop {
-            let frame = match tokio::time::timeout_at(deadline, body.frame()).await {
-                Err(_) => return Err(BodyError::Timeout),
-                Ok(None) => break,
-                Ok(Some(Err(error))) => return Err(BodyError::Broken(error.to_string())),
-                Ok(Some(Ok(frame))) => frame,
-            };
-            let Ok(data) = frame.into_data() else {
-                continue;
-            };
-            received += data.len() as u64;
-            if received > discard_limit {
-                return Err(BodyError::TooLarge { limit });
-            }
-            if received > limit as u64 {
-                continue;
-            }
-            if let Some(joined) = &mut joined {
-                joined.extend_from_slice(&data);
-            } else if let Some(earlier) = first.take() {
-                let room = declared.map_or(0, |length| length.min(limit as u64) as usize);
-                let mut together = BytesMut::with_capacity(room.max(earlier.len() + data.len()));
-                together.extend_from_slice(&earlier);
-                together.extend_from_slice(&data);
-                joined = Some(together);
-            } else {
-                first = Some(data);
-            }
         }
         if received > limit as u64 {
-            return Err(BodyError::TooLarge { limit });
+            continue;
         }
-        Ok(match (joined, first) {
-            (Some(joined), _) => joined.freeze(),
-            (None, Some(only)) => only,
-            (None, None) => Bytes::new(),
-        })
+        if let Some(joined) = &mut joined {
+            joined.extend_from_slice(&data);
+        } else if let Some(earlier) = first.take() {
+            let room = declared.map_or(0, |length| length.min(limit as u64) as usize);
+            let mut together = BytesMut::with_capacity(room.max(earlier.len() + data.len()));
+            together.extend_from_slice(&earlier);
+            together.extend_from_slice(&data);
+            joined = Some(together);
+        } else {
+            first = Some(data);
+        }
     }
+    if received > limit as u64 {
+        return Err(BodyError::TooLarge { limit });
+    }
+    Ok(match (joined, first) {
+        (Some(joined), _) => joined.freeze(),
+        (None, Some(only)) => only,
+        (None, None) => Bytes::new(),
+    })
 }
 
 impl Routes {
@@ -102,7 +94,7 @@ impl Routes {
         let method = request.method().clone();
         match (path.as_str(), method) {
             (gatekeeper::PATH, Method::POST) => {
-                let body = self.read_body(request).await;
+                let body = read_body(request, &self.limits).await;
                 let unread = body.is_err();
                 let answer = gatekeeper::validate(&self, body, &connection).await;
                 ("validate", closing_if_unread(answer, unread))
@@ -110,14 +102,14 @@ impl Routes {
             (gatekeeper::PATH, _) => ("validate", method_not_allowed("POST")),
             (kyverno::PATH, Method::POST) => {
                 let headers = request.headers().clone();
-                let body = self.read_body(request).await;
+                let body = read_body(request, &self.limits).await;
                 let unread = body.is_err();
                 let answer = kyverno::evaluate(&self, &headers, body).await;
                 ("kyverno", closing_if_unread(answer, unread))
             }
             (kyverno::PATH, _) => ("kyverno", method_not_allowed("POST")),
             (admission::PATH, Method::POST) => {
-                let body = self.read_body(request).await;
+                let body = read_body(request, &self.limits).await;
                 let unread = body.is_err();
                 let answer = admission::review(&self, body).await;
                 ("admission", closing_if_unread(answer, unread))
@@ -221,9 +213,7 @@ impl Handler for FixedAnswer {
                 Ok(_) => StatusCode::OK,
                 Err(_) => StatusCode::BAD_REQUEST,
             };
-            let mut response = json_response(status, Vec::new());
-            *response.body_mut() = Full::new(self.answer.clone());
-            response
+            json_response(status, self.answer.clone())
         })
     }
 }
