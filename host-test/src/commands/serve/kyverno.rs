@@ -11,6 +11,7 @@
 //! Gatekeeper's template does with `systemError`). Kyverno turns any other status into a rule
 //! error, which its failurePolicy would then decide without the reason.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -18,6 +19,7 @@ use hyper::StatusCode;
 use hyper::header::{AUTHORIZATION, HeaderMap};
 use meshlife_policy::{Severity, Violation};
 use serde::Serialize;
+use serde_json::value::RawValue;
 
 use super::metrics::RequestOutcome;
 
@@ -158,17 +160,35 @@ fn read_input(body: &[u8]) -> Result<String, String> {
 }
 
 /// The input with its review given as JSON text made an object again; `None` when the review
-/// is not a string.
+/// is not a string. Every other member, and the review's text itself, goes to the module as it
+/// was sent: only the review is decoded (it is a string) and checked to be an object, so the
+/// text review is read as the object review is, with no tree of either built and written again.
 fn review_from_text(text: &str) -> Option<Result<String, String>> {
-    let mut input: serde_json::Value = serde_json::from_str(text).ok()?;
-    let review_text = input.get("review")?.as_str()?;
-    let review: serde_json::Value = match serde_json::from_str(review_text) {
-        Ok(review @ serde_json::Value::Object(_)) => review,
-        Ok(_) => return Some(Err("the review text is JSON but not an object".into())),
+    let members: BTreeMap<String, &RawValue> = serde_json::from_str(text).ok()?;
+    let review_text: String = serde_json::from_str(members.get("review")?.get()).ok()?;
+    let review: &RawValue = match serde_json::from_str(&review_text) {
+        Ok(review) => review,
         Err(error) => return Some(Err(format!("the review text is not JSON: {error}"))),
     };
-    input["review"] = review;
-    Some(serde_json::to_string(&input).map_err(|error| error.to_string()))
+    if !review.get().starts_with('{') {
+        return Some(Err("the review text is JSON but not an object".into()));
+    }
+    let mut input = String::with_capacity(text.len());
+    input.push('{');
+    for (index, (key, value)) in members.iter().enumerate() {
+        if index > 0 {
+            input.push(',');
+        }
+        input.push_str(&serde_json::to_string(key).ok()?);
+        input.push(':');
+        input.push_str(if key == "review" {
+            review.get()
+        } else {
+            value.get()
+        });
+    }
+    input.push('}');
+    Some(Ok(input))
 }
 
 /// `Authorization: Bearer TOKEN` against `--kyverno-token-file`, compared in constant time.
@@ -260,6 +280,12 @@ mod tests {
             "{{ request.operation }}"
         );
         assert_eq!(input["parameters"]["minSeverity"], "error");
+        // The review's own text and every other member reach the module as they were sent.
+        let sent = r#"{"parameters": {"n": 1e3}, "review": "{\"object\": {\"spec\": 1.50}}"}"#;
+        assert_eq!(
+            read_input(sent.as_bytes()).unwrap(),
+            r#"{"parameters":{"n": 1e3},"review":{"object": {"spec": 1.50}}}"#
+        );
         for bad in [r#"{"review": "[1]"}"#, r#"{"review": "{oops"}"#] {
             let problem = read_input(bad.as_bytes()).unwrap_err();
             assert!(problem.contains("review text"), "{problem}");
