@@ -93,6 +93,10 @@ func startControlPlane(ctx context.Context, procs *processes, bin, dir string) (
 		"--service-account-key-file", saPublic, "--service-account-signing-key-file", saPrivate,
 		"--authorization-mode", "Node,RBAC",
 		"--service-cluster-ip-range", "10.96.0.0/24",
+		// The reality stage's kubelet registers as "localhost" and serves on 127.0.0.1: logs,
+		// exec and port-forward reach it by that name with the admin's certificate.
+		"--kubelet-preferred-address-types", "Hostname",
+		"--kubelet-client-certificate", adminCert, "--kubelet-client-key", adminKey,
 	}
 	if err := cp.startAPIServer(ctx); err != nil {
 		return nil, err

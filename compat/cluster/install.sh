@@ -49,7 +49,31 @@ build() {
 
 build kube-apiserver "$here" 0 ./cmd/kube-apiserver "$stamp"
 build etcd "$here" 0 ./cmd/etcd
+# The reality stage's node: the same module and version as the API server.
+build kubelet "$here" 0 ./cmd/kubelet "$stamp"
+build kube-controller-manager "$here" 0 ./cmd/kube-controller-manager "$stamp"
+build kube-scheduler "$here" 0 ./cmd/kube-scheduler "$stamp"
+build kube-proxy "$here" 0 ./cmd/kube-proxy "$stamp"
 build gatekeeper "$compat/gatekeeper" 1 github.com/open-policy-agent/gatekeeper/v3
 build kyverno "$compat/kyverno" 1 github.com/kyverno/kyverno/cmd/kyverno
 build kyverno-reports-controller "$compat/kyverno" 1 github.com/kyverno/kyverno/cmd/reports-controller
+# The reality stage's istiod and the proxy image's agent: pilot-discovery and pilot-agent of
+# the istio.io/istio version istio-charts.sh pins (its go.mod has no replace, so `go install
+# PACKAGE@VERSION` builds each by that go.mod, outside this module); kept while bin/.NAME.version
+# is that version. Cold, on 2 cores: about 4 min for pilot-discovery, then 10 s for pilot-agent.
+istio_version="$(sed -n 's/^version=//p' "$here/istio-charts.sh")"
+for istio_cmd in pilot-discovery pilot-agent; do
+    if [ -x "$bin/$istio_cmd" ] && [ "$(cat "$bin/.$istio_cmd.version" 2>/dev/null)" = "$istio_version" ]; then
+        continue
+    fi
+    istio_start=$SECONDS
+    echo "building $istio_cmd (istio.io/istio@$istio_version)" >&2
+    istio_scratch="$(mktemp -d)"
+    (cd "$istio_scratch" && GOBIN="$istio_scratch/bin" CGO_ENABLED=0 GOFLAGS=-mod=mod \
+        go install "istio.io/istio/pilot/cmd/$istio_cmd@$istio_version") || { rm -rf "$istio_scratch"; exit 1; }
+    mv "$istio_scratch/bin/$istio_cmd" "$bin/$istio_cmd"
+    rm -rf "$istio_scratch"
+    echo "$istio_version" > "$bin/.$istio_cmd.version"
+    echo "  $istio_cmd built in $((SECONDS - istio_start)) s" >&2
+done
 echo "compat/cluster/bin: $("$bin/kube-apiserver" --version), etcd $("$bin/etcd" --version | sed -n 's/^etcd Version: //p'), gatekeeper v3.23.0, kyverno v1.19.0 (admission and reports controllers)" >&2

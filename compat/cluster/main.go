@@ -25,7 +25,7 @@ func run() int {
 	meshlife := flag.String("meshlife", "", "the meshlife binary")
 	repo := flag.String("repo", ".", "the meshlife repository")
 	bin := flag.String("bin", "", "the folder of etcd, kube-apiserver, gatekeeper and kyverno (compat/cluster/bin)")
-	engines := flag.String("engines", "facts,diagnose,webhook,gatekeeper,kyverno", "the stages to run, comma-separated: facts (the cluster reader against the meshes' installs), diagnose (meshlife diagnose against pods and events in the API server) and the engines")
+	engines := flag.String("engines", "facts,diagnose,webhook,gatekeeper,kyverno", "the stages to run, comma-separated: facts (the cluster reader against the meshes' installs), diagnose (meshlife diagnose against pods and events in the API server), the engines, and reality (a real node and Istio's data plane; root, not in the default list)")
 	istioCharts := flag.String("istio-charts", "", "Istio's charts (manifests/charts of the istio.io/istio module), for the facts stage")
 	gatekeeperModule := flag.String("gatekeeper-module", "", "Gatekeeper's module folder (its CRDs)")
 	kyvernoModule := flag.String("kyverno-module", "", "Kyverno's module folder (its CRDs)")
@@ -114,6 +114,11 @@ func (h *harness) run(engines []string, gatekeeperModule, kyvernoModule string) 
 				continue
 			}
 			err = h.runDiagnose(ctx)
+		case "reality":
+			if h.benchOnly {
+				continue
+			}
+			err = h.runReality(ctx)
 		case "webhook":
 			err = h.runWebhook(ctx)
 		case "gatekeeper":
@@ -121,7 +126,7 @@ func (h *harness) run(engines []string, gatekeeperModule, kyvernoModule string) 
 		case "kyverno":
 			err = h.runKyverno(ctx, kyvernoModule)
 		default:
-			err = fmt.Errorf("no stage %q (facts, diagnose, webhook, gatekeeper, kyverno)", engine)
+			err = fmt.Errorf("no stage %q (facts, diagnose, webhook, gatekeeper, kyverno, reality)", engine)
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "cluster-compat: %s: %v\n", engine, err)

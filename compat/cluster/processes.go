@@ -32,6 +32,16 @@ type processes struct {
 	mu      sync.Mutex
 	running []*process
 	logDir  string
+	// teardowns run before the processes are stopped, last registered first: what undoes a
+	// stage's changes to the host in its own order (the node's), on every way out.
+	teardowns []func()
+}
+
+// beforeStop registers a teardown that stopAll runs before it stops the remaining processes.
+func (p *processes) beforeStop(teardown func()) {
+	p.mu.Lock()
+	p.teardowns = append(p.teardowns, teardown)
+	p.mu.Unlock()
 }
 
 func newProcesses(logDir string) *processes {
@@ -126,6 +136,13 @@ func (p *processes) forget(proc *process) {
 }
 
 func (p *processes) stopAll() {
+	p.mu.Lock()
+	teardowns := p.teardowns
+	p.teardowns = nil
+	p.mu.Unlock()
+	for i := len(teardowns) - 1; i >= 0; i-- {
+		teardowns[i]()
+	}
 	p.mu.Lock()
 	running := append([]*process(nil), p.running...)
 	p.running = nil

@@ -20,6 +20,18 @@ helm="$(bash "$here/../helm/install.sh")"
 out="$target/compat/cluster"
 mkdir -p "$out"
 (cd "$here" && go build -trimpath -o "$out/cluster-compat" .)
+case " $* " in
+*reality*)
+    # The node's runtime, from Debian's packages (containerd 1.6.20, runc 1.1.5 on Debian 12).
+    source "$repo/image/machine.sh"
+    install_debian_packages containerd runc containernetworking-plugins iptables iproute2
+    # The reality stage's own programs (static: they run FROM scratch in pods) and the real
+    # Envoy for the proxy image; istiod and pilot-agent come from install.sh.
+    (cd "$here" && CGO_ENABLED=0 go build -trimpath -o "$here/bin/workload" ./cmd/workload \
+        && CGO_ENABLED=0 go build -trimpath -o "$here/bin/pause" ./cmd/pause)
+    bash "$here/envoy.sh" > /dev/null
+    ;;
+esac
 gatekeeper_module="$(cd "$here/../gatekeeper" && go list -m -f '{{.Dir}}' github.com/open-policy-agent/gatekeeper/v3)"
 kyverno_module="$(cd "$here/../kyverno" && go list -m -f '{{.Dir}}' github.com/kyverno/kyverno)"
 istio_charts="$(bash "$here/istio-charts.sh")"

@@ -1,0 +1,19 @@
+// kube-proxy of the k8s.io/kubernetes version go.mod pins, for the reality stage's node: the same main
+// as the project's cmd/kube-proxy/proxy.go (see cmd/kube-apiserver for why it is copied).
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo" // for client metric registration
+	_ "k8s.io/component-base/metrics/prometheus/version"  // for version metric registration
+	"k8s.io/kubernetes/cmd/kube-proxy/app"
+)
+
+func main() {
+	command := app.NewProxyCommand()
+	code := cli.Run(command)
+	os.Exit(code)
+}

@@ -1,0 +1,308 @@
+package main
+
+// What meshlife says of each real pod, held against what happened to it: check on the pod as
+// the API server stored it (injected by istiod), explain's predicted order beside the observed
+// one, and diagnose pod/NAME live, reading the real container logs through the kubelet.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// explainedTimeline is the part of `meshlife explain -o json` the stage compares.
+type explainedTimeline struct {
+	Mode   string `json:"mode"`
+	Events []struct {
+		Phase     string `json:"phase"`
+		Kind      string `json:"kind"`
+		AtMs      int64  `json:"atMs"`
+		Container string `json:"container"`
+	} `json:"events"`
+	Completion *struct {
+		Completes bool   `json:"completes"`
+		Why       string `json:"why"`
+	} `json:"completion"`
+}
+
+// judgePod runs check, explain and diagnose on one pod and marks result failed where what
+// meshlife says of rule disagrees with the pod being broken or not.
+func (r *reality) judgePod(ctx context.Context, result *scenarioResult, namespace, name, rule string, broken bool) {
+	pod, err := r.h.k.core.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		result.check, result.ok = "cannot read the pod: "+err.Error(), false
+		return
+	}
+	file, err := r.writePod(pod)
+	if err != nil {
+		result.check, result.ok = err.Error(), false
+		return
+	}
+	r.saveEvidence(ctx, pod)
+
+	// check: the injected pod exactly, as kubectl get pod -o json gives it.
+	flagged, err := r.checkFlags(file, rule)
+	switch {
+	case err != nil:
+		result.check, result.ok = err.Error(), false
+	case flagged == broken:
+		result.check = map[bool]string{true: "flags " + rule, false: "does not flag " + rule}[flagged]
+	default:
+		result.check = map[bool]string{true: "flags " + rule + " on a pod that did not break", false: "misses " + rule}[flagged]
+		result.ok = false
+	}
+
+	// explain: the predicted order against the observed one.
+	timeline, err := r.explain(file)
+	if err != nil {
+		result.explain, result.ok = err.Error(), false
+	} else if said, agrees := r.explainAgrees(ctx, timeline, pod, rule, broken); agrees {
+		result.explain = said
+	} else {
+		result.explain, result.ok = said, false
+	}
+
+	// diagnose, live: confirmed on the broken pod, ruled out on the fixed one.
+	status, summary, err := r.diagnoseLive(namespace, name, rule)
+	want := map[bool]string{true: "confirmed", false: "ruled-out"}[broken]
+	switch {
+	case err != nil:
+		result.diagnose, result.ok = err.Error(), false
+	case status == want:
+		result.diagnose = fmt.Sprintf("%s %s (%s)", rule, status, summary)
+	default:
+		result.diagnose, result.ok = fmt.Sprintf("%s %s, expected %s (%s)", rule, status, want, summary), false
+	}
+}
+
+// writePod writes the pod as `kubectl get pod -o json` prints it.
+func (r *reality) writePod(pod *corev1.Pod) (string, error) {
+	copy := pod.DeepCopy()
+	copy.APIVersion, copy.Kind = "v1", "Pod"
+	copy.ManagedFields = nil
+	data, err := json.MarshalIndent(copy, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	file := filepath.Join(r.dir, pod.Namespace+"-"+pod.Name+".json")
+	return file, os.WriteFile(file, data, 0o644)
+}
+
+// saveEvidence keeps, for a pod, what a user would paste: its object, events and the logs of
+// every container with times, under the work folder's reality/evidence/NAMESPACE-NAME/.
+func (r *reality) saveEvidence(ctx context.Context, pod *corev1.Pod) {
+	dir := filepath.Join(r.dir, "evidence", pod.Namespace+"-"+pod.Name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return
+	}
+	if data, err := os.ReadFile(filepath.Join(r.dir, pod.Namespace+"-"+pod.Name+".json")); err == nil {
+		_ = os.WriteFile(filepath.Join(dir, "pod.json"), data, 0o644)
+	}
+	events, err := r.h.k.core.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod.Name})
+	if err == nil {
+		events.APIVersion, events.Kind = "v1", "List"
+		for i := range events.Items {
+			events.Items[i].APIVersion, events.Items[i].Kind = "v1", "Event"
+			events.Items[i].ManagedFields = nil
+		}
+		if data, err := json.MarshalIndent(events, "", "  "); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, "events.json"), data, 0o644)
+		}
+	}
+	for _, container := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if log, err := r.containerLog(ctx, pod.Namespace, pod.Name, container.Name); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, container.Name+".log"), []byte(log), 0o644)
+		}
+	}
+}
+
+// checkFlags says whether `meshlife check -o json` finds rule in the file.
+func (r *reality) checkFlags(file, rule string) (bool, error) {
+	run, err := r.h.runMeshlife("check", file, "-o", "json", "--fail-on", "none")
+	if err != nil || run.code != 0 {
+		return false, fmt.Errorf("meshlife check %s: exit %d %v: %s", filepath.Base(file), run.code, err, firstLine(run.stderr))
+	}
+	var report struct {
+		Findings []struct {
+			Rule string `json:"rule"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(run.stdout), &report); err != nil {
+		return false, fmt.Errorf("meshlife check -o json: %w", err)
+	}
+	for _, finding := range report.Findings {
+		if finding.Rule == rule {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// explain is the pod's predicted timeline.
+func (r *reality) explain(file string) (*explainedTimeline, error) {
+	run, err := r.h.runMeshlife("explain", file, "-o", "json")
+	if err != nil || run.code != 0 {
+		return nil, fmt.Errorf("meshlife explain %s: exit %d %v: %s", filepath.Base(file), run.code, err, firstLine(run.stderr))
+	}
+	var document interface{}
+	if err := json.Unmarshal([]byte(run.stdout), &document); err != nil {
+		return nil, fmt.Errorf("meshlife explain -o json: %w", err)
+	}
+	found := findTimeline(document)
+	if found == nil {
+		return nil, fmt.Errorf("meshlife explain -o json drew no timeline for %s", filepath.Base(file))
+	}
+	data, _ := json.Marshal(found)
+	var timeline explainedTimeline
+	if err := json.Unmarshal(data, &timeline); err != nil {
+		return nil, err
+	}
+	return &timeline, nil
+}
+
+// findTimeline is the first object in the document with both events and lanes.
+func findTimeline(value interface{}) map[string]interface{} {
+	switch v := value.(type) {
+	case map[string]interface{}:
+		if _, ok := v["events"]; ok {
+			if _, ok := v["lanes"]; ok {
+				return v
+			}
+		}
+		keys := make([]string, 0, len(v))
+		for key := range v {
+			keys = append(keys, key)
+		}
+		sort.Strings(keys)
+		for _, key := range keys {
+			if found := findTimeline(v[key]); found != nil {
+				return found
+			}
+		}
+	case []interface{}:
+		for _, item := range v {
+			if found := findTimeline(item); found != nil {
+				return found
+			}
+		}
+	}
+	return nil
+}
+
+// predictedAt is the first predicted moment of kind in phase (for container, when given).
+func (t *explainedTimeline) predictedAt(phase, kind, container string) (int64, bool) {
+	for _, event := range t.Events {
+		if event.Phase == phase && event.Kind == kind && (container == "" || event.Container == container) {
+			return event.AtMs, true
+		}
+	}
+	return 0, false
+}
+
+// explainAgrees holds explain's prediction for rule against what the pod did.
+func (r *reality) explainAgrees(ctx context.Context, t *explainedTimeline, pod *corev1.Pod, rule string, broken bool) (string, bool) {
+	switch rule {
+	case "ML101":
+		appAt, okApp := t.predictedAt("startup", "app-started", "app")
+		readyAt, okReady := t.predictedAt("startup", "proxy-ready", "")
+		if !okApp || !okReady {
+			return fmt.Sprintf("no app-started or proxy-ready in the %s timeline", t.Mode), false
+		}
+		predictedFirst := appAt < readyAt
+		observedApp, observedReady, err := r.observedStartup(ctx, pod)
+		if err != nil {
+			return err.Error(), false
+		}
+		observedFirst := observedApp.Before(observedReady)
+		said := fmt.Sprintf("%s: app %s the proxy's readiness (predicted %d ms vs %d ms; observed app %s, proxy ready %s)",
+			t.Mode, map[bool]string{true: "before", false: "after"}[predictedFirst], appAt, readyAt,
+			observedApp.UTC().Format("15:04:05.000"), observedReady.UTC().Format("15:04:05.000"))
+		return said, predictedFirst == observedFirst
+	case "ML301":
+		if t.Completion == nil {
+			return "no completion in the timeline of a Job's pod", false
+		}
+		said := fmt.Sprintf("%s: %s", t.Mode, map[bool]string{true: "the pod completes", false: "the pod never completes"}[t.Completion.Completes])
+		return said, t.Completion.Completes != broken
+	case "ML401":
+		killAt, okKill := t.predictedAt("shutdown", "sigkill", "")
+		exitAt, okExit := t.predictedAt("shutdown", "proxy-exit", "")
+		if !okKill {
+			return "no sigkill in the timeline", false
+		}
+		predictedKilled := !okExit || exitAt >= killAt
+		proxy := containerTerminated(pod, "istio-proxy")
+		if proxy == nil || pod.DeletionTimestamp == nil {
+			return "the proxy's end was not recorded", false
+		}
+		// deletionTimestamp is the deletion plus the grace period: the SIGKILL's moment.
+		grace := time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+		deleted := pod.DeletionTimestamp.Add(-grace)
+		observedExit := proxy.FinishedAt.Sub(deleted)
+		said := fmt.Sprintf("%s: proxy %s (predicted exit %d ms, SIGKILL %d ms; observed exit %.1f s, code %d)", t.Mode,
+			map[bool]string{true: "killed at the grace period", false: "exits before the grace period"}[predictedKilled],
+			exitAt, killAt, observedExit.Seconds(), proxy.ExitCode)
+		// The kubelet's times are whole seconds: within 1 s of the predicted SIGKILL.
+		agrees := predictedKilled == broken
+		if broken {
+			agrees = agrees && (observedExit-time.Duration(killAt)*time.Millisecond).Abs() <= 1500*time.Millisecond
+		}
+		return said, agrees
+	}
+	return "no comparison for " + rule, false
+}
+
+// observedStartup is when the app started (its first log line) and when the proxy was ready
+// (pilot-agent's "Envoy proxy is ready" line), both from the containers' own logs.
+func (r *reality) observedStartup(ctx context.Context, pod *corev1.Pod) (time.Time, time.Time, error) {
+	appLog, err := r.containerLog(ctx, pod.Namespace, pod.Name, "app")
+	if err != nil {
+		return time.Time{}, time.Time{}, err
+	}
+	events := workloadEvents(appLog)
+	if len(events) == 0 {
+		return time.Time{}, time.Time{}, fmt.Errorf("the app's log has no line of the workload")
+	}
+	proxyLog, err := r.containerLog(ctx, pod.Namespace, pod.Name, "istio-proxy")
+	if err != nil {
+		return time.Time{}, time.Time{}, err
+	}
+	for _, line := range strings.Split(proxyLog, "\n") {
+		if strings.Contains(line, "Envoy proxy is ready") {
+			at, err := time.Parse(time.RFC3339Nano, strings.Fields(line)[0])
+			if err == nil {
+				return events[0].at, at, nil
+			}
+		}
+	}
+	return time.Time{}, time.Time{}, fmt.Errorf("istio-proxy's log has no \"Envoy proxy is ready\" line")
+}
+
+// diagnoseLive runs `meshlife diagnose pod/NAME -n NS --kubeconfig` and returns rule's
+// conclusion.
+func (r *reality) diagnoseLive(namespace, name, rule string) (string, string, error) {
+	run, err := r.h.runMeshlife("diagnose", "pod/"+name, "-n", namespace, "--kubeconfig", r.h.cp.adminKC, "-o", "json")
+	if err != nil || (run.code != 0 && run.code != 1) {
+		return "", "", fmt.Errorf("meshlife diagnose pod/%s: exit %d %v: %s", name, run.code, err, firstLine(run.stderr))
+	}
+	var d diagnosis
+	if err := json.Unmarshal([]byte(run.stdout), &d); err != nil {
+		return "", "", fmt.Errorf("meshlife diagnose -o json: %w", err)
+	}
+	for _, pod := range d.Diagnoses {
+		for _, c := range pod.Conclusions {
+			if c.Rule == rule {
+				return c.Status, c.Summary, nil
+			}
+		}
+	}
+	return "absent", "no conclusion about " + rule, nil
+}

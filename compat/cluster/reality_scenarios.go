@@ -1,0 +1,318 @@
+package main
+
+// The reality stage's scenarios: each bug class run for real, broken and fixed side by side.
+// Each pod's outcome is asserted from what the node did (pod phase, exit codes, the kubelet's
+// times, the containers' own logs and the test workload's counts), then held against
+// meshlife's check, explain and diagnose (reality_judges.go).
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// realityScenario is one bug class: its rule and how to run it.
+type realityScenario struct {
+	rule string
+	run  func(r *reality, ctx context.Context) error
+}
+
+func realityScenarios() []realityScenario {
+	return []realityScenario{
+		{"ML101", (*reality).startupRace},
+		{"ML301", (*reality).jobCompletion},
+		{"ML401", (*reality).drainPastGrace},
+	}
+}
+
+// Pod annotations of the fixes, as users write them.
+const (
+	holdAnnotation   = `proxy.istio.io/config: '{"holdApplicationUntilProxyStarts": true}'`
+	nativeAnnotation = `sidecar.istio.io/nativeSidecar: "true"`
+	classicNamespace = "reality-istio"
+)
+
+// meshedNamespace is a namespace Istio's injector serves (classic by the mesh's default).
+func meshedNamespace(name string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {istio-injection: enabled}}\n", name)
+}
+
+// podManifest is a Pod of the test workload in namespace, held by the keep finalizer.
+func podManifest(namespace, name string, annotations []string, grace int, args ...string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: %s
+  namespace: %s
+  finalizers: [%s]
+  annotations: {%s}
+spec:
+  terminationGracePeriodSeconds: %d
+  containers:
+  - name: app
+    image: %s
+    imagePullPolicy: Never
+    args: [%s]
+    readinessProbe: {httpGet: {path: /ready, port: 8080}, periodSeconds: 1}
+`, name, namespace, keepFinalizer, strings.Join(annotations, ", "), grace, workloadImage, quoteArgs(args))
+}
+
+func quoteArgs(args []string) string {
+	quoted := make([]string, len(args))
+	for i, arg := range args {
+		quoted[i] = strconv.Quote(arg)
+	}
+	return strings.Join(quoted, ", ")
+}
+
+// startupRace, ML101 and ML103: an app that calls out at once. Without the hold its first calls
+// fail until the classic proxy is ready; with the hold, and with a native proxy, none fail.
+func (r *reality) startupRace(ctx context.Context) error {
+	namespace := classicNamespace + "-startup"
+	if err := r.apply(ctx, meshedNamespace(namespace)); err != nil {
+		return err
+	}
+	defer r.removeNamespace(ctx, namespace)
+	variants := []struct {
+		name, variant string
+		annotations   []string
+		broken        bool
+	}{
+		{"no-hold", "classic proxy, no hold (broken)", nil, true},
+		{"hold", "classic proxy with holdApplicationUntilProxyStarts (fixed)", []string{holdAnnotation}, false},
+		{"native", "native sidecar (fixed)", []string{nativeAnnotation}, false},
+	}
+	for _, v := range variants {
+		manifest := podManifest(namespace, "race-"+v.name, v.annotations, 5,
+			"call", "-url", r.peerURL, "-count", "40", "-interval", "100ms", "-timeout", "1s", "-then", "serve")
+		if err := r.apply(ctx, manifest); err != nil {
+			return err
+		}
+	}
+	for _, v := range variants {
+		name := "race-" + v.name
+		if _, err := r.waitPod(ctx, namespace, name, 120*time.Second, "done calling", func(pod *corev1.Pod) bool {
+			return containerRunning(pod, "app") && podReady(pod)
+		}); err != nil {
+			return err
+		}
+		var summary *workloadEvent
+		if err := waitUntil(ctx, 30*time.Second, name+"'s call summary", func() (bool, error) {
+			log, err := r.containerLog(ctx, namespace, name, "app")
+			if err != nil {
+				return false, nil
+			}
+			summary = lastEvent(workloadEvents(log), "calls")
+			return summary != nil, nil
+		}); err != nil {
+			return err
+		}
+		failed, _ := strconv.Atoi(summary.fields["failed"])
+		happened := fmt.Sprintf("%s of %s calls at start failed (first ok: call %s)", summary.fields["failed"], summary.fields["total"], summary.fields["first-ok-n"])
+		reality := failed > 0
+		result := scenarioResult{rule: "ML101", variant: v.variant, happened: happened, ok: reality == v.broken}
+		if !result.ok {
+			result.happened += fmt.Sprintf("; expected %s", map[bool]string{true: "failed calls", false: "none failed"}[v.broken])
+		}
+		r.judgePod(ctx, &result, namespace, name, "ML101", v.broken)
+		r.results = append(r.results, result)
+	}
+	return nil
+}
+
+// jobCompletion, ML301 and ML302: a Job whose app finishes. Under a classic proxy that nobody
+// stops the pod stays Running and the Job never completes; with the quit endpoint, or a native
+// proxy, it completes.
+func (r *reality) jobCompletion(ctx context.Context) error {
+	namespace := classicNamespace + "-jobs"
+	if err := r.apply(ctx, meshedNamespace(namespace)); err != nil {
+		return err
+	}
+	defer r.removeNamespace(ctx, namespace)
+	const stillRunningAfter = 20 * time.Second
+	variants := []struct {
+		name, variant string
+		annotations   []string
+		args          []string
+		broken        bool
+	}{
+		{"no-quit", "classic proxy, app exits (broken)", nil, nil, true},
+		{"quit", "classic proxy, app calls /quitquitquit (fixed)", nil, []string{"-quit-url", "http://127.0.0.1:15020/quitquitquit"}, false},
+		{"native", "native sidecar (fixed)", []string{nativeAnnotation}, nil, false},
+	}
+	for _, v := range variants {
+		args := append([]string{"job", "-url", r.peerURL, "-count", "3", "-interval", "200ms", "-timeout", "2s"}, v.args...)
+		manifest := fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: job-%s, namespace: %s}
+spec:
+  backoffLimit: 0
+  template:
+    metadata:
+      annotations: {%s}
+    spec:
+      restartPolicy: Never
+      terminationGracePeriodSeconds: 5
+      containers:
+      - name: app
+        image: %s
+        imagePullPolicy: Never
+        args: [%s]
+`, v.name, namespace, strings.Join(append(v.annotations, holdAnnotation), ", "), workloadImage, quoteArgs(args))
+		if err := r.apply(ctx, manifest); err != nil {
+			return err
+		}
+	}
+	for _, v := range variants {
+		job := "job-" + v.name
+		podName, err := r.podOf(ctx, namespace, job, 60*time.Second)
+		if err != nil {
+			return err
+		}
+		pod, err := r.waitPod(ctx, namespace, podName, 120*time.Second, "app finished", func(pod *corev1.Pod) bool {
+			return containerTerminated(pod, "app") != nil
+		})
+		if err != nil {
+			return err
+		}
+		appEnd := containerTerminated(pod, "app").FinishedAt.Time
+		// Give the pod the time any Job needs to complete once its work is done.
+		var completed bool
+		_ = waitUntil(ctx, stillRunningAfter, job+" complete", func() (bool, error) {
+			got, err := r.h.k.core.BatchV1().Jobs(namespace).Get(ctx, job, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			completed = jobCondition(got, batchv1.JobComplete)
+			return completed, nil
+		})
+		pod, err = r.h.k.core.CoreV1().Pods(namespace).Get(ctx, podName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		var happened string
+		if completed {
+			happened = fmt.Sprintf("the app exited %s; the pod %s, the Job Complete", appEnd.UTC().Format("15:04:05"), pod.Status.Phase)
+		} else {
+			happened = fmt.Sprintf("the app exited %s; %s later the pod is still %s (istio-proxy %s), the Job not complete",
+				appEnd.UTC().Format("15:04:05"), stillRunningAfter, pod.Status.Phase, containerStateWord(pod, "istio-proxy"))
+		}
+		result := scenarioResult{rule: "ML301", variant: v.variant, happened: happened, ok: completed != v.broken}
+		r.judgePod(ctx, &result, namespace, podName, "ML301", v.broken)
+		r.results = append(r.results, result)
+	}
+	return nil
+}
+
+// drainPastGrace, ML401: a classic proxy told to drain for 20 s in a pod with a 5 s grace
+// period is killed by the kubelet at 5 s (exit 137); with a drain within the grace period it
+// exits on its own.
+func (r *reality) drainPastGrace(ctx context.Context) error {
+	namespace := classicNamespace + "-drain"
+	if err := r.apply(ctx, meshedNamespace(namespace)); err != nil {
+		return err
+	}
+	defer r.removeNamespace(ctx, namespace)
+	variants := []struct {
+		name, variant string
+		annotations   []string
+		grace         int
+		broken        bool
+	}{
+		{"cut", "classic proxy, drain 20s, grace 5s (broken)", []string{`proxy.istio.io/config: '{"terminationDrainDuration": "20s"}'`}, 5, true},
+		{"within", "classic proxy, drain 3s, grace 15s (fixed)", []string{`proxy.istio.io/config: '{"terminationDrainDuration": "3s"}'`}, 15, false},
+	}
+	for _, v := range variants {
+		manifest := podManifest(namespace, "drain-"+v.name, v.annotations, v.grace, "serve", "-listen", ":8080")
+		if err := r.apply(ctx, manifest); err != nil {
+			return err
+		}
+	}
+	for _, v := range variants {
+		name := "drain-" + v.name
+		if _, err := r.waitPod(ctx, namespace, name, 120*time.Second, "Ready", podReady); err != nil {
+			return err
+		}
+		deleted := time.Now()
+		if err := r.h.k.core.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+		pod, err := r.waitPod(ctx, namespace, name, time.Duration(v.grace+30)*time.Second, "finished", func(pod *corev1.Pod) bool {
+			return containerTerminated(pod, "istio-proxy") != nil && containerTerminated(pod, "app") != nil
+		})
+		if err != nil {
+			return err
+		}
+		proxy := containerTerminated(pod, "istio-proxy")
+		happened := fmt.Sprintf("deleted at %s; istio-proxy exit code %d (%s) %.0fs after the deletion (grace %ds)",
+			deleted.UTC().Format("15:04:05"), proxy.ExitCode, proxy.Reason, proxy.FinishedAt.Sub(deleted).Seconds(), v.grace)
+		killed := proxy.ExitCode == 137
+		result := scenarioResult{rule: "ML401", variant: v.variant, happened: happened, ok: killed == v.broken}
+		r.judgePod(ctx, &result, namespace, name, "ML401", v.broken)
+		r.results = append(r.results, result)
+		r.release(ctx, namespace, name)
+	}
+	return nil
+}
+
+func containerStatus(pod *corev1.Pod, name string) *corev1.ContainerStatus {
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.ContainerStatuses, pod.Status.InitContainerStatuses} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
+
+func containerRunning(pod *corev1.Pod, name string) bool {
+	status := containerStatus(pod, name)
+	return status != nil && status.State.Running != nil
+}
+
+func containerTerminated(pod *corev1.Pod, name string) *corev1.ContainerStateTerminated {
+	status := containerStatus(pod, name)
+	if status == nil {
+		return nil
+	}
+	return status.State.Terminated
+}
+
+func containerStateWord(pod *corev1.Pod, name string) string {
+	status := containerStatus(pod, name)
+	switch {
+	case status == nil:
+		return "absent"
+	case status.State.Running != nil:
+		return "running"
+	case status.State.Terminated != nil:
+		return fmt.Sprintf("exited %d", status.State.Terminated.ExitCode)
+	default:
+		return "waiting"
+	}
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, condition := range pod.Status.Conditions {
+		if condition.Type == corev1.PodReady {
+			return condition.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func jobCondition(job *batchv1.Job, kind batchv1.JobConditionType) bool {
+	for _, condition := range job.Status.Conditions {
+		if condition.Type == kind && condition.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
