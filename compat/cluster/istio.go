@@ -46,10 +46,6 @@ const (
 	// istioModuleVersion is the istio.io/istio pseudo-version istio-charts.sh and install.sh pin.
 	istioModuleVersion = "v0.0.0-20260827124520-eed52ebb66ad"
 	istioNamespace     = "istio-system"
-	// istiodProxyImage is the proxy image the reality stage imports (Istio's proxyv2 layout).
-	istiodProxyImage = "meshlife.local/proxyv2:dev"
-	// istiodPodAddress is where pods reach this host: the CNI bridge's gateway (node.md).
-	istiodPodAddress = "10.244.0.1"
 	// istiodSecurePort is secure xDS and the CA: fixed, as the injected proxies must find it.
 	istiodSecurePort = 15012
 	// istiodSAN is the name on istiod's serving certificate the agents check (ISTIOD_SAN).
@@ -159,7 +155,7 @@ func startIstiod(ctx context.Context, h *harness, bin string, native bool) (*ist
 		validatorURL:  fmt.Sprintf("https://127.0.0.1:%d/validate", httpsPort),
 		debugURL:      fmt.Sprintf("http://127.0.0.1:%d", httpPort),
 		monitoringURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", monitoringPort),
-		xdsAddress:    net.JoinHostPort(istiodPodAddress, strconv.Itoa(istiodSecurePort)),
+		xdsAddress:    net.JoinHostPort(bridgeGateway, strconv.Itoa(istiodSecurePort)),
 		caBundle:      h.cp.ca.certPEM,
 	}
 	if err := os.MkdirAll(i.dir, 0o755); err != nil {
@@ -171,7 +167,7 @@ func startIstiod(ctx context.Context, h *harness, bin string, native bool) (*ist
 	// address it is reached at and the names of the istiod Service (getDNSNames in
 	// pilot/pkg/bootstrap/server.go).
 	serving, err := h.cp.ca.issue(pkix.Name{CommonName: istiodSAN},
-		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(istiodPodAddress)},
+		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(bridgeGateway)},
 		[]string{istiodSAN, "istiod.istio-system.svc.cluster.local", "istiod-remote.istio-system.svc",
 			"istio-pilot.istio-system.svc", "istiod.istio-system", "istiod", "localhost"}, true, false)
 	if err != nil {
@@ -289,7 +285,7 @@ func (i *istioControlPlane) chartValues() map[string]interface{} {
 			"hub": "meshlife.local",
 			"tag": "dev",
 			"proxy": map[string]interface{}{
-				"image": istiodProxyImage,
+				"image": proxyImage,
 				// Small requests, so that many meshed pods fit on a 2-core node; the limits set
 				// the agent's GOMAXPROCS and GOMEMLIMIT (the template's resourceFieldRefs).
 				"resources": map[string]interface{}{
@@ -297,7 +293,7 @@ func (i *istioControlPlane) chartValues() map[string]interface{} {
 					"limits":   map[string]interface{}{"cpu": "1", "memory": "512Mi"},
 				},
 			},
-			"proxy_init":      map[string]interface{}{"image": istiodProxyImage},
+			"proxy_init":      map[string]interface{}{"image": proxyImage},
 			"imagePullPolicy": "Never",
 			// The agent's CA_ADDR (the template's default is istiod.istio-system.svc:15012,
 			// which nothing resolves here).

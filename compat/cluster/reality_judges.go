@@ -240,20 +240,28 @@ func (r *reality) explainAgrees(ctx context.Context, t *explainedTimeline, pod *
 		}
 		predictedKilled := !okExit || exitAt >= killAt
 		proxy := containerTerminated(pod, "istio-proxy")
-		if proxy == nil || pod.DeletionTimestamp == nil {
+		if proxy == nil {
 			return "the proxy's end was not recorded", false
 		}
-		// deletionTimestamp is the deletion plus the grace period: the SIGKILL's moment.
-		grace := time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
-		deleted := pod.DeletionTimestamp.Add(-grace)
-		observedExit := proxy.FinishedAt.Sub(deleted)
-		said := fmt.Sprintf("%s: proxy %s (predicted exit %d ms, SIGKILL %d ms; observed exit %.1f s, code %d)", t.Mode,
+		// SIGTERM reached the app and the classic proxy at once; the app's own line has it to
+		// the nanosecond, the kubelet's Killing event only to the second.
+		appLog, err := r.containerLog(ctx, pod.Namespace, pod.Name, "app")
+		if err != nil {
+			return err.Error(), false
+		}
+		sigterm := lastEvent(workloadEvents(appLog), "sigterm")
+		if sigterm == nil {
+			return "the app's log has no sigterm line", false
+		}
+		observedExit := proxy.FinishedAt.Sub(sigterm.at)
+		said := fmt.Sprintf("%s: proxy %s (predicted exit %d ms, SIGKILL %d ms after SIGTERM; observed exit %.1f s after the app's SIGTERM, code %d)", t.Mode,
 			map[bool]string{true: "killed at the grace period", false: "exits before the grace period"}[predictedKilled],
 			exitAt, killAt, observedExit.Seconds(), proxy.ExitCode)
-		// The kubelet's times are whole seconds: within 1 s of the predicted SIGKILL.
+		// finishedAt is cut to the second: the kill lies within a second after it.
 		agrees := predictedKilled == broken
 		if broken {
-			agrees = agrees && (observedExit-time.Duration(killAt)*time.Millisecond).Abs() <= 1500*time.Millisecond
+			predicted := time.Duration(killAt) * time.Millisecond
+			agrees = agrees && observedExit > predicted-time.Second-250*time.Millisecond && observedExit < predicted+time.Second
 		}
 		return said, agrees
 	}

@@ -219,17 +219,24 @@ func (r *reality) drainPastGrace(ctx context.Context) error {
 		return err
 	}
 	defer r.removeNamespace(ctx, namespace)
+	// The native proxy's pod: an app that keeps calling out for 6 s of its own shutdown, to see
+	// what its outbound calls get while its proxy drains (istio/istio#51855: the native
+	// template's preStop drains Envoy at the deletion, not when the app has gone).
 	variants := []struct {
 		name, variant string
 		annotations   []string
 		grace         int
 		broken        bool
+		args          []string
 	}{
-		{"cut", "classic proxy, drain 20s, grace 5s (broken)", []string{`proxy.istio.io/config: '{"terminationDrainDuration": "20s"}'`}, 5, true},
-		{"within", "classic proxy, drain 3s, grace 15s (fixed)", []string{`proxy.istio.io/config: '{"terminationDrainDuration": "3s"}'`}, 15, false},
+		{"cut", "classic proxy, drain 20s, grace 5s (broken)", []string{`proxy.istio.io/config: '{"terminationDrainDuration": "20s"}'`}, 5, true, nil},
+		{"within", "classic proxy, drain 3s, grace 15s (fixed)", []string{`proxy.istio.io/config: '{"terminationDrainDuration": "3s"}'`}, 15, false, nil},
+		{"native", "native proxy, app calls out for 6s of its shutdown, grace 20s (fixed)", []string{nativeAnnotation}, 20, false,
+			[]string{"-shutdown-delay", "6s", "-call-on-term", r.peerURL, "-call-on-term-every", "250ms", "-timeout", "1s"}},
 	}
 	for _, v := range variants {
-		manifest := podManifest(namespace, "drain-"+v.name, v.annotations, v.grace, "serve", "-listen", ":8080")
+		args := append([]string{"serve", "-listen", ":8080"}, v.args...)
+		manifest := podManifest(namespace, "drain-"+v.name, v.annotations, v.grace, args...)
 		if err := r.apply(ctx, manifest); err != nil {
 			return err
 		}
@@ -253,6 +260,13 @@ func (r *reality) drainPastGrace(ctx context.Context) error {
 		happened := fmt.Sprintf("deleted at %s; istio-proxy exit code %d (%s) %.0fs after the deletion (grace %ds)",
 			deleted.UTC().Format("15:04:05"), proxy.ExitCode, proxy.Reason, proxy.FinishedAt.Sub(deleted).Seconds(), v.grace)
 		killed := proxy.ExitCode == 137
+		if v.args != nil {
+			shutdown, err := r.shutdownCalls(ctx, pod)
+			if err != nil {
+				return err
+			}
+			happened += "; " + shutdown
+		}
 		result := scenarioResult{rule: "ML401", variant: v.variant, happened: happened, ok: killed == v.broken}
 		r.judgePod(ctx, &result, namespace, name, "ML401", v.broken)
 		r.results = append(r.results, result)
@@ -315,4 +329,59 @@ func jobCondition(job *batchv1.Job, kind batchv1.JobConditionType) bool {
 		}
 	}
 	return false
+}
+
+// shutdownCalls says what the app's outbound calls during its own shutdown got, beside when
+// its proxy said it started draining (pilot-agent's log) and when it exited.
+func (r *reality) shutdownCalls(ctx context.Context, pod *corev1.Pod) (string, error) {
+	appLog, err := r.containerLog(ctx, pod.Namespace, pod.Name, "app")
+	if err != nil {
+		return "", err
+	}
+	events := workloadEvents(appLog)
+	sigterm := lastEvent(events, "sigterm")
+	if sigterm == nil {
+		return "", fmt.Errorf("%s: the app's log has no sigterm line", pod.Name)
+	}
+	var ok, failed int
+	var firstFailure string
+	for _, event := range events {
+		if event.fields["phase"] != "term" {
+			continue
+		}
+		switch event.event {
+		case "call-ok":
+			ok++
+		case "call-failed":
+			failed++
+			if firstFailure == "" {
+				firstFailure = fmt.Sprintf(" (first at +%.2fs: %s)", event.at.Sub(sigterm.at).Seconds(), event.fields["error"])
+			}
+		}
+	}
+	if ok+failed == 0 {
+		return "", fmt.Errorf("%s: the app made no call during its shutdown", pod.Name)
+	}
+	proxyLog, err := r.containerLog(ctx, pod.Namespace, pod.Name, "istio-proxy")
+	if err != nil {
+		return "", err
+	}
+	drain := "the proxy's log says no drain"
+	for _, line := range strings.Split(proxyLog, "\n") {
+		fields := strings.Fields(line)
+		// pilot-agent's own words when a drain begins: the preStop's /drain request (native),
+		// or SIGTERM's (classic); not its configuration's drainDuration lines.
+		if len(fields) == 0 || !(strings.Contains(line, "starting drain") || strings.Contains(line, "Agent draining")) {
+			continue
+		}
+		if at, err := time.Parse(time.RFC3339Nano, fields[0]); err == nil {
+			drain = fmt.Sprintf("the proxy started draining at %+.2fs from the app's SIGTERM (%q)", at.Sub(sigterm.at).Seconds(), strings.Join(fields[3:], " "))
+			break
+		}
+	}
+	proxyEnd := ""
+	if proxy := containerTerminated(pod, "istio-proxy"); proxy != nil {
+		proxyEnd = fmt.Sprintf(", istio-proxy exited %d at %+.0fs", proxy.ExitCode, proxy.FinishedAt.Sub(sigterm.at).Seconds())
+	}
+	return fmt.Sprintf("during the app's shutdown %d outbound calls ok, %d failed%s; %s%s", ok, failed, firstFailure, drain, proxyEnd), nil
 }
