@@ -65,6 +65,9 @@ func (h *harness) runReality(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := r.clearWebhooks(ctx); err != nil {
+		return err
+	}
 	started := time.Now()
 	if r.node, err = startNode(ctx, h); err != nil {
 		return fmt.Errorf("the node: %w", err)
@@ -91,6 +94,38 @@ func (h *harness) runReality(ctx context.Context) error {
 	r.report()
 	r.istio.stop()
 	r.node.teardown()
+	return nil
+}
+
+// clearWebhooks removes the admission webhooks earlier stages left registered for engines
+// that no longer run (Kyverno registers its own and leaves them): a pod created here must meet
+// istiod's injector and nothing else.
+func (r *reality) clearWebhooks(ctx context.Context) error {
+	admission := r.h.k.core.AdmissionregistrationV1()
+	var removed []string
+	validating, err := admission.ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, config := range validating.Items {
+		if err := admission.ValidatingWebhookConfigurations().Delete(ctx, config.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		removed = append(removed, "validating "+config.Name)
+	}
+	mutating, err := admission.MutatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for _, config := range mutating.Items {
+		if err := admission.MutatingWebhookConfigurations().Delete(ctx, config.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		removed = append(removed, "mutating "+config.Name)
+	}
+	if len(removed) > 0 {
+		fmt.Printf("  removed the webhooks earlier stages left: %s\n", strings.Join(removed, ", "))
+	}
 	return nil
 }
 

@@ -27,6 +27,11 @@ type explainedTimeline struct {
 		AtMs      int64  `json:"atMs"`
 		Container string `json:"container"`
 	} `json:"events"`
+	Fates []struct {
+		Request string `json:"request"`
+		Phase   string `json:"phase"`
+		Outcome string `json:"outcome"`
+	} `json:"fates"`
 	Completion *struct {
 		Completes bool   `json:"completes"`
 		Why       string `json:"why"`
@@ -73,10 +78,13 @@ func (r *reality) judgePod(ctx context.Context, result *scenarioResult, namespac
 	// diagnose, live: confirmed on the broken pod, ruled out on the fixed one.
 	status, summary, err := r.diagnoseLive(namespace, name, rule)
 	want := map[bool]string{true: "confirmed", false: "ruled-out"}[broken]
+	// A cut stream is never ruled out from the server's logs alone, and only its clients
+	// could confirm it (docs/cli.md): either answer but ruled-out agrees.
+	streamsUndecided := rule == "ML404" && broken && status == "cannot-tell"
 	switch {
 	case err != nil:
 		result.diagnose, result.ok = err.Error(), false
-	case status == want:
+	case status == want || streamsUndecided:
 		result.diagnose = fmt.Sprintf("%s %s (%s)", rule, status, summary)
 	default:
 		result.diagnose, result.ok = fmt.Sprintf("%s %s, expected %s (%s)", rule, status, want, summary), false
@@ -264,6 +272,14 @@ func (r *reality) explainAgrees(ctx context.Context, t *explainedTimeline, pod *
 			agrees = agrees && observedExit > predicted-time.Second-250*time.Millisecond && observedExit < predicted+time.Second
 		}
 		return said, agrees
+	case "ML404":
+		for _, fate := range t.Fates {
+			if fate.Request == "long-lived-stream" {
+				said := fmt.Sprintf("%s: a long-lived stream open at SIGTERM is %s", t.Mode, fate.Outcome)
+				return said, (fate.Outcome == "cut") == broken
+			}
+		}
+		return "no long-lived stream's fate in the timeline", false
 	}
 	return "no comparison for " + rule, false
 }

@@ -28,6 +28,7 @@ func realityScenarios() []realityScenario {
 		{"ML101", (*reality).startupRace},
 		{"ML301", (*reality).jobCompletion},
 		{"ML401", (*reality).drainPastGrace},
+		{"ML404", (*reality).streamsCut},
 	}
 }
 
@@ -384,4 +385,135 @@ func (r *reality) shutdownCalls(ctx context.Context, pod *corev1.Pod) (string, e
 		proxyEnd = fmt.Sprintf(", istio-proxy exited %d at %+.0fs", proxy.ExitCode, proxy.FinishedAt.Sub(sigterm.at).Seconds())
 	}
 	return fmt.Sprintf("during the app's shutdown %d outbound calls ok, %d failed%s; %s%s", ok, failed, firstFailure, drain, proxyEnd), nil
+}
+
+// streamsCut, ML404: a gRPC stream and a WebSocket, each held open through a ClusterIP Service
+// by a meshed client, are cut when the server's pod is deleted (classic proxy, grace 5 s, no
+// preStop): the clients see them broken at the pod's exit and must reconnect.
+func (r *reality) streamsCut(ctx context.Context) error {
+	namespace := classicNamespace + "-streams"
+	if err := r.apply(ctx, meshedNamespace(namespace)); err != nil {
+		return err
+	}
+	defer r.removeNamespace(ctx, namespace)
+	server := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: streams-server
+  namespace: %[1]s
+  labels: {app: streams}
+  finalizers: [%[2]s]
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+  - name: grpc
+    image: %[3]s
+    imagePullPolicy: Never
+    args: [grpc-server, -listen, ":9090", -http-listen, ":8080"]
+    ports: [{name: grpc, containerPort: 9090}]
+    readinessProbe: {httpGet: {path: /ready, port: 8080}, periodSeconds: 1}
+  - name: ws
+    image: %[3]s
+    imagePullPolicy: Never
+    args: [ws-server, -listen, ":8081"]
+    ports: [{name: websocket, containerPort: 8081}]
+    readinessProbe: {httpGet: {path: /ready, port: 8081}, periodSeconds: 1}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: streams, namespace: %[1]s}
+spec:
+  selector: {app: streams}
+  ports:
+  - {name: grpc, port: 9090, targetPort: 9090}
+  - {name: websocket, port: 8081, targetPort: 8081}
+`, namespace, keepFinalizer, workloadImage)
+	if err := r.apply(ctx, server); err != nil {
+		return err
+	}
+	if _, err := r.waitPod(ctx, namespace, "streams-server", 120*time.Second, "Ready", podReady); err != nil {
+		return err
+	}
+	service, err := r.h.k.core.CoreV1().Services(namespace).Get(ctx, "streams", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	client := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: streams-client
+  namespace: %[1]s
+  annotations: {%[2]s}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: grpc-client
+    image: %[3]s
+    imagePullPolicy: Never
+    args: [grpc-client, -target, "%[4]s:9090", -reconnect, -listen, ""]
+  - name: ws-client
+    image: %[3]s
+    imagePullPolicy: Never
+    args: [ws-client, -url, "ws://%[4]s:8081/ws", -reconnect, -listen, ""]
+`, namespace, holdAnnotation, workloadImage, service.Spec.ClusterIP)
+	if err := r.apply(ctx, client); err != nil {
+		return err
+	}
+	clientEvents := func(container string) []workloadEvent {
+		log, err := r.containerLog(ctx, namespace, "streams-client", container)
+		if err != nil {
+			return nil
+		}
+		return workloadEvents(log)
+	}
+	if err := waitUntil(ctx, 90*time.Second, "both streams open", func() (bool, error) {
+		return lastEvent(clientEvents("grpc-client"), "stream-open") != nil && lastEvent(clientEvents("ws-client"), "ws-open") != nil, nil
+	}); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second) // a few messages on each stream before the deletion
+	if err := r.h.k.core.CoreV1().Pods(namespace).Delete(ctx, "streams-server", metav1.DeleteOptions{}); err != nil {
+		return err
+	}
+	pod, err := r.waitPod(ctx, namespace, "streams-server", 60*time.Second, "finished", func(pod *corev1.Pod) bool {
+		return containerTerminated(pod, "grpc") != nil && containerTerminated(pod, "ws") != nil && containerTerminated(pod, "istio-proxy") != nil
+	})
+	if err != nil {
+		return err
+	}
+	serverLog, err := r.containerLog(ctx, namespace, "streams-server", "grpc")
+	if err != nil {
+		return err
+	}
+	sigterm := lastEvent(workloadEvents(serverLog), "sigterm")
+	if sigterm == nil {
+		return fmt.Errorf("streams-server: the gRPC server's log has no sigterm line")
+	}
+	// The first end of each stream after the server's SIGTERM, as its client saw it.
+	firstEnd := func(events []workloadEvent, words ...string) *workloadEvent {
+		for i := range events {
+			for _, word := range words {
+				if events[i].event == word && !events[i].at.Before(sigterm.at) {
+					return &events[i]
+				}
+			}
+		}
+		return nil
+	}
+	grpcEnd := firstEnd(clientEvents("grpc-client"), "stream-broken", "stream-closed")
+	wsEnd := firstEnd(clientEvents("ws-client"), "ws-broken")
+	describeEnd := func(end *workloadEvent, detail string) string {
+		if end == nil {
+			return "not ended"
+		}
+		return fmt.Sprintf("%s %+.1fs after SIGTERM (%s, %s messages received)", end.event, end.at.Sub(sigterm.at).Seconds(), end.fields[detail], end.fields["received"])
+	}
+	happened := fmt.Sprintf("server pod deleted, grace 5s; the gRPC stream: %s; the WebSocket: %s",
+		describeEnd(grpcEnd, "code"), describeEnd(wsEnd, "close-code"))
+	cut := grpcEnd != nil && grpcEnd.event == "stream-broken" && wsEnd != nil
+	result := scenarioResult{rule: "ML404", variant: "gRPC and WebSocket server, classic proxy, grace 5s, no preStop", happened: happened, ok: cut}
+	r.judgePod(ctx, &result, namespace, pod.Name, "ML404", true)
+	r.results = append(r.results, result)
+	r.release(ctx, namespace, "streams-server")
+	return nil
 }
