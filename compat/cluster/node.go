@@ -35,8 +35,13 @@ const (
 	pauseImageRef = "registry.k8s.io/pause:3.10"
 )
 
-// kernelSettings are the sysctls the kubelet sets at start; their values are put back at stop.
-var kernelSettings = []string{"kernel/panic", "kernel/panic_on_oops", "vm/overcommit_memory"}
+// kernelSettings are the sysctls the kubelet sets at start and the ones the node needs
+// (routing to a ClusterIP's pod on the same bridge); their values are put back at stop.
+var kernelSettings = []string{"kernel/panic", "kernel/panic_on_oops", "vm/overcommit_memory", "net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables"}
+
+// nodeSettings are what the node sets: a pod's packet to a ClusterIP is DNATed to another pod
+// on the same bridge and routed back out, which needs both.
+var nodeSettings = map[string]string{"net/ipv4/ip_forward": "1", "net/bridge/bridge-nf-call-iptables": "1"}
 
 // node is a kubelet with containerd, runc and the CNI bridge plugin, the controller manager,
 // the scheduler and kube-proxy, run against the harness's API server on this machine, so that
@@ -86,6 +91,14 @@ func startNode(ctx context.Context, h *harness) (*node, error) {
 	}
 	// From here on the host is changed: the teardown runs on every way out.
 	h.procs.beforeStop(n.teardown)
+	for setting, value := range nodeSettings {
+		if _, saved := n.savedSettings[setting]; !saved {
+			return nil, fmt.Errorf("/proc/sys/%s is missing (the bridge needs the br_netfilter module loaded)", setting)
+		}
+		if err := os.WriteFile(filepath.Join("/proc/sys", setting), []byte(value), 0o644); err != nil {
+			return nil, fmt.Errorf("setting %s: %w", setting, err)
+		}
+	}
 	if err := n.writeConfigs(); err != nil {
 		return nil, err
 	}
