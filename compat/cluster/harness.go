@@ -36,6 +36,8 @@ type harness struct {
 	helm string
 	// istioCharts is manifests/charts of the pinned istio.io/istio module (the facts stage).
 	istioCharts string
+	// realityScenarios are the rules whose scenarios the stage reality runs; empty: all.
+	realityScenarios string
 }
 
 // checkedClusters are the cluster files the examples are judged under (none with -bench-only).

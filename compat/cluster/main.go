@@ -35,6 +35,7 @@ func run() int {
 	benchOnly := flag.Bool("bench-only", false, "only the latency figures: no examples, audit, faults or security checks")
 	helm := flag.String("helm", "", "the helm binary (compat/helm/bin/helm): charts/meshlife is installed, upgraded and uninstalled for each engine")
 	markdown := flag.String("markdown", "", "write the latency table into this Markdown file (BENCHMARKS.md), replacing its section")
+	scenarios := flag.String("scenarios", "", "the stage reality's scenarios to run, by rule, comma-separated (default: all)")
 	flag.Parse()
 	if *meshlife == "" || *bin == "" {
 		fmt.Fprintln(os.Stderr, "usage: cluster-compat -meshlife PATH -bin DIR [-repo DIR] [-engines LIST]")
@@ -46,7 +47,7 @@ func run() int {
 		return 2
 	}
 	procs := newProcesses(dir)
-	h := &harness{meshlife: *meshlife, repo: *repo, bin: *bin, dir: dir, procs: procs, benchN: *benchN, markdown: *markdown, benchOnly: *benchOnly, helm: *helm, istioCharts: *istioCharts}
+	h := &harness{meshlife: *meshlife, repo: *repo, bin: *bin, dir: dir, procs: procs, benchN: *benchN, markdown: *markdown, benchOnly: *benchOnly, helm: *helm, istioCharts: *istioCharts, realityScenarios: *scenarios}
 	code := h.run(strings.Split(*engines, ","), *gatekeeperModule, *kyvernoModule)
 	if code != 0 && *hold > 0 {
 		fmt.Printf("cluster-compat: holding the cluster for %v: KUBECONFIG=%s\n", *hold, filepath.Join(dir, "admin.kubeconfig"))

@@ -87,6 +87,9 @@ func (h *harness) runReality(ctx context.Context) error {
 		return err
 	}
 	for _, scenario := range realityScenarios() {
+		if h.realityScenarios != "" && !strings.Contains(","+h.realityScenarios+",", ","+scenario.rule+",") {
+			continue
+		}
 		if err := scenario.run(r, ctx); err != nil {
 			return fmt.Errorf("%s: %w", scenario.rule, err)
 		}

@@ -272,6 +272,31 @@ func (r *reality) explainAgrees(ctx context.Context, t *explainedTimeline, pod *
 			agrees = agrees && observedExit > predicted-time.Second-250*time.Millisecond && observedExit < predicted+time.Second
 		}
 		return said, agrees
+	case "ML202":
+		captureAt, okCapture := t.predictedAt("startup", "capture-installed", "")
+		initAt, okInit := t.predictedAt("startup", "init-container", "migrate")
+		if !okCapture || !okInit {
+			return fmt.Sprintf("no capture-installed or init-container migrate in the %s timeline", t.Mode), false
+		}
+		predictedAfter := initAt >= captureAt
+		// Observed: istio-init's last line (its rules, written) against migrate's first.
+		initLog, err := r.containerLog(ctx, pod.Namespace, pod.Name, "istio-init")
+		if err != nil {
+			return err.Error(), false
+		}
+		migrateLog, err := r.containerLog(ctx, pod.Namespace, pod.Name, "migrate")
+		if err != nil {
+			return err.Error(), false
+		}
+		captured, migrated := lastLogTime(initLog), workloadEvents(migrateLog)
+		if captured.IsZero() || len(migrated) == 0 {
+			return "istio-init's or migrate's log has no time", false
+		}
+		observedAfter := migrated[0].at.After(captured)
+		said := fmt.Sprintf("%s: migrate %s the redirect (predicted %d ms vs capture %d ms; observed migrate %s, istio-init's last line %s)", t.Mode,
+			map[bool]string{true: "after", false: "before"}[predictedAfter], initAt, captureAt,
+			migrated[0].at.UTC().Format("15:04:05.000"), captured.UTC().Format("15:04:05.000"))
+		return said, predictedAfter == observedAfter && predictedAfter == broken
 	case "ML404":
 		for _, fate := range t.Fates {
 			if fate.Request == "long-lived-stream" {
@@ -329,4 +354,19 @@ func (r *reality) diagnoseLive(namespace, name, rule string) (string, string, er
 		}
 	}
 	return "absent", "no conclusion about " + rule, nil
+}
+
+// lastLogTime is the time of a `--timestamps` log's last line.
+func lastLogTime(log string) time.Time {
+	var last time.Time
+	for _, line := range strings.Split(log, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		if at, err := time.Parse(time.RFC3339Nano, fields[0]); err == nil {
+			last = at
+		}
+	}
+	return last
 }

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -29,6 +30,7 @@ func realityScenarios() []realityScenario {
 		{"ML301", (*reality).jobCompletion},
 		{"ML401", (*reality).drainPastGrace},
 		{"ML404", (*reality).streamsCut},
+		{"ML202", (*reality).initAfterRedirect},
 	}
 }
 
@@ -515,5 +517,98 @@ spec:
 	r.judgePod(ctx, &result, namespace, pod.Name, "ML404", true)
 	r.results = append(r.results, result)
 	r.release(ctx, namespace, "streams-server")
+	return nil
+}
+
+// initAfterRedirect, ML202: a user init container that calls out. Istio's injector puts
+// istio-init last among the init containers, so the call runs before the redirect and works;
+// a mutating webhook that runs after the mesh's and appends its init container (a Vault agent)
+// puts it after the redirect, with no proxy yet: every call is refused and the pod never starts.
+// The second webhook is played by the stage: the pod istiod injected (a server-side dry run in
+// a namespace it serves) is created, with the init container moved after istio-init, in a
+// namespace it does not serve (it would inject an injected pod again, in its own order).
+func (r *reality) initAfterRedirect(ctx context.Context) error {
+	meshed, namespace := classicNamespace+"-init-injector", classicNamespace+"-init"
+	if err := r.apply(ctx, meshedNamespace(meshed)+"---\napiVersion: v1\nkind: Namespace\nmetadata: {name: "+namespace+"}\n"); err != nil {
+		return err
+	}
+	defer r.removeNamespace(ctx, meshed)
+	defer r.removeNamespace(ctx, namespace)
+	variants := []struct {
+		name, variant string
+		afterRedirect bool
+	}{
+		{"after-redirect", "an init container appended after istio-init by a later webhook (broken)", true},
+		{"before-redirect", "the injector's own order, istio-init last (fixed)", false},
+	}
+	for _, v := range variants {
+		text := podManifest(meshed, "init-"+v.name, nil, 5, "serve", "-listen", ":8080")
+		objects, err := decodeObjects([]byte(text))
+		if err != nil {
+			return err
+		}
+		var pod corev1.Pod
+		data, _ := json.Marshal(objects[0].Object)
+		if err := json.Unmarshal(data, &pod); err != nil {
+			return err
+		}
+		pod.Spec.InitContainers = []corev1.Container{{
+			Name: "migrate", Image: workloadImage, ImagePullPolicy: corev1.PullNever,
+			Args: []string{"job", "-url", r.peerURL, "-count", "3", "-interval", "300ms", "-timeout", "1s", "-fail-exit-code", "1"},
+		}}
+		injected, err := r.h.k.core.CoreV1().Pods(meshed).Create(ctx, &pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return err
+		}
+		var order []corev1.Container
+		var migrate corev1.Container
+		for _, container := range injected.Spec.InitContainers {
+			if container.Name == "migrate" {
+				migrate = container
+				continue
+			}
+			order = append(order, container)
+		}
+		if v.afterRedirect {
+			order = append(order, migrate)
+		} else {
+			order = append([]corev1.Container{migrate}, order...)
+		}
+		injected.Spec.InitContainers = order
+		injected.Namespace, injected.ResourceVersion, injected.UID, injected.CreationTimestamp = namespace, "", "", metav1.Time{}
+		if _, err := r.h.k.core.CoreV1().Pods(namespace).Create(ctx, injected, metav1.CreateOptions{}); err != nil {
+			return err
+		}
+	}
+	for _, v := range variants {
+		name := "init-" + v.name
+		pod, err := r.waitPod(ctx, namespace, name, 120*time.Second, "past its init containers", func(pod *corev1.Pod) bool {
+			status := containerStatus(pod, "migrate")
+			failed := status != nil && (status.RestartCount > 0 || (status.State.Terminated != nil && status.State.Terminated.ExitCode != 0))
+			return podReady(pod) || failed
+		})
+		if err != nil {
+			return err
+		}
+		log, err := r.containerLog(ctx, namespace, name, "migrate")
+		if err != nil {
+			return err
+		}
+		summary := lastEvent(workloadEvents(log), "calls")
+		if summary == nil {
+			return fmt.Errorf("%s: the init container's log has no call summary", name)
+		}
+		status := containerStatus(pod, "migrate")
+		exit := status.State.Terminated
+		if exit == nil {
+			exit = status.LastTerminationState.Terminated
+		}
+		happened := fmt.Sprintf("the init container's calls: %s of %s failed; it exited %d; the pod %s", summary.fields["failed"], summary.fields["total"], exit.ExitCode,
+			map[bool]string{true: "Ready", false: "stuck in its init containers"}[podReady(pod)])
+		broke := !podReady(pod) && summary.fields["ok"] == "0"
+		result := scenarioResult{rule: "ML202", variant: v.variant, happened: happened, ok: broke == v.afterRedirect}
+		r.judgePod(ctx, &result, namespace, name, "ML202", v.afterRedirect)
+		r.results = append(r.results, result)
+	}
 	return nil
 }
