@@ -48,6 +48,27 @@ var diagnoseConfirmed = map[string]map[string]string{
 	},
 	"linkerd-init-no-network": {},
 	"linkerd-job-shutdown":    {},
+	// The real pods of the reality stage: app's Started event (21:22:08) and istio-proxy's
+	// failed startup probes (21:22:09 to 21:22:10) with its ContainersReady (21:22:13).
+	"istio-real-startup-no-hold": {
+		"ML101": "app started at 21:22:08 (to the second), before istio-proxy was ready (between 21:22:10.999 and 21:22:13.999)",
+	},
+	// Ruled out by the kubelet's order: the hold's postStart hook with istio-proxy's Started
+	// event counted once and no FailedPostStartHook; the native sidecar's startupProbe.
+	"istio-real-startup-hold":   {},
+	"istio-real-startup-native": {},
+	// The reality stage's init container after istio-init: its failure is in its log only;
+	// the one in the injector's order completed, and its classic app (no hold) started before
+	// istio-proxy was ready.
+	"istio-real-init-after-redirect": {},
+	"istio-real-init-before-redirect": {
+		"ML101": "app started at 21:41:03 (to the second), before istio-proxy was ready (between 21:41:05.999 and 21:41:10.999)",
+	},
+	// Derived from the hold pod: its hook failed (FailedPostStartHook at 21:23:08), the app
+	// started at 21:23:13, istio-proxy again at 21:23:14.
+	"istio-startup-hold-hook-failed": {
+		"ML101": "app started at 21:23:13 (to the second), before istio-proxy was ready (after 21:23:14); istio-proxy's postStart hook had failed (at 21:23:08 (to the second)): the kubelet stops the proxy and starts the containers after it anyway",
+	},
 }
 
 // diagnosis is one run of `meshlife diagnose -o json`.
@@ -234,6 +255,9 @@ func (h *harness) createDiagnoseCase(ctx context.Context, name, dir string) (*di
 			FirstTimestamp: fixture.FirstTimestamp, LastTimestamp: fixture.LastTimestamp,
 			Count: fixture.Count, Type: fixture.Type, EventTime: fixture.EventTime,
 			ReportingController: fixture.ReportingController, ReportingInstance: fixture.ReportingInstance,
+			// A real kubelet's and scheduler's events (the reality stage's pods) carry eventTime,
+			// which the API server accepts only with the action beside it.
+			Action: fixture.Action,
 		}
 		if _, err := h.k.core.CoreV1().Events(c.namespace).Create(ctx, event, metav1.CreateOptions{}); err != nil {
 			return nil, fmt.Errorf("event %s: %w", fixture.Name, err)

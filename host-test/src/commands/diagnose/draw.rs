@@ -255,7 +255,7 @@ fn moment_colour(kind: MomentKind) -> &'static str {
         MomentKind::ProxyExiting | MomentKind::Terminated | MomentKind::EarlierRunEnded => {
             "#576574"
         }
-        MomentKind::ProbeFailed => "#ff9f43",
+        MomentKind::ProbeFailed | MomentKind::PostStartHookFailed => "#ff9f43",
         MomentKind::Started | MomentKind::ProxyStarting => "#2e86de",
     }
 }

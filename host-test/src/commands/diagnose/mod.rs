@@ -411,6 +411,19 @@ fn differences(conclusions: &[Conclusion], predicted: Option<&Explained>) -> Vec
             .find(|finding| finding.rule == conclusion.rule);
         match (conclusion.status, finding) {
             (Status::Confirmed, None) => differences.push(match conclusion.rule {
+                // The hold was there: its hook failed, and the kubelet started the app anyway
+                // (conclusions/startup.rs says so in the summary).
+                "ML101"
+                    if conclusion.summary.contains("postStart hook had failed")
+                        || conclusion.summary.contains("postStart hook failed") =>
+                {
+                    format!(
+                        "{}: the spec predicts the app held until the proxy is ready, and the \
+                         hold is there, but its postStart hook failed and the kubelet started \
+                         the app anyway: the proxy's readiness, not the hold, is what failed",
+                        conclusion.rule
+                    )
+                }
                 "ML101" => format!(
                     "{}: the spec predicts the app held until the proxy is ready, but it started \
                      first: the hold did not take effect here (did the annotation reach the \
@@ -446,12 +459,13 @@ mod tests {
 
     use super::{conclusions, observed, sources};
 
-    const FIXTURES: [&str; 5] = [
+    const FIXTURES: [&str; 6] = [
         include_str!("../../../tests/data/diagnose/istio-startup-race/pod.json"),
         include_str!("../../../tests/data/diagnose/istio-drain-killed/events.json"),
         include_str!("../../../tests/data/diagnose/istio-startup-race/istio-proxy.log"),
         include_str!("../../../tests/data/diagnose/linkerd-job-shutdown/linkerd-proxy.log"),
         include_str!("../../../tests/data/diagnose/istio-startup-race-describe/describe.txt"),
+        include_str!("../../../tests/data/diagnose/istio-real-startup-hold/pod.json"),
     ];
 
     /// Reads `texts` as files of those names and judges them: what must never panic.
@@ -497,7 +511,7 @@ mod tests {
             let position = ((damaged.len() - 1) as f64 * at) as usize;
             damaged[position] = byte;
             let damaged = String::from_utf8_lossy(&damaged).into_owned();
-            let names = ["pod.json", "events.json", "istio-proxy.log", "linkerd-proxy.log", "describe.txt"];
+            let names = ["pod.json", "events.json", "istio-proxy.log", "linkerd-proxy.log", "describe.txt", "pod.json"];
             judge(&[(names[which].to_string(), cut_text)]);
             judge(&[(names[which].to_string(), &damaged), ("web.log".to_string(), FIXTURES[2])]);
         }

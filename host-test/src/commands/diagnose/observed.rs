@@ -9,7 +9,7 @@ use super::events::EventRecord;
 use super::evidence::Evidence;
 use super::logs::LogRecord;
 use super::patterns::{self, Signal};
-use super::pod::{ContainerRecord, Placement, PodRecord, STATUS_PRECISION, State};
+use super::pod::{ContainerRecord, Placement, PodRecord, STATUS_PRECISION, SpecPart, State};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -54,6 +54,9 @@ pub enum MomentKind {
     Ready,
     /// A failed probe (`Unhealthy`): not ready then.
     ProbeFailed,
+    /// Its postStart hook failed (`FailedPostStartHook`, and the `Killing` the kubelet records
+    /// with that message as it stops the container for it).
+    PostStartHookFailed,
     /// SIGTERM: the kubelet's `Killing` ("Stopping container").
     Sigterm,
     Terminated,
@@ -77,6 +80,9 @@ pub struct Moment {
     /// For a proxy's own line: the source that writes it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pattern_source: Option<&'static str>,
+    /// For an event: how many times it was recorded (its `count`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -104,6 +110,14 @@ pub struct ContainerTimeline {
     pub restarts: u32,
     /// Whether a log of it was given.
     pub log: bool,
+    /// Its log's first line with a time: it had started by then.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_line: Option<Moment>,
+    /// Its spec's postStart hook and startupProbe, which hold the containers after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub post_start: Option<SpecPart>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub startup_probe: Option<SpecPart>,
     pub moments: Vec<Moment>,
 }
 
@@ -359,6 +373,13 @@ fn timeline_of(
         );
         let kind = match event.reason.as_str() {
             "Started" => Some(MomentKind::Started),
+            // The kubelet stops a container whose postStart hook failed with this message
+            // (kuberuntime_container.go startContainer; describe puts the field path before
+            // it): that is no shutdown of the pod.
+            "Killing" if event.message.ends_with("FailedPostStartHook") => {
+                Some(MomentKind::PostStartHookFailed)
+            }
+            "FailedPostStartHook" => Some(MomentKind::PostStartHookFailed),
             "Killing" => Some(MomentKind::Sigterm),
             "Unhealthy"
                 if event.message.contains("Readiness probe")
@@ -378,7 +399,10 @@ fn timeline_of(
             } else {
                 format!("{}: {}", event.reason, event.message)
             };
-            moments.push(moment(kind, at, &what, event.evidence.clone()));
+            moments.push(Moment {
+                count: Some(event.count),
+                ..moment(kind, at, &what, event.evidence.clone())
+            });
         }
         if event.reason == "Started" && started.is_none() {
             started = event.first.map(|first| Bound::at(first, STATUS_PRECISION));
@@ -395,9 +419,27 @@ fn timeline_of(
         _ => None,
     };
     let mut has_log = false;
+    let mut first_line = None;
     for log in logs.iter().filter(|log| log.container == record.name) {
         has_log = true;
-        let first_timed = log.lines.iter().find_map(|line| line.at);
+        let first = log
+            .lines
+            .iter()
+            .find_map(|line| line.at.map(|at| (at, line)));
+        let first_timed = first.map(|(at, _)| at);
+        // Of a current and a previous log, the earlier.
+        if let Some((at, line)) = first
+            && first_line
+                .as_ref()
+                .is_none_or(|known: &Moment| known.at.earliest.is_none_or(|known| at < known))
+        {
+            first_line = Some(moment(
+                MomentKind::Started,
+                Bound::at(at, 1),
+                "first log line",
+                Evidence::line(&log.file, line.number, &line.raw),
+            ));
+        }
         if let (Some(first), Some(bound)) = (first_timed, started.as_mut())
             && bound.latest.is_none_or(|latest| first < latest)
             && bound.earliest.is_none_or(|earliest| first >= earliest)
@@ -438,6 +480,7 @@ fn timeline_of(
                 what: signal.phrase().to_string(),
                 evidence: Evidence::line(&log.file, line.number, &line.raw),
                 pattern_source: source,
+                count: None,
             });
         }
     }
@@ -468,6 +511,9 @@ fn timeline_of(
         waiting,
         restarts: record.restarts,
         log: has_log,
+        first_line,
+        post_start: record.post_start.clone(),
+        startup_probe: record.startup_probe.clone(),
         moments,
     }
 }
@@ -479,6 +525,7 @@ fn moment(kind: MomentKind, at: Bound, what: &str, evidence: Evidence) -> Moment
         what: what.to_string(),
         evidence,
         pattern_source: None,
+        count: None,
     }
 }
 

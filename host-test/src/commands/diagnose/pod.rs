@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
 use serde_json::Value;
 
 use super::clock::{self, Millis, SECOND};
@@ -52,6 +53,26 @@ pub struct ContainerRecord {
     pub last_state: Option<State>,
     pub ready: Option<bool>,
     pub restarts: u32,
+    /// Its `lifecycle.postStart` hook: the kubelet starts the next container only once it has
+    /// returned.
+    pub post_start: Option<SpecPart>,
+    /// Its `startupProbe`: a native sidecar counts as started (and the containers after it may
+    /// start) only once it has succeeded.
+    pub startup_probe: Option<SpecPart>,
+}
+
+/// A hook or probe of a container's spec, in words, with the field it was read from.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpecPart {
+    /// An exec hook's or probe's command, its words joined by spaces; none for an HTTP, TCP,
+    /// gRPC or sleep one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The field, and the hook or probe in words (`pilot-agent wait`, `httpGet
+    /// :15021/healthz/ready`).
+    #[serde(flatten)]
+    pub evidence: Evidence,
 }
 
 impl ContainerRecord {
@@ -64,6 +85,8 @@ impl ContainerRecord {
             last_state: None,
             ready: None,
             restarts: 0,
+            post_start: None,
+            startup_probe: None,
         }
     }
 }
@@ -170,9 +193,12 @@ fn pod_of(pod: &Value, file: &str, prefix: &str) -> PodRecord {
             }
         }
         for name in names {
-            let spec = specs
+            let spec_index = specs
                 .iter()
-                .find(|spec| spec.get("name").and_then(Value::as_str) == Some(&name));
+                .position(|spec| spec.get("name").and_then(Value::as_str) == Some(&name));
+            let spec = spec_index.map(|index| &specs[index]);
+            let spec_field =
+                |rest: &str| format!("{prefix}spec.{list}[{}].{rest}", spec_index.unwrap_or(0));
             let placement = if placement == Placement::Init
                 && spec.and_then(|spec| text_at(spec, "/restartPolicy")) == Some("Always")
             {
@@ -207,6 +233,12 @@ fn pod_of(pod: &Value, file: &str, prefix: &str) -> PodRecord {
                     .and_then(|status| status.get("restartCount"))
                     .and_then(Value::as_u64)
                     .map_or(0, |count| u32::try_from(count).unwrap_or(u32::MAX)),
+                post_start: spec
+                    .and_then(|spec| spec.pointer("/lifecycle/postStart"))
+                    .and_then(|hook| handler_of(hook, file, &spec_field("lifecycle.postStart"))),
+                startup_probe: spec
+                    .and_then(|spec| spec.get("startupProbe"))
+                    .and_then(|probe| handler_of(probe, file, &spec_field("startupProbe"))),
                 name,
             });
         }
@@ -254,6 +286,53 @@ fn pod_of(pod: &Value, file: &str, prefix: &str) -> PodRecord {
         object: Some(pod.clone()),
         evidence: Evidence::field(file, prefix.trim_end_matches('.')),
     }
+}
+
+/// A hook (`lifecycle.postStart`) or probe in words: its exec command, `httpGet :PORT/PATH`,
+/// `tcpSocket :PORT`, `grpc :PORT`, `sleep Ns`. An exec one is cited at its command.
+fn handler_of(handler: &Value, file: &str, field: &str) -> Option<SpecPart> {
+    let port = |inner: &Value| match inner.get("port") {
+        Some(Value::Number(number)) => number.to_string(),
+        Some(Value::String(name)) => name.clone(),
+        _ => "?".into(),
+    };
+    let (command, words, field) = if let Some(exec) = handler.get("exec") {
+        let command = exec
+            .get("command")
+            .and_then(Value::as_array)
+            .map(|words| {
+                words
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default();
+        (
+            Some(command.clone()),
+            command,
+            format!("{field}.exec.command"),
+        )
+    } else if let Some(get) = handler.get("httpGet") {
+        let path = text_at(get, "/path").unwrap_or("/");
+        (None, format!("httpGet :{}{path}", port(get)), field.into())
+    } else if let Some(socket) = handler.get("tcpSocket") {
+        (None, format!("tcpSocket :{}", port(socket)), field.into())
+    } else if let Some(grpc) = handler.get("grpc") {
+        (None, format!("grpc :{}", port(grpc)), field.into())
+    } else if let Some(sleep) = handler.get("sleep") {
+        let seconds = sleep.get("seconds").and_then(Value::as_i64).unwrap_or(0);
+        (None, format!("sleep {seconds}s"), field.into())
+    } else {
+        return None;
+    };
+    Some(SpecPart {
+        command,
+        evidence: Evidence {
+            text: Some(words),
+            ..Evidence::field(file, &field)
+        },
+    })
 }
 
 fn state_of(state: &Value, file: &str, field: &str) -> State {

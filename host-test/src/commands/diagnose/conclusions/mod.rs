@@ -2,7 +2,7 @@
 //! rule whose bug class it is about, says `confirmed`, `ruled-out` or `cannot-tell`, and rests
 //! on evidence (file, line or field, time). Where the data cannot decide, it says what is
 //! missing, never a guess. One file per rule family, as the policy's own rules: `startup`
-//! (ML101), `init` (ML201), `batch` (ML301), `shutdown` (ML401, ML404).
+//! (ML101), `init` (ML201, ML202), `batch` (ML301), `shutdown` (ML401, ML404).
 
 mod batch;
 mod init;
@@ -87,6 +87,7 @@ pub fn conclude(observed: &Observed) -> Vec<Conclusion> {
     vec![
         startup::startup_race(observed),
         init::init_without_network(observed),
+        init::init_after_redirect(observed),
         batch::job_proxy_runs_on(observed),
         shutdown::killed_mid_drain(observed),
         shutdown::streams_cut(observed),

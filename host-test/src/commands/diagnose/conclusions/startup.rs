@@ -1,10 +1,29 @@
 //! ML101: the app started before its proxy was ready.
+//!
+//! The moments decide first: the app's start (its status, its first log line) against the
+//! proxy's ready line. Where they are too close to order, the kubelet's own order decides
+//! (k8s.io/kubernetes v1.35.4, pkg/kubelet/kuberuntime):
+//! - A classic proxy's postStart hook: `startContainer` runs it before it returns
+//!   (kuberuntime_container.go:319-337), and `SyncPod` starts the regular containers one after
+//!   another in spec order (kuberuntime_manager.go:1704-1707), so an app after the proxy starts
+//!   only once the hook has returned; the mesh's hook (`pilot-agent wait`, `linkerd-await`)
+//!   returns once the proxy is ready. If the hook fails, the kubelet records
+//!   `FailedPostStartHook` ("PostStartHook failed"), stops the proxy (a `Killing` event with
+//!   the message `FailedPostStartHook`) and returns an error that the loop does not look at:
+//!   it goes on to start the next containers, with the proxy stopped.
+//! - A native sidecar (an init container with `restartPolicy: Always`) with a startupProbe:
+//!   `computeInitContainerActions` starts the next init container, and counts the pod
+//!   initialized for its regular containers, only once the probe has succeeded
+//!   (kuberuntime_container.go:1122-1154, kuberuntime_manager.go:1228-1233); a probe failing
+//!   past its threshold restarts the sidecar and still holds the rest. So does a postStart
+//!   hook: a sidecar whose hook failed was stopped, and is restarted, not passed.
 
 use meshlife_policy::catalogue;
 
-use super::{Conclusion, Status, cite, conclusion, no_proxy, proxy_log_hint};
-use crate::commands::diagnose::clock::{self, Millis};
-use crate::commands::diagnose::observed::{Mesh, Moment, MomentKind, Observed};
+use super::{Cited, Conclusion, Status, cite, conclusion, no_proxy, proxy_log_hint};
+use crate::commands::diagnose::clock::{self, Bound, Millis, SECOND};
+use crate::commands::diagnose::observed::{ContainerTimeline, Mesh, Moment, MomentKind, Observed};
+use crate::commands::diagnose::pod::SpecPart;
 
 /// ML101: did an app start before its proxy was ready?
 pub(super) fn startup_race(observed: &Observed) -> Conclusion {
@@ -15,77 +34,147 @@ pub(super) fn startup_race(observed: &Observed) -> Conclusion {
     let proxy = observed.proxy().expect("checked by no_proxy");
     let tolerance = observed.clock_skew_ms;
     let mut raced = Vec::new();
+    let mut unheld = Vec::new();
     let mut safe = Vec::new();
+    let mut held_apps = Vec::new();
     let mut unknown = Vec::new();
+    let mut gate_reasons = Vec::new();
+    let mut gate_missing = Vec::new();
     for app in observed.apps() {
+        let held = held(observed, proxy, app);
         match (app.started, proxy.ready) {
             (Some(started), Some(ready)) if ready.before(&started, tolerance) => safe.push(app),
             (Some(started), Some(ready)) if started.before(&ready, tolerance) => {
-                raced.push((app, started, ready))
+                raced.push((app, started, ready, held.failed_hook()))
             }
-            _ => unknown.push(app),
+            // Not started (or not known when): nothing to order.
+            (None, _) => unknown.push(app),
+            _ => match held {
+                Held::Yes { why, evidence } => held_apps.push((app, why, evidence)),
+                Held::HookFailed(failure) => unheld.push((app, failure)),
+                Held::Unknown { why, missing } => {
+                    gate_reasons.push(why);
+                    gate_missing.extend(missing);
+                    unknown.push(app);
+                }
+                Held::No => unknown.push(app),
+            },
         }
     }
     let ready_moment = proxy.moments_of(MomentKind::ProxyReady).next().cloned();
-    if !raced.is_empty() {
+    if !raced.is_empty() || !unheld.is_empty() {
         let mut confirmed = conclusion(rule, Status::Confirmed, String::new());
         let mut parts = Vec::new();
-        for (app, started, ready) in &raced {
-            let window_end = ready.latest.unwrap_or(Millis::MAX);
-            let errors: Vec<&Moment> = app
-                .moments_of(MomentKind::ConnectionError)
-                .filter(|moment| {
-                    moment.at.point().is_some_and(|at| {
-                        at.saturating_add(tolerance) >= started.earliest.unwrap_or(Millis::MIN)
-                            && at <= window_end.saturating_add(tolerance)
-                    })
-                })
-                .collect();
+        for (app, started, ready, failure) in &raced {
+            let errors = errors_between(app, started, ready.latest, tolerance);
             parts.push(format!(
-                "{} started {}, before {} was ready ({}){}",
+                "{} started {}, before {} was ready ({}){}{}",
                 app.name,
                 started.phrase(),
                 proxy.name,
                 ready.phrase(),
-                match errors.len() {
-                    0 => String::new(),
-                    1 => ": 1 connection error in between".into(),
-                    count => format!(": {count} connection errors in between"),
-                }
+                errors_phrase(errors.len()),
+                failure.map_or_else(String::new, |failure| format!(
+                    "; {}'s postStart hook had failed ({}): the kubelet stops the proxy and \
+                     starts the containers after it anyway",
+                    proxy.name,
+                    failure.at.phrase()
+                ))
             ));
-            if let Some(started_moment) = app.moments_of(MomentKind::Started).next() {
-                confirmed
-                    .evidence
-                    .push(cite(started_moment, &format!("{} started", app.name)));
-            }
-            for error in errors.iter().take(3) {
-                confirmed.evidence.push(cite(
-                    error,
-                    &format!("{} failed to connect before the proxy was ready", app.name),
-                ));
-            }
-            if errors.is_empty() && !app.log {
-                confirmed.missing.push(format!(
-                    "{}'s log with timestamps, for the connections that failed in between",
-                    app.name
-                ));
-            }
+            cite_start_and_errors(&mut confirmed, app, &errors);
+            confirmed.evidence.extend(failure.map(|failure| {
+                cite(
+                    failure,
+                    &format!(
+                        "{}'s postStart hook failed: the kubelet stopped it and started the \
+                         containers after it anyway",
+                        proxy.name
+                    ),
+                )
+            }));
         }
+        for (app, failure) in &unheld {
+            let started = app.started.unwrap_or_default();
+            // Without the proxy's ready moment, the errors after the start cannot be said to
+            // come before it.
+            let errors = match proxy.ready {
+                Some(Bound {
+                    latest: Some(latest),
+                    ..
+                }) => errors_between(app, &started, Some(latest), tolerance),
+                _ => Vec::new(),
+            };
+            parts.push(format!(
+                "{}'s postStart hook failed ({}): the kubelet stops the proxy and starts the \
+                 containers after it anyway, so {} started {} with no ready proxy{}",
+                proxy.name,
+                failure.at.phrase(),
+                app.name,
+                started.phrase(),
+                errors_phrase(errors.len())
+            ));
+            confirmed.evidence.push(cite(
+                failure,
+                &format!(
+                    "{}'s postStart hook failed: the kubelet stopped it and started the \
+                     containers after it anyway",
+                    proxy.name
+                ),
+            ));
+            cite_start_and_errors(&mut confirmed, app, &errors);
+        }
+        let hook_failed = !unheld.is_empty() || raced.iter().any(|(.., failure)| failure.is_some());
         match &ready_moment {
             Some(moment) => confirmed
                 .evidence
                 .push(cite(moment, &format!("{} ready", proxy.name))),
+            // Without its ready line, the proxy was ready after its last failed probe, and
+            // after it started (again).
             None => confirmed.evidence.extend(
                 proxy
                     .moments_of(MomentKind::ProbeFailed)
                     .last()
-                    .map(|moment| cite(moment, &format!("{} not ready yet", proxy.name))),
+                    .map(|moment| cite(moment, &format!("{} not ready yet", proxy.name)))
+                    .or_else(|| {
+                        // The status's start is its current run's: after a failed hook, the
+                        // restart.
+                        proxy
+                            .moments_of(MomentKind::Started)
+                            .find(|moment| moment.count.is_none() && hook_failed)
+                            .map(|moment| {
+                                cite(
+                                    moment,
+                                    &format!("{} started again: not ready before", proxy.name),
+                                )
+                            })
+                    }),
             ),
         }
         confirmed.summary = parts.join("; ");
-        confirmed.fix = Some(match observed.mesh {
-            Some(Mesh::Linkerd) => "annotate the pod template `config.linkerd.io/proxy-await: \
-                                    enabled` (or run Linkerd's proxy as a native sidecar)"
+        said_once(&mut confirmed.evidence);
+        confirmed.fix = Some(match (hook_failed, &proxy.post_start, observed.mesh) {
+            (true, Some(hook), mesh) => {
+                let (name, command) = (&proxy.name, hook.evidence.text.as_deref().unwrap_or(""));
+                let failed = match (waits_for_proxy(mesh, hook), mesh) {
+                    (true, Some(Mesh::Istio)) => format!(
+                        "the hold is there, but {name} was not ready within its postStart hook \
+                         (`{command}`, which gives up after 60 s unless given `--timeoutSeconds`)"
+                    ),
+                    (true, _) => format!(
+                        "the hold is there, but {name} was not ready within its postStart hook \
+                         (`{command}`)"
+                    ),
+                    (false, _) => format!("{name}'s postStart hook (`{command}`) failed"),
+                };
+                format!(
+                    "{failed}: its previous run's log says why (`kubectl logs POD -c {name} \
+                     --previous --timestamps`); a native sidecar's startupProbe holds the apps \
+                     for as long as it fails, and never starts them anyway"
+                )
+            }
+            (_, _, Some(Mesh::Linkerd)) => "annotate the pod template \
+                                            `config.linkerd.io/proxy-await: enabled` (or run \
+                                            Linkerd's proxy as a native sidecar)"
                 .into(),
             _ => "annotate the pod template `proxy.istio.io/config: \
                   '{\"holdApplicationUntilProxyStarts\": true}'`, or use native sidecars \
@@ -94,13 +183,13 @@ pub(super) fn startup_race(observed: &Observed) -> Conclusion {
         });
         return confirmed;
     }
-    if !safe.is_empty() && unknown.is_empty() {
-        let ready = proxy.ready.expect("compared above");
-        let mut ruled_out = conclusion(
-            rule,
-            Status::RuledOut,
-            format!(
-                "{} was ready {}, before {} started: not a startup race",
+    if (!safe.is_empty() || !held_apps.is_empty()) && unknown.is_empty() {
+        let mut ruled_out = conclusion(rule, Status::RuledOut, String::new());
+        let mut parts = Vec::new();
+        if !safe.is_empty() {
+            let ready = proxy.ready.expect("compared above");
+            parts.push(format!(
+                "{} was ready {}, before {} started",
                 proxy.name,
                 ready.phrase(),
                 safe.iter()
@@ -112,20 +201,61 @@ pub(super) fn startup_race(observed: &Observed) -> Conclusion {
                     ))
                     .collect::<Vec<_>>()
                     .join(", ")
-            ),
-        );
-        ruled_out.evidence.extend(
-            ready_moment
-                .iter()
-                .map(|moment| cite(moment, &format!("{} ready", proxy.name))),
-        );
-        for app in &safe {
+            ));
+            ruled_out.evidence.extend(
+                ready_moment
+                    .iter()
+                    .map(|moment| cite(moment, &format!("{} ready", proxy.name))),
+            );
+            for app in &safe {
+                if let Some(moment) = app.moments_of(MomentKind::Started).next() {
+                    ruled_out
+                        .evidence
+                        .push(cite(moment, &format!("{} started", app.name)));
+                }
+            }
+        }
+        for (app, why, evidence) in held_apps {
+            let mut part = format!(
+                "{why}: {} started {}",
+                app.name,
+                app.started.unwrap_or_default().phrase()
+            );
+            ruled_out.evidence.extend(evidence);
             if let Some(moment) = app.moments_of(MomentKind::Started).next() {
                 ruled_out
                     .evidence
                     .push(cite(moment, &format!("{} started", app.name)));
             }
+            if let (Some(ready), Some(moment)) = (proxy.ready, &ready_moment) {
+                part.push_str(&format!(", {} was ready {}", proxy.name, ready.phrase()));
+                ruled_out
+                    .evidence
+                    .push(cite(moment, &format!("{} ready", proxy.name)));
+                // The app's first line after the ready line agrees with the hold (one before it
+                // by more than the clocks' skew would have ordered the two above).
+                if let Some(first) = &app.first_line
+                    && let (Some(line), Some(ready)) = (first.at.earliest, ready.earliest)
+                    && line >= ready
+                {
+                    part.push_str(&format!(
+                        ", and {}'s first log line ({}) comes after it, as the hold says",
+                        app.name,
+                        first.at.phrase()
+                    ));
+                    ruled_out.evidence.push(cite(
+                        first,
+                        &format!(
+                            "{}'s first log line, after {} was ready",
+                            app.name, proxy.name
+                        ),
+                    ));
+                }
+            }
+            parts.push(part);
         }
+        ruled_out.summary = format!("{}: not a startup race", parts.join("; "));
+        said_once(&mut ruled_out.evidence);
         return ruled_out;
     }
     let mut cannot = conclusion(rule, Status::CannotTell, String::new());
@@ -192,6 +322,8 @@ pub(super) fn startup_race(observed: &Observed) -> Conclusion {
             (Some(_), None) => {}
         }
     }
+    reasons.extend(gate_reasons);
+    cannot.missing.extend(gate_missing);
     let errors: usize = observed
         .apps()
         .map(|app| app.moments_of(MomentKind::ConnectionError).count())
@@ -205,4 +337,291 @@ pub(super) fn startup_race(observed: &Observed) -> Conclusion {
     cannot.summary = reasons.join("; ");
     cannot.missing.dedup();
     cannot
+}
+
+/// The app's connection errors from its start to `until` (the latest the proxy was ready).
+fn errors_between<'a>(
+    app: &'a ContainerTimeline,
+    started: &Bound,
+    until: Option<Millis>,
+    tolerance: Millis,
+) -> Vec<&'a Moment> {
+    let window_end = until.unwrap_or(Millis::MAX);
+    app.moments_of(MomentKind::ConnectionError)
+        .filter(|moment| {
+            moment.at.point().is_some_and(|at| {
+                at.saturating_add(tolerance) >= started.earliest.unwrap_or(Millis::MIN)
+                    && at <= window_end.saturating_add(tolerance)
+            })
+        })
+        .collect()
+}
+
+fn errors_phrase(count: usize) -> String {
+    match count {
+        0 => String::new(),
+        1 => ": 1 connection error in between".into(),
+        count => format!(": {count} connection errors in between"),
+    }
+}
+
+/// The app's start and (the first three of) its connection errors, as evidence of a race.
+fn cite_start_and_errors(confirmed: &mut Conclusion, app: &ContainerTimeline, errors: &[&Moment]) {
+    if let Some(started_moment) = app.moments_of(MomentKind::Started).next() {
+        confirmed
+            .evidence
+            .push(cite(started_moment, &format!("{} started", app.name)));
+    }
+    for error in errors.iter().take(3) {
+        confirmed.evidence.push(cite(
+            error,
+            &format!("{} failed to connect before the proxy was ready", app.name),
+        ));
+    }
+    if errors.is_empty() && !app.log {
+        confirmed.missing.push(format!(
+            "{}'s log with timestamps, for the connections that failed in between",
+            app.name
+        ));
+    }
+}
+
+/// What the kubelet's order of starting containers says of one app's start.
+enum Held<'a> {
+    /// The kubelet started it only once the proxy was ready: why, and the evidence.
+    Yes { why: String, evidence: Vec<Cited> },
+    /// The proxy's postStart hook failed before it started: the kubelet started it anyway.
+    HookFailed(&'a Moment),
+    /// The proxy's spec holds it, but the data does not say whether the hold held: why, and
+    /// what would tell.
+    Unknown {
+        why: String,
+        missing: Option<String>,
+    },
+    /// Nothing in the data holds it.
+    No,
+}
+
+impl<'a> Held<'a> {
+    fn failed_hook(&self) -> Option<&'a Moment> {
+        match self {
+            Held::HookFailed(failure) => Some(failure),
+            _ => None,
+        }
+    }
+}
+
+/// Whether the kubelet held `app`'s start until `proxy` was ready, from the proxy's spec (its
+/// postStart hook, its startupProbe, its place) and events (a failed hook, its starts).
+fn held<'a>(
+    observed: &'a Observed,
+    proxy: &'a ContainerTimeline,
+    app: &'a ContainerTimeline,
+) -> Held<'a> {
+    let wait_hook = proxy
+        .post_start
+        .as_ref()
+        .filter(|hook| waits_for_proxy(observed.mesh, hook));
+    if proxy.native_sidecar {
+        let gate = match (&proxy.startup_probe, wait_hook) {
+            (Some(probe), _) => ("startupProbe", probe, "succeeded"),
+            (None, Some(hook)) => ("postStart hook", hook, "returned"),
+            (None, None) => return Held::No,
+        };
+        let (what, part, done) = gate;
+        if app.restarts > 0 {
+            return Held::Unknown {
+                why: format!(
+                    "{} restarted ({} times): the start seen is not its first, the one {}'s {what} \
+                     held",
+                    app.name, app.restarts, proxy.name
+                ),
+                missing: None,
+            };
+        }
+        return Held::Yes {
+            why: format!(
+                "{} is a native sidecar with a {what} ({}): the kubelet starts the app \
+                 containers only once it has {done}",
+                proxy.name,
+                part.evidence.text.as_deref().unwrap_or("")
+            ),
+            evidence: vec![cite_spec(
+                part,
+                &format!(
+                    "{}'s {what}: the containers after it start only once it has {done}",
+                    proxy.name
+                ),
+            )],
+        };
+    }
+    let Some(hook) = &proxy.post_start else {
+        return Held::No;
+    };
+    // The containers are listed in spec order: the hook holds only those after the proxy.
+    let position = |name: &str| {
+        observed
+            .containers
+            .iter()
+            .position(|container| container.name == name)
+    };
+    if position(&app.name) < position(&proxy.name) {
+        return Held::No;
+    }
+    let proxy_started = proxy
+        .moments_of(MomentKind::Started)
+        .find(|moment| moment.count.is_some());
+    let failures: Vec<&Moment> = proxy.moments_of(MomentKind::PostStartHookFailed).collect();
+    // Any failed hook lets the app through, whatever the hook runs.
+    if let Some(start) = first_start(app) {
+        let restarted_after = |failure: &Moment| {
+            // The proxy started again after the failure and before the app: that run's hook
+            // may have held it. Events and status share the kubelet's clock, whole seconds.
+            proxy_started.is_some_and(|started| {
+                started.count.unwrap_or(1) > 1
+                    && matches!(
+                        (last_occurrence(started), failure.at.earliest, start.earliest),
+                        (Some(again), Some(failed), Some(app)) if failed < again && again < app
+                    )
+            })
+        };
+        if let Some(failure) = failures.iter().find(|failure| {
+            matches!((failure.at.earliest, start.latest), (Some(failed), Some(app)) if failed <= app)
+                && !restarted_after(failure)
+        }) {
+            return Held::HookFailed(failure);
+        }
+    }
+    if wait_hook.is_none() {
+        return Held::No;
+    }
+    let command = hook.evidence.text.as_deref().unwrap_or("postStart");
+    let holds = format!(
+        "{}'s postStart hook (`{command}`) holds {} until the proxy is ready",
+        proxy.name, app.name
+    );
+    if app.restarts > 0 {
+        return Held::Unknown {
+            why: format!(
+                "{holds}, but {} restarted ({} times): the start seen is not the one it held",
+                app.name, app.restarts
+            ),
+            missing: None,
+        };
+    }
+    match (proxy_started, failures.first()) {
+        // The kubelet records Started just before it runs the hook (kuberuntime_container.go:298,
+        // :320): a FailedPostStartHook of that run comes after it, and events pass out of the
+        // API server in order (their TTL counts from their last write). A proxy started once,
+        // with that Started event in the data, would show its hook's failure.
+        (Some(started), None) if started.count == Some(1) => Held::Yes {
+            why: format!(
+                "{holds}, and it did not fail ({} started once, with no FailedPostStartHook \
+                 event)",
+                proxy.name
+            ),
+            evidence: vec![
+                cite_spec(
+                    hook,
+                    &format!(
+                        "{}'s postStart hook: the containers after it start only once it has \
+                         returned",
+                        proxy.name
+                    ),
+                ),
+                cite(
+                    started,
+                    &format!(
+                        "{} started once, and no FailedPostStartHook event follows: its hook \
+                         returned",
+                        proxy.name
+                    ),
+                ),
+            ],
+        },
+        (Some(_), Some(failure)) => Held::Unknown {
+            why: format!(
+                "{holds}; it failed ({}), but the data does not show that failure letting {} \
+                 through (it is not before {}'s start, or {} started again in between)",
+                failure.at.phrase(),
+                app.name,
+                app.name,
+                proxy.name
+            ),
+            missing: None,
+        },
+        (Some(started), None) => Held::Unknown {
+            why: format!(
+                "{holds}, but {} started {} times: whether the hook of its first run failed \
+                 (FailedPostStartHook) may have passed out of the events",
+                proxy.name,
+                started.count.unwrap_or(0)
+            ),
+            missing: None,
+        },
+        (None, _) => Held::Unknown {
+            why: format!(
+                "{holds}, but the data holds no event of {}'s start, so whether the hook failed \
+                 (FailedPostStartHook) is not known",
+                proxy.name
+            ),
+            missing: Some(format!(
+                "the pod's events (`kubectl get events --field-selector involvedObject.name=POD \
+                 -o json`), for whether {}'s postStart hook failed (FailedPostStartHook)",
+                proxy.name
+            )),
+        },
+    }
+}
+
+/// The mesh's own wait until its proxy is ready, as its injector writes the hook: Istio's
+/// `pilot-agent wait` (holdApplicationUntilProxyStarts; it exits non-zero when its timeout
+/// passes first, pilot/cmd/pilot-agent/app/wait.go), Linkerd's `linkerd-await` (proxy-await;
+/// `--timeout` makes it fail likewise).
+fn waits_for_proxy(mesh: Option<Mesh>, hook: &SpecPart) -> bool {
+    let Some(command) = &hook.command else {
+        return false;
+    };
+    match mesh {
+        Some(Mesh::Istio) => command.contains("pilot-agent") && command.contains("wait"),
+        Some(Mesh::Linkerd) => command.contains("linkerd-await"),
+        None => false,
+    }
+}
+
+/// When the app first started: its status's start, unless it restarted since; then its
+/// `Started` event's first occurrence.
+fn first_start(app: &ContainerTimeline) -> Option<Bound> {
+    if app.restarts == 0 {
+        return app.started;
+    }
+    app.moments_of(MomentKind::Started)
+        .find(|moment| moment.count.is_some())
+        .and_then(|event| event.at.earliest)
+        .map(|first| Bound::at(first, SECOND))
+}
+
+/// An event's last occurrence: its moment runs to the end of that second.
+fn last_occurrence(event: &Moment) -> Option<Millis> {
+    event.at.latest.map(|latest| latest - (SECOND - 1))
+}
+
+/// Several apps held (or let through) by one hook rest on the same hook, event and ready
+/// line: each is cited once.
+fn said_once(evidence: &mut Vec<Cited>) {
+    let mut seen = Vec::new();
+    evidence.retain(|cited| {
+        let key = (cited.evidence.place(), cited.shows.clone());
+        let new = !seen.contains(&key);
+        seen.push(key);
+        new
+    });
+}
+
+fn cite_spec(part: &SpecPart, shows: &str) -> Cited {
+    Cited {
+        evidence: part.evidence.clone(),
+        time: None,
+        shows: shows.to_string(),
+    }
 }
