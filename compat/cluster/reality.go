@@ -11,9 +11,11 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +23,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +50,11 @@ type reality struct {
 	// peerURL is the echo server's ClusterIP Service, outside the mesh: what the apps call.
 	peerURL string
 	results []scenarioResult
+	started time.Time
+	// followed are the logs of containers followed through their pod's deletion, by
+	// namespace/pod/container: the kubelet may remove a deleted pod's containers, and their
+	// logs, as soon as they have exited.
+	followed sync.Map
 }
 
 // scenarioResult is one line of the stage's report.
@@ -57,7 +65,7 @@ type scenarioResult struct {
 
 func (h *harness) runReality(ctx context.Context) error {
 	fmt.Println("\n== reality: a real node and Istio's data plane run every bug class, broken and fixed")
-	r := &reality{h: h, dir: filepath.Join(h.dir, "reality")}
+	r := &reality{h: h, dir: filepath.Join(h.dir, "reality"), started: time.Now()}
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		return err
 	}
@@ -312,13 +320,64 @@ func (r *reality) release(ctx context.Context, namespace, name string) {
 	_, _ = r.h.k.core.CoreV1().Pods(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 }
 
-// containerLog is one container's log as `kubectl logs --timestamps` gives it.
+// containerLog is one container's log as `kubectl logs --timestamps` gives it: as followed
+// through the pod's deletion when it was (followDeletion), else read now.
 func (r *reality) containerLog(ctx context.Context, namespace, pod, container string) (string, error) {
+	if followed, ok := r.followed.Load(namespace + "/" + pod + "/" + container); ok {
+		return followed.(func() string)(), nil
+	}
 	data, err := r.h.k.core.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container, Timestamps: true}).DoRaw(ctx)
 	if err != nil {
 		return "", fmt.Errorf("the log of %s/%s %s: %w", namespace, pod, container, err)
 	}
 	return string(data), nil
+}
+
+// followDeletion follows the log of each of the pod's containers (`kubectl logs -f
+// --timestamps`) from before its deletion until each container has exited, so that what they
+// print during their shutdown is read even when the kubelet has removed them since.
+func (r *reality) followDeletion(ctx context.Context, pod *corev1.Pod) {
+	containers := append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...)
+	for _, container := range containers {
+		log := &lockedBuffer{}
+		done := make(chan struct{})
+		go func(name string) {
+			defer close(done)
+			stream, err := r.h.k.core.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: name, Follow: true, Timestamps: true}).Stream(ctx)
+			if err != nil {
+				return
+			}
+			defer stream.Close()
+			_, _ = io.Copy(log, stream)
+		}(container.Name)
+		r.followed.Store(pod.Namespace+"/"+pod.Name+"/"+container.Name, func() string {
+			// A container that exited ends its stream at once; one still running (an init
+			// container long done, say) has said all it will.
+			select {
+			case <-done:
+			case <-time.After(2 * time.Second):
+			}
+			return log.String()
+		})
+	}
+}
+
+// lockedBuffer is a buffer one goroutine writes while another may read it.
+type lockedBuffer struct {
+	mu   sync.Mutex
+	data bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.data.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.data.String()
 }
 
 // workloadEvent is one line the test workload printed: `TIME EVENT k=v ...`, read from its log.
@@ -429,6 +488,6 @@ func (r *reality) report() {
 		fmt.Printf("  reality: FAIL (%d of %d)\n", failed, len(r.results))
 		return
 	}
-	r.h.summary = append(r.h.summary, fmt.Sprintf("reality: PASS (%d pods, each as meshlife predicted and diagnosed)", len(r.results)))
-	fmt.Println("  reality: PASS")
+	r.h.summary = append(r.h.summary, fmt.Sprintf("reality: PASS (%d pods, each as meshlife predicted and diagnosed, in %.0f s)", len(r.results), time.Since(r.started).Seconds()))
+	fmt.Printf("  reality: PASS (%d pods in %.0f s)\n", len(r.results), time.Since(r.started).Seconds())
 }

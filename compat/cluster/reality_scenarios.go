@@ -41,6 +41,12 @@ const (
 	classicNamespace = "reality-istio"
 )
 
+// record holds what meshlife says of the pod against its outcome and keeps the result.
+func (r *reality) record(ctx context.Context, result scenarioResult, namespace, name, rule string, broken bool) {
+	r.judgePod(ctx, &result, namespace, name, rule, broken)
+	r.results = append(r.results, result)
+}
+
 // meshedNamespace is a namespace Istio's injector serves (classic by the mesh's default).
 func meshedNamespace(name string) string {
 	return fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {istio-injection: enabled}}\n", name)
@@ -123,8 +129,7 @@ func (r *reality) startupRace(ctx context.Context) error {
 		if !result.ok {
 			result.happened += fmt.Sprintf("; expected %s", map[bool]string{true: "failed calls", false: "none failed"}[v.broken])
 		}
-		r.judgePod(ctx, &result, namespace, name, "ML101", v.broken)
-		r.results = append(r.results, result)
+		r.record(ctx, result, namespace, name, "ML101", v.broken)
 	}
 	return nil
 }
@@ -207,8 +212,7 @@ spec:
 				appEnd.UTC().Format("15:04:05"), stillRunningAfter, pod.Status.Phase, containerStateWord(pod, "istio-proxy"))
 		}
 		result := scenarioResult{rule: "ML301", variant: v.variant, happened: happened, ok: completed != v.broken}
-		r.judgePod(ctx, &result, namespace, podName, "ML301", v.broken)
-		r.results = append(r.results, result)
+		r.record(ctx, result, namespace, podName, "ML301", v.broken)
 	}
 	return nil
 }
@@ -246,9 +250,11 @@ func (r *reality) drainPastGrace(ctx context.Context) error {
 	}
 	for _, v := range variants {
 		name := "drain-" + v.name
-		if _, err := r.waitPod(ctx, namespace, name, 120*time.Second, "Ready", podReady); err != nil {
+		ready, err := r.waitPod(ctx, namespace, name, 120*time.Second, "Ready", podReady)
+		if err != nil {
 			return err
 		}
+		r.followDeletion(ctx, ready)
 		deleted := time.Now()
 		if err := r.h.k.core.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			return err
@@ -271,8 +277,7 @@ func (r *reality) drainPastGrace(ctx context.Context) error {
 			happened += "; " + shutdown
 		}
 		result := scenarioResult{rule: "ML401", variant: v.variant, happened: happened, ok: killed == v.broken}
-		r.judgePod(ctx, &result, namespace, name, "ML401", v.broken)
-		r.results = append(r.results, result)
+		r.record(ctx, result, namespace, name, "ML401", v.broken)
 		r.release(ctx, namespace, name)
 	}
 	return nil
@@ -433,7 +438,8 @@ spec:
 	if err := r.apply(ctx, server); err != nil {
 		return err
 	}
-	if _, err := r.waitPod(ctx, namespace, "streams-server", 120*time.Second, "Ready", podReady); err != nil {
+	serverPod, err := r.waitPod(ctx, namespace, "streams-server", 120*time.Second, "Ready", podReady)
+	if err != nil {
 		return err
 	}
 	service, err := r.h.k.core.CoreV1().Services(namespace).Get(ctx, "streams", metav1.GetOptions{})
@@ -474,6 +480,7 @@ spec:
 		return err
 	}
 	time.Sleep(2 * time.Second) // a few messages on each stream before the deletion
+	r.followDeletion(ctx, serverPod)
 	if err := r.h.k.core.CoreV1().Pods(namespace).Delete(ctx, "streams-server", metav1.DeleteOptions{}); err != nil {
 		return err
 	}
@@ -607,8 +614,7 @@ func (r *reality) initAfterRedirect(ctx context.Context) error {
 			map[bool]string{true: "Ready", false: "stuck in its init containers"}[podReady(pod)])
 		broke := !podReady(pod) && summary.fields["ok"] == "0"
 		result := scenarioResult{rule: "ML202", variant: v.variant, happened: happened, ok: broke == v.afterRedirect}
-		r.judgePod(ctx, &result, namespace, name, "ML202", v.afterRedirect)
-		r.results = append(r.results, result)
+		r.record(ctx, result, namespace, name, "ML202", v.afterRedirect)
 	}
 	return nil
 }
