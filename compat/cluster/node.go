@@ -57,6 +57,7 @@ type node struct {
 	proxy                 *process
 	savedSettings         map[string]string
 	hostFilesBefore       map[string]bool
+	hostRootsMade         []string
 	torn                  bool
 	versions              []string
 	kubeletVersionPrinted string
@@ -65,6 +66,9 @@ type node struct {
 // hostDirectories are the host-wide folders the runtime and kubelet write into whatever their
 // configuration says; only what appeared during the run is removed.
 var hostDirectories = []string{"/var/lib/cni/results", "/var/lib/cni/networks", "/run/containerd/s", "/var/log/containers", "/var/log/pods", "/var/lib/kubelet/device-plugins"}
+
+// hostRoots hold the folders above: the ones the run made are removed whole.
+var hostRoots = []string{"/var/lib/cni", "/run/containerd", "/var/log/containers", "/var/log/pods", "/var/lib/kubelet"}
 
 func startNode(ctx context.Context, h *harness) (*node, error) {
 	n := &node{h: h, run: filepath.Join(h.dir, "node"), savedSettings: map[string]string{}, hostFilesBefore: map[string]bool{}}
@@ -87,6 +91,11 @@ func startNode(ctx context.Context, h *harness) (*node, error) {
 		entries, _ := os.ReadDir(dir)
 		for _, entry := range entries {
 			n.hostFilesBefore[filepath.Join(dir, entry.Name())] = true
+		}
+	}
+	for _, root := range hostRoots {
+		if !fileExists(root) {
+			n.hostRootsMade = append(n.hostRootsMade, root)
 		}
 	}
 	// From here on the host is changed: the teardown runs on every way out.
@@ -392,6 +401,9 @@ func (n *node) teardown() {
 				note(os.RemoveAll(path))
 			}
 		}
+	}
+	for _, root := range n.hostRootsMade {
+		note(os.RemoveAll(root))
 	}
 	note(removeCgroups("kubepods"))
 	if len(problems) > 0 {
