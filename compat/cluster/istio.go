@@ -30,7 +30,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -43,9 +42,7 @@ import (
 )
 
 const (
-	// istioModuleVersion is the istio.io/istio pseudo-version istio-charts.sh and install.sh pin.
-	istioModuleVersion = "v0.0.0-20260827124520-eed52ebb66ad"
-	istioNamespace     = "istio-system"
+	istioNamespace = "istio-system"
 	// istiodSecurePort is secure xDS and the CA: fixed, as the injected proxies must find it.
 	istiodSecurePort = 15012
 	// istiodSAN is the name on istiod's serving certificate the agents check (ISTIOD_SAN).
@@ -57,9 +54,6 @@ type istioControlPlane struct {
 	h    *harness
 	proc *process
 	dir  string
-	// version is what `pilot-discovery version --short` prints ("unknown" for a `go install`
-	// build, which stamps no version); module is the istio.io/istio version it was built from.
-	version, module string
 	// native is the mesh's default (ENABLE_NATIVE_SIDECARS); a pod's
 	// sidecar.istio.io/nativeSidecar annotation still overrides it.
 	native bool
@@ -150,7 +144,7 @@ func startIstiod(ctx context.Context, h *harness, bin string, native bool) (*ist
 	}
 	httpPort, grpcPort, httpsPort, monitoringPort := ports[0], ports[1], ports[2], ports[3]
 	i := &istioControlPlane{
-		h: h, dir: filepath.Join(h.dir, "istiod"), module: istioModuleVersion, native: native,
+		h: h, dir: filepath.Join(h.dir, "istiod"), native: native,
 		injectorURL:   fmt.Sprintf("https://127.0.0.1:%d/inject", httpsPort),
 		validatorURL:  fmt.Sprintf("https://127.0.0.1:%d/validate", httpsPort),
 		debugURL:      fmt.Sprintf("http://127.0.0.1:%d", httpPort),
@@ -161,7 +155,6 @@ func startIstiod(ctx context.Context, h *harness, bin string, native bool) (*ist
 	if err := os.MkdirAll(i.dir, 0o755); err != nil {
 		return nil, err
 	}
-	i.version = programVersion(program)
 
 	// istiod's serving certificate (webhooks, secure xDS, CA): the harness's CA, for every
 	// address it is reached at and the names of the istiod Service (getDNSNames in
@@ -432,15 +425,4 @@ func (i *istioControlPlane) logProblems() []string {
 		}
 	}
 	return problems
-}
-
-// programVersion is what `PROGRAM version --short` prints on stdout, without the "client
-// version: " of Istio's programs ("unknown" for a `go install` build, which stamps none).
-func programVersion(program string) string {
-	out, err := exec.Command(program, "version", "--short").Output()
-	if err != nil {
-		return "unknown (" + strings.TrimSpace(err.Error()) + ")"
-	}
-	line := strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
-	return strings.TrimPrefix(line, "client version: ")
 }

@@ -144,8 +144,7 @@ func (r *reality) clearWebhooks(ctx context.Context) error {
 // test workload, and the proxy image laid out as Istio's proxyv2.
 func (r *reality) buildImages() ([]string, error) {
 	bin := r.h.bin
-	istioModule := filepath.Dir(filepath.Dir(r.h.istioCharts))
-	proxyFiles, err := proxyImageFiles(filepath.Join(bin, "pilot-agent"), filepath.Join(bin, "envoy"), istioModule)
+	proxyFiles, err := proxyImageFiles(filepath.Join(bin, "pilot-agent"), filepath.Join(bin, "envoy"), r.istioModule())
 	if err != nil {
 		return nil, fmt.Errorf("the proxy image: %w", err)
 	}
@@ -188,11 +187,19 @@ func (r *reality) printVersions() {
 	fmt.Printf("  kubelet %s, containerd %s, runc %s\n", r.node.kubeletVersionPrinted,
 		strings.Fields(version("containerd", "--version"))[2], strings.TrimPrefix(version("runc", "--version"), "runc version "))
 	// `go install` stamps no version into Istio's binaries: the module and its VERSION file say it.
-	istioModule := filepath.Dir(filepath.Dir(r.h.istioCharts))
-	release, _ := os.ReadFile(filepath.Join(istioModule, "VERSION"))
+	module := r.istioModule()
+	pseudo := module[strings.LastIndex(module, "@")+1:]
+	release, _ := os.ReadFile(filepath.Join(module, "VERSION"))
 	fmt.Printf("  istiod (pilot-discovery) and pilot-agent built from istio.io/istio@%s (master of %s, VERSION %s-dev)\n",
-		istioModuleVersion, istioModuleDate(istioModuleVersion), strings.TrimSpace(string(release)))
+		pseudo, istioModuleDate(pseudo), strings.TrimSpace(string(release)))
 	fmt.Printf("  envoy %s\n", envoyVersion(version(filepath.Join(bin, "envoy"), "--version")))
+}
+
+// istioModule is the folder of the istio.io/istio module istio-charts.sh pins (the one pin,
+// which install.sh builds istiod and pilot-agent at): the charts are its manifests/charts, and
+// the module cache names it istio.io/istio@VERSION.
+func (r *reality) istioModule() string {
+	return filepath.Dir(filepath.Dir(r.h.istioCharts))
 }
 
 // istioModuleDate is the commit date a pseudo-version carries.
