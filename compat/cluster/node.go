@@ -49,18 +49,17 @@ var nodeSettings = map[string]string{"net/ipv4/ip_forward": "1", "net/bridge/bri
 // changes on the host (mounts, the bridge, iptables chains, cgroups, sysctls, runtime files)
 // is undone by teardown, which the harness runs on every way out, a signal included.
 type node struct {
-	h                     *harness
-	run, cfg              string
-	containerdSocket      string
-	containerd, kubelet   *process
-	controllers, sched    *process
-	proxy                 *process
-	savedSettings         map[string]string
-	hostFilesBefore       map[string]bool
-	hostRootsMade         []string
-	torn                  bool
-	versions              []string
-	kubeletVersionPrinted string
+	h                   *harness
+	run, cfg            string
+	containerdSocket    string
+	containerd, kubelet *process
+	controllers, sched  *process
+	proxy               *process
+	savedSettings       map[string]string
+	hostFilesBefore     map[string]bool
+	hostRootsMade       []string
+	torn                bool
+	kubeletVersion      string
 }
 
 // hostDirectories are the host-wide folders the runtime and kubelet write into whatever their
@@ -304,7 +303,7 @@ func (n *node) startKubernetes(ctx context.Context) error {
 		}
 		for _, condition := range got.Status.Conditions {
 			if condition.Type == corev1.NodeReady && condition.Status == corev1.ConditionTrue {
-				n.kubeletVersionPrinted = got.Status.NodeInfo.KubeletVersion
+				n.kubeletVersion = got.Status.NodeInfo.KubeletVersion
 				return true, nil
 			}
 		}

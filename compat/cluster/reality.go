@@ -184,7 +184,7 @@ func (r *reality) printVersions() {
 		return strings.TrimSpace(string(out))
 	}
 	bin := r.h.bin
-	fmt.Printf("  kubelet %s, containerd %s, runc %s\n", r.node.kubeletVersionPrinted,
+	fmt.Printf("  kubelet %s, containerd %s, runc %s\n", r.node.kubeletVersion,
 		strings.Fields(version("containerd", "--version"))[2], strings.TrimPrefix(version("runc", "--version"), "runc version "))
 	// `go install` stamps no version into Istio's binaries: the module and its VERSION file say it.
 	module := r.istioModule()
