@@ -879,3 +879,175 @@ fn a_failed_hold_hook_is_evidence_of_the_race() {
     let outcome = json_run(&[reordered.display().to_string(), events]);
     assert_eq!(status_of(&outcome, "ML101"), "cannot-tell", "{outcome:?}");
 }
+
+/// describe's Events rows pasted without their `Events:` line and header, a long message going
+/// on in a line of its own under the Message column: read as events by the rows' shape, the
+/// message joined, not taken for the log of a container named after the file.
+#[test]
+fn headerless_event_rows_with_a_wrapped_message_are_events() {
+    let folder = format!("{DATA}/istio-drain-killed-events-rows");
+    let outcome = json_run(&[format!("{folder}/events")]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains(
+            "events: rows of `kubectl describe`'s Events table, without its header (3 event(s)"
+        ),
+        "{outcome:?}"
+    );
+    let run = outcome.json_envelope();
+    assert!(!run.to_string().contains("\"name\":\"events\""), "{run}");
+    let proxy = run["diagnoses"][0]["observed"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|container| container["name"] == "istio-proxy")
+        .unwrap()
+        .clone();
+    assert_eq!(proxy["moments"][0]["kind"], "sigterm", "{proxy}");
+    assert_eq!(proxy["moments"][0]["evidence"]["line"], 2, "{proxy}");
+    let streams = conclusion(&outcome, "ML404");
+    assert_eq!(streams["status"], "cannot-tell", "{streams}");
+    assert!(
+        streams["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("the pod stopped"),
+        "{streams}"
+    );
+
+    // With the proxy's log, which drains and never says the drain ended, and the container's
+    // block, killed: the row's Killing is the SIGTERM ML401 cites.
+    let mut files = case_files("istio-drain-killed-events-rows");
+    files.extend(case_files("istio-drain-killed-container-blocks"));
+    let outcome = json_run(&files);
+    assert_eq!(status_of(&outcome, "ML401"), "confirmed", "{outcome:?}");
+    let drain = conclusion(&outcome, "ML401");
+    let cited: Vec<(String, u64, String)> = drain["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cited| {
+            (
+                cited["file"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit('/')
+                    .next()
+                    .unwrap()
+                    .to_string(),
+                cited["line"].as_u64().unwrap(),
+                cited["shows"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        cited,
+        [
+            ("events".to_string(), 2, "SIGTERM".to_string()),
+            (
+                "istio-proxy.log".to_string(),
+                2,
+                "the proxy began to drain".to_string()
+            ),
+            (
+                "istio-proxy.txt".to_string(),
+                19,
+                "the proxy ended".to_string()
+            ),
+        ],
+        "{drain}"
+    );
+    assert_eq!(
+        drain["evidence"][0]["text"],
+        "  Normal   Killing    2m                  kubelet  Stopping container istio-proxy",
+        "{drain}"
+    );
+
+    // Rows with a header-less wrapped message in the old `kubelet, NODE` source form, and a
+    // line that is no row: the rows are read; the other text is not taken for them.
+    let workspace = Workspace::new();
+    let old = workspace.write(
+        "old-rows.txt",
+        "  Warning  BackOff  12s (x5 over 1m)  kubelet, node-1  Back-off restarting failed \
+         container migrate in pod\n\
+         \x20                                                   web-0_shop(6f1c2a4e-0000-4b1e-9f3a-000000000000)\n",
+    );
+    let outcome = json_run(&[old.display().to_string()]);
+    let containers = outcome.json_envelope()["diagnoses"][0]["observed"]["containers"].clone();
+    let migrate = containers
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|container| container["name"] == "migrate")
+        .unwrap_or_else(|| panic!("{containers}"));
+    let text = migrate["moments"][0]["evidence"]["text"].as_str().unwrap();
+    assert!(
+        text.ends_with("in pod web-0_shop(6f1c2a4e-0000-4b1e-9f3a-000000000000)"),
+        "{text}"
+    );
+    assert_eq!(migrate["moments"][0]["count"], 5, "{migrate}");
+    let mixed = workspace.write(
+        "mixed.txt",
+        "  Normal   Killing    2m    kubelet  Stopping container istio-proxy\nthe pod restarts \
+         every night\n",
+    );
+    let outcome = json_run(&[mixed.display().to_string()]);
+    assert!(
+        outcome.stderr.contains("mixed.txt: not recognised"),
+        "{outcome:?}"
+    );
+}
+
+/// One container's block of a describe, pasted alone (with describe's indentation, or without
+/// it): read as that container's status, as describe's Containers section is; the app's and the
+/// proxy's blocks in two files are one pod's.
+#[test]
+fn container_blocks_pasted_alone_are_read_as_their_containers_status() {
+    let folder = format!("{DATA}/istio-drain-killed-container-blocks");
+    let outcome = json_run(&[format!("{folder}/istio-proxy.txt")]);
+    assert!(
+        outcome
+            .stderr
+            .contains("istio-proxy.txt: `kubectl describe`'s block of container istio-proxy"),
+        "{outcome:?}"
+    );
+    let drain = conclusion(&outcome, "ML401");
+    assert_eq!(drain["status"], "cannot-tell", "{drain}");
+    assert!(
+        drain["summary"]
+            .as_str()
+            .unwrap()
+            .contains("istio-proxy was killed (exit 137), but the data does not place it"),
+        "{drain}"
+    );
+    assert_eq!(drain["evidence"][0]["line"], 19, "{drain}");
+    assert_eq!(
+        drain["evidence"][0]["text"], "    Finished:     Thu, 03 Dec 2026 11:14:32 +0100",
+        "{drain}"
+    );
+    // A block alone lists no pod's init containers: none is ruled out for want of them.
+    assert_eq!(status_of(&outcome, "ML201"), "cannot-tell", "{outcome:?}");
+
+    let outcome = json_run(&case_files("istio-drain-killed-container-blocks"));
+    let run = outcome.json_envelope();
+    assert_eq!(run["diagnoses"].as_array().unwrap().len(), 1, "{run}");
+    let containers = &run["diagnoses"][0]["observed"]["containers"];
+    let checkout = containers
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|container| container["name"] == "checkout")
+        .unwrap_or_else(|| panic!("{containers}"));
+    assert_eq!(checkout["role"], "app", "{checkout}");
+    assert_eq!(checkout["exitCode"], 0, "{checkout}");
+    // describe's `11:14:03 +0100` is 10:14:03 UTC.
+    assert_eq!(
+        checkout["finished"]["earliest"], "2026-12-03T10:14:03.000Z",
+        "{checkout}"
+    );
+    let summary = conclusion(&outcome, "ML101")["summary"].to_string();
+    assert!(
+        summary.contains("does not say when istio-proxy was ready"),
+        "{summary}"
+    );
+}

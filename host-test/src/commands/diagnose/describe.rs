@@ -45,6 +45,54 @@ pub fn each_pod(text: &str) -> Vec<(usize, &str)> {
         .collect()
 }
 
+/// Whether `text` is one or more container blocks of a describe pasted alone (`istio-proxy:`,
+/// then its `State:` and the rest indented under it), as people cut the one container they
+/// look at out of the whole: its first line names a container, and a `State:` follows.
+pub fn is_container_block(text: &str) -> bool {
+    let mut lines = text.lines().filter(|line| !line.trim().is_empty());
+    let Some(first) = lines.next() else {
+        return false;
+    };
+    let indent = first.len() - first.trim_start().len();
+    let name_line = first.trim_end().strip_suffix(':').map(str::trim_start);
+    name_line.is_some_and(is_container_name)
+        && lines.take(80).any(|line| {
+            line.len() - line.trim_start().len() > indent && line.trim().starts_with("State:")
+        })
+}
+
+/// A container's name: a DNS label (`istio-proxy`, `app`).
+fn is_container_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 63
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+}
+
+/// The containers of blocks pasted alone (see [`is_container_block`]), read as describe's
+/// Containers section is, wherever the paste's indentation puts them; and notes on what could
+/// not be read. A block alone does not say whether its container is an init container: each
+/// is read as an app container (the mesh's own are known by their names).
+pub fn container_blocks_of(text: &str, file: &str) -> (Vec<ContainerRecord>, Vec<String>) {
+    let name_indent = text
+        .lines()
+        .find(|line| !line.trim().is_empty())
+        .map_or(0, |line| line.len() - line.trim_start().len());
+    let (pod, _, notes) = read(
+        text,
+        file,
+        1,
+        Layout::ContainersAlone {
+            // describe's own names sit two spaces in.
+            shift: 2 - name_indent as isize,
+        },
+    );
+    (pod.containers, notes)
+}
+
 /// The pod, its events, and notes on what could not be read; `first_line` is where `text`
 /// starts in its file.
 pub fn describe_of(
@@ -52,13 +100,33 @@ pub fn describe_of(
     file: &str,
     first_line: usize,
 ) -> (PodRecord, Vec<EventRecord>, Vec<String>) {
+    read(text, file, first_line, Layout::Whole)
+}
+
+/// What the text read is: a whole describe, or container blocks alone, whose indentation is
+/// moved by `shift` to describe's own (names two spaces in).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    Whole,
+    ContainersAlone { shift: isize },
+}
+
+fn read(
+    text: &str,
+    file: &str,
+    first_line: usize,
+    layout: Layout,
+) -> (PodRecord, Vec<EventRecord>, Vec<String>) {
     let lines: Vec<&str> = text.lines().collect();
     let mut pod = PodRecord {
         evidence: Evidence::line(file, first_line, lines.first().copied().unwrap_or("")),
         ..PodRecord::default()
     };
     let mut notes = Vec::new();
-    let mut section = "";
+    let (mut section, shift) = match layout {
+        Layout::Whole => ("", 0),
+        Layout::ContainersAlone { shift } => ("Containers", shift),
+    };
     let mut current: Option<ContainerRecord> = None;
     // Which state block the indented lines belong to: `State` or `Last State`.
     let mut block: Option<(&str, usize)> = None;
@@ -67,8 +135,16 @@ pub fn describe_of(
         let line = lines[index];
         let number = first_line + index;
         index += 1;
-        let indent = line.len() - line.trim_start().len();
         let trimmed = line.trim();
+        let indent = ((line.len() - line.trim_start().len()) as isize + shift).max(0) as usize;
+        if layout != Layout::Whole && indent < 2 && !trimmed.is_empty() {
+            // Text after the blocks, less indented than their names: not a container's.
+            notes.push(format!(
+                "{file}:{number}: `{trimmed}` is not in a container block: the lines from here \
+                 on are not read"
+            ));
+            break;
+        }
         if indent == 0 && !trimmed.is_empty() {
             if let Some(container) = current.take() {
                 pod.containers.push(container);
@@ -178,10 +254,12 @@ pub fn describe_of(
     if let Some(container) = current.take() {
         pod.containers.push(container);
     }
-    pod_events_done(&mut pod);
-    notes.push(format!(
-        "{file}: no Events section (paste the whole `kubectl describe pod` output for them)"
-    ));
+    if layout == Layout::Whole {
+        pod_events_done(&mut pod);
+        notes.push(format!(
+            "{file}: no Events section (paste the whole `kubectl describe pod` output for them)"
+        ));
+    }
     (pod, Vec::new(), notes)
 }
 

@@ -154,6 +154,15 @@ pub fn table_of(lines: &[&str], first_line: usize, file: &str) -> Option<Vec<Eve
         };
         let message = slice(message_at, None).to_string();
         let reason = slice(reason_at, next(reason_at));
+        // A message the terminal wrapped goes on under the Message column.
+        let indent = line.len() - line.trim_start().len();
+        if reason.is_empty()
+            && indent >= message_at
+            && let Some(previous) = events.last_mut()
+        {
+            continue_message(previous, line.trim());
+            continue;
+        }
         // A paste's `...` between rows, or a row cut before its reason.
         if reason.is_empty() || reason.chars().all(|c| c == '.') {
             continue;
@@ -181,48 +190,136 @@ pub fn table_of(lines: &[&str], first_line: usize, file: &str) -> Option<Vec<Eve
     Some(events)
 }
 
-/// Rows of describe's Events table pasted without its header (`Normal  Killing  37m  kubelet
-/// Stopping container linkerd-proxy`): every line opens with the event's type. Without the
-/// header the columns cannot be told apart, so the message keeps the age and source before it;
-/// the reason and the container it names are read.
-fn headerless_rows(lines: &[&str], first_line: usize, file: &str) -> Option<Vec<EventRecord>> {
-    let rows: Vec<(usize, &str)> = lines
-        .iter()
-        .enumerate()
-        .filter(|(_, line)| !line.trim().is_empty())
-        .map(|(offset, line)| (offset, *line))
-        .collect();
-    let is_row = |line: &str| {
-        let mut words = line.split_whitespace();
-        matches!(words.next(), Some("Normal" | "Warning")) && words.next().is_some()
-    };
-    if rows.is_empty() || !rows.iter().all(|(_, line)| is_row(line)) {
+/// Rows of describe's Events table pasted without its header or its `Events:` line (`Normal
+/// Killing  37m  kubelet  Stopping container linkerd-proxy`), read by their shape: every row
+/// opens with the event's type, its reason, its age and its source (kubectl's DescribeEvents:
+/// `%v\t%v\t%s\t%v\t%v`, type, reason, interval, source, message). A message too long for
+/// the terminal goes on in lines of its own, indented deeper than the row: they are joined to
+/// it. `None` when any other line is in `lines`: such text is not these rows.
+pub fn headerless_rows(lines: &[&str], first_line: usize, file: &str) -> Option<Vec<EventRecord>> {
+    let mut events: Vec<EventRecord> = Vec::new();
+    // The indentation of the last row: a line indented deeper goes on with its message.
+    let mut row_indent = None;
+    for (offset, line) in lines.iter().enumerate() {
+        let trimmed = line.trim();
+        // Blank lines and a paste's `...` between rows.
+        if trimmed.is_empty() || trimmed.chars().all(|c| c == '.') {
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        if let Some(row) = row_of(trimmed) {
+            row_indent = Some(indent);
+            events.push(EventRecord {
+                container: container_of_message(&row.message),
+                pod: None,
+                count: row.count,
+                reason: row.reason.to_string(),
+                message: row.message,
+                first: None,
+                last: None,
+                evidence: Evidence::line(file, first_line + offset, line),
+            });
+            continue;
+        }
+        let previous = events.last_mut()?;
+        if row_indent.is_none_or(|row| indent <= row) {
+            return None;
+        }
+        continue_message(previous, trimmed);
+    }
+    (!events.is_empty()).then_some(events)
+}
+
+/// One row of describe's Events table, without the header to find its columns by.
+struct Row<'a> {
+    reason: &'a str,
+    count: u64,
+    message: String,
+}
+
+/// `Warning  Unhealthy  3m (x4 over 3m)  kubelet  Readiness probe failed: ...`: the type
+/// (`Normal`, `Warning`), a CamelCase reason, the age (`2m`, `2m5s`, `<unknown>`; `AGE (xN over
+/// AGE)` for a repeated event), the source (`kubelet`, `default-scheduler`; kubectl before
+/// 1.26 wrote the node after it, `kubelet, node-1`), and the message.
+fn row_of(text: &str) -> Option<Row<'_>> {
+    let (kind, rest) = next_word(text)?;
+    if !matches!(kind, "Normal" | "Warning") {
         return None;
     }
-    Some(
-        rows.into_iter()
-            .map(|(offset, line)| {
-                let mut words = line.split_whitespace();
-                words.next();
-                let reason = words.next().unwrap_or("").to_string();
-                let message = words.collect::<Vec<_>>().join(" ");
-                EventRecord {
-                    container: container_of_message(&message),
-                    pod: None,
-                    count: message
-                        .split_once("(x")
-                        .and_then(|(_, rest)| rest.split_whitespace().next())
-                        .and_then(|count| count.parse().ok())
-                        .unwrap_or(1),
-                    reason,
-                    message,
-                    first: None,
-                    last: None,
-                    evidence: Evidence::line(file, first_line + offset, line),
-                }
-            })
-            .collect(),
-    )
+    let (reason, rest) = next_word(rest)?;
+    let camel_case = reason.starts_with(|c: char| c.is_ascii_uppercase())
+        && reason.chars().all(|c| c.is_ascii_alphanumeric());
+    let (age, mut rest) = next_word(rest)?;
+    if !camel_case || !is_age(age) {
+        return None;
+    }
+    let mut count = 1;
+    if let Some((times, after)) = next_word(rest)
+        && let Some(times) = times.strip_prefix("(x")
+    {
+        let (over, after) = next_word(after)?;
+        let (since, after) = next_word(after)?;
+        let since = since.strip_suffix(')')?;
+        if over != "over" || !is_age(since) {
+            return None;
+        }
+        count = times.parse().ok()?;
+        rest = after;
+    }
+    let (source, mut rest) = next_word(rest)?;
+    if source.ends_with(',') {
+        rest = next_word(rest)?.1;
+    }
+    Some(Row {
+        reason,
+        count,
+        message: rest.trim().to_string(),
+    })
+}
+
+/// A text's first word and what follows it.
+fn next_word(text: &str) -> Option<(&str, &str)> {
+    let text = text.trim_start();
+    let end = text.find(char::is_whitespace).unwrap_or(text.len());
+    (end > 0).then(|| (&text[..end], &text[end..]))
+}
+
+/// An age as kubectl prints it (apimachinery's `duration.HumanDuration`: `45s`, `2m5s`, `3h`,
+/// `5d2h`, `2y`), or `<unknown>` / `<invalid>` for a time it cannot place.
+fn is_age(word: &str) -> bool {
+    if matches!(word, "<unknown>" | "<invalid>") {
+        return true;
+    }
+    let mut digits = 0;
+    let mut units = 0;
+    for c in word.chars() {
+        if c.is_ascii_digit() {
+            digits += 1;
+        } else if "smhdy".contains(c) && digits > 0 {
+            digits = 0;
+            units += 1;
+        } else {
+            return false;
+        }
+    }
+    digits == 0 && (1..=2).contains(&units)
+}
+
+/// A message's next line, as a terminal wrapped it: joined with a space, and kept with the
+/// row's evidence so that the whole message is cited.
+fn continue_message(event: &mut EventRecord, text: &str) {
+    event.message = format!("{} {text}", event.message);
+    // Evidence already cut to its readable length stays as it is.
+    if let Some(evidence) = event.evidence.text.as_mut()
+        && !evidence.ends_with('…')
+    {
+        *evidence = Evidence::line("", 0, &format!("{evidence} {text}"))
+            .text
+            .unwrap_or_default();
+    }
+    if event.container.is_none() {
+        event.container = container_of_message(&event.message);
+    }
 }
 
 /// `spec.containers{istio-proxy}` → `istio-proxy`.
@@ -281,5 +378,36 @@ mod tests {
             Some("istio-proxy")
         );
         assert_eq!(container_of_message("Successfully assigned a/b to n"), None);
+    }
+
+    #[test]
+    fn headerless_rows_are_read_by_their_shape_and_wrapped_messages_joined() {
+        let text =
+            include_str!("../../../tests/data/diagnose/istio-drain-killed-events-rows/events");
+        let lines: Vec<&str> = text.lines().collect();
+        let events = headerless_rows(&lines, 1, "events").unwrap();
+        assert_eq!(events.len(), 3);
+        assert_eq!(events[1].container.as_deref(), Some("istio-proxy"));
+        assert_eq!(events[1].message, "Stopping container istio-proxy");
+        let probe = &events[2];
+        assert_eq!((probe.reason.as_str(), probe.count), ("Unhealthy", 3));
+        assert_eq!(
+            probe.message,
+            "Readiness probe failed: Get \"http://10.244.0.7:15021/healthz/ready\": dial tcp \
+             10.244.0.7:15021: connect: connection refused"
+        );
+        assert_eq!(probe.evidence.line, Some(3));
+        assert!(
+            probe
+                .evidence
+                .text
+                .as_deref()
+                .unwrap()
+                .ends_with("15021: connect: connection refused")
+        );
+        assert!(is_age("2m5s") && is_age("<unknown>") && !is_age("2m5s3h") && !is_age("s"));
+        // A log line is not a row, nor is text with a line that is neither row nor continuation.
+        assert!(headerless_rows(&["2024-01-15T10:00:01Z Normal start"], 1, "x").is_none());
+        assert!(headerless_rows(&["  Normal  Killing  2m  kubelet  x", "other"], 1, "x").is_none());
     }
 }

@@ -255,7 +255,8 @@ pub fn observe(pod: Option<&PodRecord>, events: &[EventRecord], logs: &[LogRecor
         containers,
         clock_skew_ms,
         origin,
-        has_status: pod.is_some(),
+        // Container blocks alone are no pod's status: its other containers are not known.
+        has_status: pod.is_some_and(|pod| !pod.only_container_blocks),
         containers_complete: pod.is_some_and(|pod| pod.containers_complete),
         notes,
     }

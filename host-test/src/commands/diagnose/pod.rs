@@ -28,6 +28,9 @@ pub struct PodRecord {
     pub containers: Vec<ContainerRecord>,
     /// Whether `containers` is the pod's whole list (describe text may be cut short before it).
     pub containers_complete: bool,
+    /// Only container blocks of a describe, pasted alone: the pod's other containers, its spec
+    /// and its events are not known, not absent.
+    pub only_container_blocks: bool,
     /// Condition type → (status, last transition).
     pub conditions: BTreeMap<String, (String, Option<(Millis, Evidence)>)>,
     pub annotations: BTreeMap<String, String>,
@@ -282,6 +285,7 @@ fn pod_of(pod: &Value, file: &str, prefix: &str) -> PodRecord {
         conditions,
         containers_complete: pod.pointer("/spec/containers").is_some()
             || pod.pointer("/status/containerStatuses").is_some(),
+        only_container_blocks: false,
         annotations: crate::inputs::manifests::string_map(pod.pointer("/metadata/annotations")),
         object: Some(pod.clone()),
         evidence: Evidence::field(file, prefix.trim_end_matches('.')),

@@ -108,10 +108,22 @@ impl Sources {
             }
             return;
         }
+        if describe::is_container_block(text) {
+            return self.add_container_blocks(file, text);
+        }
         if looks_like_an_object(trimmed) {
             return self.add_objects(file, text);
         }
         let lines: Vec<&str> = text.lines().collect();
+        if let Some(events) = events::headerless_rows(&lines, 1, file) {
+            self.notes.push(format!(
+                "{file}: rows of `kubectl describe`'s Events table, without its header ({} \
+                 event(s); ages, not times: what happened is used, not when)",
+                events.len()
+            ));
+            self.events.extend(events);
+            return;
+        }
         if let Some(events) = events::table_of(&lines, 1, file) {
             self.notes.push(format!(
                 "{file}: a `kubectl get events` table ({} event(s); ages, not times: what \
@@ -154,6 +166,41 @@ impl Sources {
             .unwrap_or(stem)
             .to_string();
         self.add_log(file, text, &container)
+    }
+
+    /// Container blocks of a describe, pasted alone: each file's are of the same pod (the
+    /// app's and the proxy's blocks are often pasted apart), which has no name of its own.
+    fn add_container_blocks(&mut self, file: &str, text: &str) {
+        let (containers, notes) = describe::container_blocks_of(text, file);
+        self.notes.push(format!(
+            "{file}: `kubectl describe`'s block of {} pasted alone: {} read as describe's \
+             (the pod's name, grace period and events are not in it)",
+            containers
+                .iter()
+                .map(|container| format!("container {}", container.name))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if containers.len() == 1 {
+                "its state is"
+            } else {
+                "their states are"
+            }
+        ));
+        self.notes.extend(notes);
+        let blocks_pod = self.pods.iter_mut().find(|pod| pod.only_container_blocks);
+        match blocks_pod {
+            Some(pod) => pod.containers.extend(containers),
+            None => self.pods.push(PodRecord {
+                evidence: super::evidence::Evidence::line(
+                    file,
+                    1,
+                    text.lines().next().unwrap_or(""),
+                ),
+                containers,
+                only_container_blocks: true,
+                ..PodRecord::default()
+            }),
+        }
     }
 
     fn add_log(&mut self, file: &str, text: &str, container: &str) {
