@@ -1051,3 +1051,77 @@ fn container_blocks_pasted_alone_are_read_as_their_containers_status() {
         "{summary}"
     );
 }
+
+/// pilot-agent's planned drain and Envoy's SIGTERM before it ended, in istio-proxy's log: the
+/// drain was cut short, ML401 confirmed from the log alone; a SIGTERM after the planned drain
+/// ended is no such evidence.
+#[test]
+fn a_planned_drain_cut_by_envoys_sigterm_confirms_the_drain_outlasting_grace() {
+    let outcome = json_run(&case_files("istio-drain-cut-envoy-sigterm"));
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    let drain = conclusion(&outcome, "ML401");
+    assert_eq!(drain["status"], "confirmed", "{drain}");
+    assert_eq!(
+        drain["summary"],
+        "istio-proxy's drain, planned for 5 min 10 s at 10:00:01.120, was cut 30 s in: Envoy \
+         caught SIGTERM at 10:00:31.080, 4 min 40 s before the drain's planned end",
+        "{drain}"
+    );
+    let cited: Vec<(u64, &str)> = drain["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cited| {
+            (
+                cited["line"].as_u64().unwrap(),
+                cited["shows"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        cited,
+        [
+            (3, "pilot-agent planned a drain of 5 min 10 s"),
+            (
+                4,
+                "Envoy stopped 30 s into the drain, 4 min 40 s before its planned end"
+            ),
+        ],
+        "{drain}"
+    );
+    assert!(
+        drain["fix"]
+            .as_str()
+            .unwrap()
+            .contains("terminationDrainDuration")
+    );
+
+    let log = std::fs::read_to_string(format!(
+        "{DATA}/istio-drain-cut-envoy-sigterm/istio-proxy.log"
+    ))
+    .unwrap();
+    let workspace = Workspace::new();
+    // Envoy before 1.17 words it `caught SIGTERM`; pilot-agent then says Envoy exited.
+    let old = workspace.write(
+        "old/istio-proxy.log",
+        &format!(
+            "{}2026-12-03T10:00:31.081734556Z 2026-12-03T10:00:31.081650Z\tinfo\tEnvoy exited \
+             with status <nil>\n",
+            log.replace("caught ENVOY_SIGTERM", "caught SIGTERM")
+        ),
+    );
+    let outcome = json_run(&[old.display().to_string()]);
+    assert_eq!(status_of(&outcome, "ML401"), "confirmed", "{outcome:?}");
+    assert_eq!(
+        conclusion(&outcome, "ML401")["evidence"][2]["line"],
+        5,
+        "{outcome:?}"
+    );
+    // The planned drain (5 s) ended long before Envoy's SIGTERM: it fitted.
+    let fitted = workspace.write(
+        "fitted/istio-proxy.log",
+        &log.replace("period is 5m10s", "period is 5s"),
+    );
+    let outcome = json_run(&[fitted.display().to_string()]);
+    assert_ne!(status_of(&outcome, "ML401"), "confirmed", "{outcome:?}");
+}

@@ -8,7 +8,7 @@ use super::clock::{self, Bound, Millis, SECOND};
 use super::events::EventRecord;
 use super::evidence::Evidence;
 use super::logs::LogRecord;
-use super::patterns::{self, Signal};
+use super::patterns::{self, DrainDetail, Signal};
 use super::pod::{ContainerRecord, Placement, PodRecord, STATUS_PRECISION, SpecPart, State};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -83,6 +83,9 @@ pub struct Moment {
     /// For an event: how many times it was recorded (its `count`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub count: Option<u64>,
+    /// For an Istio proxy's drain line: the drain pilot-agent plans, or Envoy told to stop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drain: Option<patterns::DrainDetail>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -475,13 +478,25 @@ fn timeline_of(
                 Signal::ConnectionError => MomentKind::ConnectionError,
                 Signal::StreamCut => MomentKind::StreamCut,
             };
+            let drain = (signal == Signal::ProxyDraining && mesh == Some(Mesh::Istio))
+                .then(|| patterns::drain_detail(&line.text))
+                .flatten();
+            let what = match drain {
+                Some(DrainDetail::Planned(length)) => {
+                    format!("proxy draining, for {} as planned", clock::span(length))
+                }
+                // Envoy's own line: the proxy stops, whatever its drain.
+                Some(DrainDetail::EnvoySigterm) => "Envoy caught SIGTERM".to_string(),
+                None => signal.phrase().to_string(),
+            };
             moments.push(Moment {
                 kind,
                 at,
-                what: signal.phrase().to_string(),
+                what,
                 evidence: Evidence::line(&log.file, line.number, &line.raw),
                 pattern_source: source,
                 count: None,
+                drain,
             });
         }
     }
@@ -527,6 +542,7 @@ fn moment(kind: MomentKind, at: Bound, what: &str, evidence: Evidence) -> Moment
         evidence,
         pattern_source: None,
         count: None,
+        drain: None,
     }
 }
 

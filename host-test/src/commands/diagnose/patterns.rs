@@ -6,6 +6,8 @@
 use regex::Regex;
 use std::sync::LazyLock;
 
+use super::clock::Millis;
+
 /// What a line says about its container.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -182,6 +184,60 @@ pub const LINKERD: &[ProxyPattern] = &[
     },
 ];
 
+/// What an Istio proxy's drain line says beyond its signal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum DrainDetail {
+    /// pilot-agent's `Graceful termination period is 5m10s, starting...` (pkg/envoy/agent.go
+    /// terminate(), 1.20-1.27): the drain it plans before it kills Envoy, in milliseconds.
+    Planned(Millis),
+    /// Envoy's `caught ENVOY_SIGTERM` (source/server/server.cc, logged at warning, so under
+    /// Istio's default `-l warning` too; `caught SIGTERM` before Envoy 1.17): Envoy shuts down
+    /// at once, whatever drain was planned.
+    EnvoySigterm,
+}
+
+/// The drain detail of an Istio proxy's line, if it has one.
+pub fn drain_detail(text: &str) -> Option<DrainDetail> {
+    if text.contains("caught ENVOY_SIGTERM") || text.contains("caught SIGTERM") {
+        return Some(DrainDetail::EnvoySigterm);
+    }
+    let (_, after) = text.split_once("Graceful termination period is ")?;
+    let (period, _) = after.split_once(", starting")?;
+    go_duration(period).map(DrainDetail::Planned)
+}
+
+/// A Go `time.Duration` as `%v` prints it (`5m10s`, `45s`, `1h0m0s`, `1.5s`, `500ms`), in
+/// milliseconds.
+fn go_duration(text: &str) -> Option<Millis> {
+    let mut rest = text.trim();
+    let mut total = 0.0;
+    if rest == "0s" {
+        return Some(0);
+    }
+    while !rest.is_empty() {
+        let number_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .filter(|end| *end > 0)?;
+        let number: f64 = rest[..number_end].parse().ok()?;
+        rest = &rest[number_end..];
+        let (unit, milliseconds) = [
+            ("ms", 1.0),
+            ("us", 0.001),
+            ("\u{b5}s", 0.001),
+            ("ns", 0.000_001),
+            ("h", 3_600_000.0),
+            ("m", 60_000.0),
+            ("s", 1_000.0),
+        ]
+        .into_iter()
+        .find(|(unit, _)| rest.starts_with(unit))?;
+        total += number * milliseconds;
+        rest = &rest[unit.len()..];
+    }
+    (total.is_finite() && total < 1e12).then_some(total as Millis)
+}
+
 /// Failed outbound connections as runtimes and clients word them.
 static CONNECTION_ERROR: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -250,5 +306,21 @@ mod tests {
             Some(Signal::StreamCut)
         );
         assert_eq!(signal_of("GET /healthz 200", None), None);
+        assert_eq!(
+            drain_detail(
+                "2026-12-03T10:00:01.120000Z\tinfo\tGraceful termination period is 5m10s, starting..."
+            ),
+            Some(DrainDetail::Planned(310_000))
+        );
+        assert_eq!(
+            drain_detail(
+                "warning\tenvoy main external/envoy/source/server/server.cc:1012\tcaught ENVOY_SIGTERM\tthread=14"
+            ),
+            Some(DrainDetail::EnvoySigterm)
+        );
+        assert_eq!(go_duration("1h0m0s"), Some(3_600_000));
+        assert_eq!(go_duration("1.5s"), Some(1_500));
+        assert_eq!(go_duration("500ms"), Some(500));
+        assert_eq!(go_duration("5x"), None);
     }
 }

@@ -3,8 +3,119 @@
 use meshlife_policy::catalogue;
 
 use super::{Conclusion, Status, cite, conclusion, no_proxy};
-use crate::commands::diagnose::clock::{self, Bound, SECOND};
+use crate::commands::diagnose::clock::{self, Bound, Millis, SECOND};
 use crate::commands::diagnose::observed::{ContainerTimeline, Moment, MomentKind, Observed};
+use crate::commands::diagnose::patterns::DrainDetail;
+
+/// ML401's fix, whichever evidence confirms it.
+const DRAIN_FIX: &str = "make the drain shorter than the grace period: lower \
+                         `terminationDrainDuration` in `proxy.istio.io/config`, or raise \
+                         `terminationGracePeriodSeconds` above it";
+
+/// pilot-agent's planned drain, and Envoy's SIGTERM line that came before the plan ended.
+struct DrainCut<'a> {
+    planned: &'a Moment,
+    length: Millis,
+    cut: &'a Moment,
+    /// How far into the drain Envoy was stopped.
+    into: Millis,
+}
+
+/// The proxy's drain cut short, by its own log: pilot-agent planned a drain of `length`, and
+/// Envoy caught SIGTERM before it ended. pilot-agent ends its planned drain by killing Envoy
+/// (SIGKILL, pkg/envoy/proxy.go), never with SIGTERM: a SIGTERM line inside the plan is the
+/// drain stopped from outside it. Both lines are of one log, one clock.
+fn drain_cut(proxy: &ContainerTimeline) -> Option<DrainCut<'_>> {
+    let (planned, length) = proxy
+        .moments_of(MomentKind::ProxyDraining)
+        .find_map(|moment| match moment.drain {
+            Some(DrainDetail::Planned(length)) => Some((moment, length)),
+            _ => None,
+        })?;
+    let start = planned.at.earliest?;
+    let cut = proxy
+        .moments_of(MomentKind::ProxyDraining)
+        .filter(|moment| moment.drain == Some(DrainDetail::EnvoySigterm))
+        .find(|moment| moment.at.earliest.is_some_and(|at| at >= start))?;
+    let into = cut.at.earliest? - start;
+    // A second's margin for the agent's timer and Envoy's own stamp: a drain that ran its plan
+    // and a SIGTERM just after it are not a cut.
+    (into + SECOND < length).then_some(DrainCut {
+        planned,
+        length,
+        cut,
+        into,
+    })
+}
+
+/// ML401 confirmed by the proxy's drain cut short, unless the pod's own SIGTERM and grace
+/// period place the cut well before the grace period ended (then something else stopped it).
+fn confirmed_by_cut(
+    observed: &Observed,
+    proxy: &ContainerTimeline,
+    sigterm: Option<&(Bound, Option<Moment>)>,
+) -> Option<Conclusion> {
+    let cut = drain_cut(proxy)?;
+    let grace = observed.grace_seconds.map(|seconds| seconds * SECOND);
+    if let (Some(grace), Some(told), Some(cut_at)) = (
+        grace,
+        sigterm.and_then(|(at, _)| at.earliest),
+        cut.cut.at.latest,
+    ) && cut_at + 2 * SECOND + observed.clock_skew_ms < told + grace
+    {
+        return None;
+    }
+    let mut confirmed = conclusion(
+        &catalogue::DRAIN_EXCEEDS_GRACE,
+        Status::Confirmed,
+        format!(
+            "{}'s drain, planned for {} {}, was cut {} in: Envoy caught SIGTERM {}, {} before \
+             the drain's planned end{}{}",
+            proxy.name,
+            clock::span(cut.length),
+            cut.planned.at.phrase(),
+            clock::span(cut.into),
+            cut.cut.at.phrase(),
+            clock::span(cut.length - cut.into),
+            if proxy.exit_code == Some(137) {
+                format!(", and {} was killed (exit 137)", proxy.name)
+            } else {
+                String::new()
+            },
+            match grace {
+                Some(grace) => format!(
+                    "; the grace period is {} ({})",
+                    clock::span(grace),
+                    observed.grace_source
+                ),
+                None => String::new(),
+            }
+        ),
+    );
+    if let Some((_, Some(moment))) = sigterm {
+        confirmed.evidence.push(cite(moment, "SIGTERM"));
+    }
+    confirmed.evidence.push(cite(
+        cut.planned,
+        &format!("pilot-agent planned a drain of {}", clock::span(cut.length)),
+    ));
+    confirmed.evidence.push(cite(
+        cut.cut,
+        &format!(
+            "Envoy stopped {} into the drain, {} before its planned end",
+            clock::span(cut.into),
+            clock::span(cut.length - cut.into)
+        ),
+    ));
+    confirmed.evidence.extend(
+        proxy
+            .moments_of(MomentKind::ProxyExiting)
+            .chain(proxy.moments_of(MomentKind::Terminated))
+            .map(|moment| cite(moment, "the proxy ended")),
+    );
+    confirmed.fix = Some(DRAIN_FIX.into());
+    Some(confirmed)
+}
 
 /// The moment SIGTERM reached the proxy: its Killing event, else the pod's deletion.
 fn sigterm_of(observed: &Observed, proxy: &ContainerTimeline) -> Option<(Bound, Option<Moment>)> {
@@ -25,6 +136,9 @@ pub(super) fn killed_mid_drain(observed: &Observed) -> Conclusion {
     let exiting = proxy.moments_of(MomentKind::ProxyExiting).next().cloned();
     let end = proxy.moments_of(MomentKind::Terminated).next().cloned();
     let sigterm = sigterm_of(observed, proxy);
+    if let Some(confirmed) = confirmed_by_cut(observed, proxy, sigterm.as_ref()) {
+        return confirmed;
+    }
     if !proxy.running && proxy.finished.is_none() && (exiting.is_some() || draining.is_some()) {
         let mut cannot = conclusion(
             rule,
@@ -129,11 +243,7 @@ pub(super) fn killed_mid_drain(observed: &Observed) -> Conclusion {
             ),
         );
         confirmed.evidence = evidence;
-        confirmed.fix = Some(
-            "make the drain shorter than the grace period: lower `terminationDrainDuration` in \
-             `proxy.istio.io/config`, or raise `terminationGracePeriodSeconds` above it"
-                .into(),
-        );
+        confirmed.fix = Some(DRAIN_FIX.into());
         return confirmed;
     }
     if proxy.exit_code.is_some_and(|code| code != 137) && !out_of_memory {
