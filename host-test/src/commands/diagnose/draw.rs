@@ -249,13 +249,15 @@ const SVG_ROW: f64 = 26.0;
 
 fn moment_colour(kind: MomentKind) -> &'static str {
     match kind {
-        MomentKind::ProxyReady | MomentKind::Ready => "#10ac84",
+        MomentKind::ProxyReady | MomentKind::Ready | MomentKind::Serving => "#10ac84",
         MomentKind::ConnectionError | MomentKind::StreamCut => "#ee5253",
         MomentKind::Sigterm | MomentKind::ProxyDraining => "#f6b93b",
         MomentKind::ProxyExiting | MomentKind::Terminated | MomentKind::EarlierRunEnded => {
             "#576574"
         }
-        MomentKind::ProbeFailed | MomentKind::PostStartHookFailed => "#ff9f43",
+        MomentKind::ProbeFailed
+        | MomentKind::PostStartHookFailed
+        | MomentKind::PreStopHookFailed => "#ff9f43",
         MomentKind::Started | MomentKind::ProxyStarting => "#2e86de",
     }
 }

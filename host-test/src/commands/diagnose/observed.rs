@@ -9,7 +9,7 @@ use super::events::EventRecord;
 use super::evidence::Evidence;
 use super::logs::LogRecord;
 use super::patterns::{self, DrainDetail, Signal};
-use super::pod::{ContainerRecord, Placement, PodRecord, STATUS_PRECISION, SpecPart, State};
+use super::pod::{ContainerRecord, Placement, PodRecord, Port, STATUS_PRECISION, SpecPart, State};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -57,6 +57,9 @@ pub enum MomentKind {
     /// Its postStart hook failed (`FailedPostStartHook`, and the `Killing` the kubelet records
     /// with that message as it stops the container for it).
     PostStartHookFailed,
+    /// Its preStop hook failed (`FailedPreStopHook`): an exec hook whose container was killed
+    /// under it fails then, so one at the container's end shows the hook still running.
+    PreStopHookFailed,
     /// SIGTERM: the kubelet's `Killing` ("Stopping container").
     Sigterm,
     Terminated,
@@ -68,6 +71,9 @@ pub enum MomentKind {
     ProxyExiting,
     ConnectionError,
     StreamCut,
+    /// An app's own line that it now serves (`listening on :8080`, Spring Boot's `Started ...
+    /// in N seconds`).
+    Serving,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -121,6 +127,18 @@ pub struct ContainerTimeline {
     pub post_start: Option<SpecPart>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub startup_probe: Option<SpecPart>,
+    /// Its preStop hook, and the delay it is known to take (seconds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pre_stop: Option<SpecPart>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pre_stop_delay: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub readiness_probe: Option<SpecPart>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ports: Vec<Port>,
+    /// Its entry in the pod's spec, when the pod object was given.
+    #[serde(skip)]
+    pub spec: Option<Evidence>,
     pub moments: Vec<Moment>,
 }
 
@@ -144,6 +162,9 @@ pub struct Observed {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grace_seconds: Option<i64>,
     pub grace_source: String,
+    /// The field the grace period was read from.
+    #[serde(skip)]
+    pub grace_evidence: Option<Evidence>,
     /// When the pod was told to stop (its deletion), where the data says.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deleted: Option<Bound>,
@@ -156,6 +177,14 @@ pub struct Observed {
     pub origin: Option<Millis>,
     /// Whether a pod object or describe text was given (else only logs and events).
     pub has_status: bool,
+    /// Whether the pod's object was given: its spec (hooks, probes, ports), which describe text
+    /// shows only in part.
+    pub has_spec: bool,
+    /// The pod's `Ready` condition: its status, and when it last changed (to the second).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_ready: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_ready_changed: Option<Moment>,
     /// Whether the data lists all the pod's containers (a cut describe may not).
     pub containers_complete: bool,
     pub notes: Vec<String>,
@@ -236,6 +265,12 @@ pub fn observe(pod: Option<&PodRecord>, events: &[EventRecord], logs: &[LogRecor
         })
         .min();
     let (grace_seconds, grace_source) = match pod.and_then(|pod| pod.grace_seconds) {
+        Some(seconds) if pod.is_some_and(|pod| pod.final_deletion) => (
+            Some(seconds),
+            "the pod's own (its deletionGracePeriodSeconds of 0 is the kubelet's final \
+             deletion once its containers had stopped)"
+                .to_string(),
+        ),
         Some(seconds) => (Some(seconds), "the pod's own".to_string()),
         None if pod.is_some_and(|pod| pod.object.is_some()) => (
             Some(30),
@@ -254,12 +289,31 @@ pub fn observe(pod: Option<&PodRecord>, events: &[EventRecord], logs: &[LogRecor
         }),
         grace_seconds,
         grace_source,
+        grace_evidence: pod.and_then(|pod| pod.grace_evidence.clone()),
         deleted,
         containers,
         clock_skew_ms,
         origin,
         // Container blocks alone are no pod's status: its other containers are not known.
         has_status: pod.is_some_and(|pod| !pod.only_container_blocks),
+        has_spec: pod.is_some_and(|pod| pod.object.is_some()),
+        pod_ready: pod
+            .and_then(|pod| pod.conditions.get("Ready"))
+            .map(|(status, _)| status.clone()),
+        pod_ready_changed: pod.and_then(|pod| pod.conditions.get("Ready")).and_then(
+            |(status, changed)| {
+                let (at, evidence) = changed.as_ref()?;
+                Some(moment(
+                    MomentKind::Ready,
+                    Bound::at(*at, STATUS_PRECISION),
+                    &format!("the pod's Ready condition turned {status}"),
+                    Evidence {
+                        text: Some(format!("Ready {status}")),
+                        ..evidence.clone()
+                    },
+                ))
+            },
+        ),
         containers_complete: pod.is_some_and(|pod| pod.containers_complete),
         notes,
     }
@@ -384,6 +438,7 @@ fn timeline_of(
                 Some(MomentKind::PostStartHookFailed)
             }
             "FailedPostStartHook" => Some(MomentKind::PostStartHookFailed),
+            "FailedPreStopHook" => Some(MomentKind::PreStopHookFailed),
             "Killing" => Some(MomentKind::Sigterm),
             "Unhealthy"
                 if event.message.contains("Readiness probe")
@@ -455,6 +510,18 @@ fn timeline_of(
             started = first_timed.map(|first| Bound::between(None, Some(first)));
         }
         for line in &log.lines {
+            // Only an app's own lines say it serves: the proxy's listeners are not the app's.
+            if role == Role::App
+                && patterns::serving(&line.text)
+                && let Some(at) = line.at
+            {
+                moments.push(moment(
+                    MomentKind::Serving,
+                    Bound::at(at, 1),
+                    "serving",
+                    Evidence::line(&log.file, line.number, &line.raw),
+                ));
+            }
             let Some((signal, source)) = patterns::signal_of(&line.text, proxy_patterns) else {
                 continue;
             };
@@ -530,6 +597,11 @@ fn timeline_of(
         first_line,
         post_start: record.post_start.clone(),
         startup_probe: record.startup_probe.clone(),
+        pre_stop: record.pre_stop.clone(),
+        pre_stop_delay: record.pre_stop_delay,
+        readiness_probe: record.readiness_probe.clone(),
+        ports: record.ports.clone(),
+        spec: record.spec.clone(),
         moments,
     }
 }

@@ -256,6 +256,30 @@ static STREAM_CUT: LazyLock<Regex> = LazyLock::new(|| {
     .expect("a valid pattern")
 });
 
+/// An app's own line that it now serves: the test workload's `listening addr=[::]:8080`
+/// (compat/cluster/cmd/workload), `Listening on ...` (Node, Go, Rust servers), ASP.NET Core's
+/// `Now listening on: http://[::]:8080`, `Server listening ...` (Fastify, gRPC examples),
+/// Spring Boot's `Started App in 2.3 seconds`, `Tomcat/Netty/Jetty/Undertow started on port`,
+/// PostgreSQL's and Redis's `ready to accept connections`, Python's `Serving HTTP on`, `HTTP
+/// server started`. Read only in app containers (never pilot-agent's or Envoy's lines).
+static SERVING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\blistening addr=|\blistening on\b|\bserver (?:is )?listening\b|\bstarted \S+ in [0-9.]+ seconds|\b(?:tomcat|netty|jetty|undertow) started on port|\bready to accept connections\b|\bserving HTTP on\b|\bHTTP server started\b",
+    )
+    .expect("a valid pattern")
+});
+
+/// A line that says something failed: `error listening on :8080` is no serving line.
+static FAILURE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:error|failed|failure|unable|cannot|could not)\b")
+        .expect("a valid pattern")
+});
+
+/// Whether an app's line (without its time) says it now serves.
+pub fn serving(text: &str) -> bool {
+    SERVING.is_match(text) && !FAILURE.is_match(text)
+}
+
 /// What `text` (a line without its time) says, for a proxy of `mesh` or an app.
 pub fn signal_of(
     text: &str,
@@ -318,6 +342,30 @@ mod tests {
             ),
             Some(DrainDetail::EnvoySigterm)
         );
+        for serving_line in [
+            "2026-12-05T00:33:46.907452998Z listening addr=[::]:8080 proto=http",
+            "Listening on :3000",
+            "2024/01/15 10:00:00 listening on port 8080",
+            "info: Microsoft.Hosting.Lifetime[14] Now listening on: http://[::]:8080",
+            "{\"level\":30,\"msg\":\"Server listening at http://0.0.0.0:3000\"}",
+            "Started DemoApplication in 2.345 seconds (process running for 2.9)",
+            "o.s.b.w.embedded.tomcat.TomcatWebServer  : Tomcat started on port 8080 (http)",
+            "o.s.b.web.embedded.netty.NettyWebServer  : Netty started on port 8080",
+            "LOG:  database system is ready to accept connections",
+            "1:M 15 Jan 2024 10:00:00.000 * Ready to accept connections tcp",
+            "Serving HTTP on 0.0.0.0 port 8000 (http://0.0.0.0:8000/) ...",
+            "HTTP server started on :8080",
+        ] {
+            assert!(serving(serving_line), "{serving_line}");
+        }
+        for other_line in [
+            "error listening on :8080: address already in use",
+            "loading for=8s",
+            "2026-12-05T00:33:12.186299Z\tinfo\tEnvoy proxy is ready",
+            "GET /healthz 200",
+        ] {
+            assert!(!serving(other_line), "{other_line}");
+        }
         assert_eq!(go_duration("1h0m0s"), Some(3_600_000));
         assert_eq!(go_duration("1.5s"), Some(1_500));
         assert_eq!(go_duration("500ms"), Some(500));

@@ -21,6 +21,11 @@ pub struct PodRecord {
     pub restart_policy: Option<String>,
     /// `spec.terminationGracePeriodSeconds`, or the deletion's own grace when it was deleted.
     pub grace_seconds: Option<i64>,
+    /// The field the grace period was read from.
+    pub grace_evidence: Option<Evidence>,
+    /// A `deletionGracePeriodSeconds` of 0 beside a longer spec grace: the kubelet's own final
+    /// deletion once the containers had stopped, which says nothing of the grace they were given.
+    pub final_deletion: bool,
     /// When the kubelet was told to stop it: `deletionTimestamp` minus `deletionGracePeriodSeconds`
     /// (the API server sets the timestamp to the deletion plus the grace period).
     pub deleted: Option<(Millis, Evidence)>,
@@ -62,6 +67,43 @@ pub struct ContainerRecord {
     /// Its `startupProbe`: a native sidecar counts as started (and the containers after it may
     /// start) only once it has succeeded.
     pub startup_probe: Option<SpecPart>,
+    /// Its `lifecycle.preStop` hook, and the delay it is known to take (seconds), if it is.
+    pub pre_stop: Option<SpecPart>,
+    pub pre_stop_delay: Option<i64>,
+    pub readiness_probe: Option<SpecPart>,
+    /// Its `ports` entries.
+    pub ports: Vec<Port>,
+    /// Its entry in the spec (`spec.initContainers[1]`), when the pod object was given.
+    pub spec: Option<Evidence>,
+}
+
+/// A container's `ports` entry.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Port {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub number: i64,
+    #[serde(flatten)]
+    pub evidence: Evidence,
+}
+
+impl Port {
+    /// A port that serves the app's clients: not one named for metrics (`metrics`,
+    /// `*-metrics`, `http-monitoring`), as ML502 reads them (docs/rules.md).
+    pub fn serves(&self) -> bool {
+        !self.name.as_deref().is_some_and(|name| {
+            name == "metrics" || name.ends_with("-metrics") || name == "http-monitoring"
+        })
+    }
+
+    /// `"http" (8080)`, or `8080`.
+    pub fn phrase(&self) -> String {
+        match &self.name {
+            Some(name) => format!("\"{name}\" ({})", self.number),
+            None => self.number.to_string(),
+        }
+    }
 }
 
 /// A hook or probe of a container's spec, in words, with the field it was read from.
@@ -90,6 +132,11 @@ impl ContainerRecord {
             restarts: 0,
             post_start: None,
             startup_probe: None,
+            pre_stop: None,
+            pre_stop_delay: None,
+            readiness_probe: None,
+            ports: Vec::new(),
+            spec: None,
         }
     }
 }
@@ -150,14 +197,21 @@ fn pod_of(pod: &Value, file: &str, prefix: &str) -> PodRecord {
     let deletion_grace = pod
         .pointer("/metadata/deletionGracePeriodSeconds")
         .and_then(Value::as_i64);
-    let deleted = time_at("/metadata/deletionTimestamp", "metadata.deletionTimestamp").map(
-        |(at, evidence)| {
+    // Once every container has stopped, the kubelet deletes the pod itself with a grace of 0
+    // (its status manager's final delete): that 0, and the deletionTimestamp it sets, are not
+    // the deletion that stopped the containers, nor the grace they were given. A pod deleted
+    // with 0 by a user is gone from the API server at once; one kept by a finalizer is read
+    // alike (the spec's grace is then said to be the one used, which a forced delete is not).
+    let final_deletion = deletion_grace == Some(0) && spec_grace.is_none_or(|grace| grace > 0);
+    let deletion_grace = deletion_grace.filter(|_| !final_deletion);
+    let deleted = time_at("/metadata/deletionTimestamp", "metadata.deletionTimestamp")
+        .filter(|_| !final_deletion)
+        .map(|(at, evidence)| {
             (
                 at - deletion_grace.or(spec_grace).unwrap_or(30) * 1_000,
                 evidence,
             )
-        },
-    );
+        });
     let owner = pod
         .pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
@@ -242,6 +296,43 @@ fn pod_of(pod: &Value, file: &str, prefix: &str) -> PodRecord {
                 startup_probe: spec
                     .and_then(|spec| spec.get("startupProbe"))
                     .and_then(|probe| handler_of(probe, file, &spec_field("startupProbe"))),
+                pre_stop: spec
+                    .and_then(|spec| spec.pointer("/lifecycle/preStop"))
+                    .and_then(|hook| handler_of(hook, file, &spec_field("lifecycle.preStop"))),
+                pre_stop_delay: spec
+                    .and_then(|spec| spec.pointer("/lifecycle/preStop"))
+                    .and_then(pre_stop_delay_seconds),
+                readiness_probe: spec
+                    .and_then(|spec| spec.get("readinessProbe"))
+                    .and_then(|probe| handler_of(probe, file, &spec_field("readinessProbe"))),
+                ports: spec
+                    .and_then(|spec| spec.get("ports"))
+                    .and_then(Value::as_array)
+                    .map(|ports| {
+                        ports
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(index, port)| {
+                                let number = port.get("containerPort")?.as_i64()?;
+                                let name = text_at(port, "/name").map(str::to_string);
+                                Some(Port {
+                                    evidence: Evidence {
+                                        text: Some(
+                                            name.clone().unwrap_or_else(|| number.to_string()),
+                                        ),
+                                        ..Evidence::field(
+                                            file,
+                                            &spec_field(&format!("ports[{index}]")),
+                                        )
+                                    },
+                                    name,
+                                    number,
+                                })
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                spec: spec.map(|_| Evidence::field(file, spec_field("").trim_end_matches('.'))),
                 name,
             });
         }
@@ -279,6 +370,18 @@ fn pod_of(pod: &Value, file: &str, prefix: &str) -> PodRecord {
         owner,
         restart_policy: text_at(pod, "/spec/restartPolicy").map(str::to_string),
         grace_seconds: deletion_grace.or(spec_grace),
+        grace_evidence: match (deletion_grace, spec_grace) {
+            (Some(seconds), _) => Some(Evidence {
+                text: Some(seconds.to_string()),
+                ..at("metadata.deletionGracePeriodSeconds")
+            }),
+            (None, Some(seconds)) => Some(Evidence {
+                text: Some(seconds.to_string()),
+                ..at("spec.terminationGracePeriodSeconds")
+            }),
+            (None, None) => None,
+        },
+        final_deletion,
         deleted,
         phase: text_at(pod, "/status/phase").map(str::to_string),
         containers,
@@ -290,6 +393,70 @@ fn pod_of(pod: &Value, file: &str, prefix: &str) -> PodRecord {
         object: Some(pod.clone()),
         evidence: Evidence::field(file, prefix.trim_end_matches('.')),
     }
+}
+
+/// The delay a preStop hook is known to take, in seconds, read as the policy reads it
+/// (meshlife_policy's `rules::prestop_delay_seconds`, which the crate does not export): a
+/// `sleep` action's seconds, an exec of `sleep N`, or a shell script (`sh -c '...'`) whose every
+/// `sleep` has a literal duration, summed. `None` when it cannot be known (an httpGet hook,
+/// another program): never guessed.
+fn pre_stop_delay_seconds(hook: &Value) -> Option<i64> {
+    if let Some(seconds) = hook.pointer("/sleep/seconds") {
+        return seconds.as_i64();
+    }
+    let command: Vec<&str> = hook
+        .pointer("/exec/command")?
+        .as_array()?
+        .iter()
+        .map(Value::as_str)
+        .collect::<Option<_>>()?;
+    let program = command.first()?;
+    let program_name = program.rsplit('/').next().unwrap_or(program);
+    if program_name == "sleep" {
+        return command.get(1).and_then(|arg| sleep_seconds(arg));
+    }
+    if matches!(program_name, "sh" | "bash" | "ash" | "dash" | "zsh") {
+        let script = command.iter().skip(1).find(|arg| !arg.starts_with('-'))?;
+        let words: Vec<&str> = script
+            .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
+            .filter(|word| !word.is_empty())
+            .collect();
+        let mut total = None;
+        for (index, word) in words.iter().enumerate() {
+            if word.rsplit('/').next() == Some("sleep") {
+                let seconds = sleep_seconds(words.get(index + 1)?)?;
+                total = Some(total.unwrap_or(0i64).saturating_add(seconds));
+            }
+        }
+        return total;
+    }
+    None
+}
+
+/// `sleep`'s argument: `15`, `15s`, `2m`, `1h`, `1.5` (fractions rounded down).
+fn sleep_seconds(arg: &str) -> Option<i64> {
+    let arg = arg.trim_matches(|c| c == '"' || c == '\'');
+    let (number, multiplier) = match arg.as_bytes().last()? {
+        b's' => (&arg[..arg.len() - 1], 1),
+        b'm' => (&arg[..arg.len() - 1], 60),
+        b'h' => (&arg[..arg.len() - 1], 3600),
+        _ => (arg, 1),
+    };
+    let whole = match number.split_once('.') {
+        Some((whole, fraction)) if fraction.bytes().all(|b| b.is_ascii_digit()) => whole,
+        Some(_) => return None,
+        None => number,
+    };
+    let whole = if whole.is_empty() && number.starts_with('.') {
+        "0"
+    } else {
+        whole
+    };
+    whole
+        .parse::<i64>()
+        .ok()
+        .filter(|value| *value >= 0)
+        .map(|value| value.saturating_mul(multiplier))
 }
 
 /// A hook (`lifecycle.postStart`) or probe in words: its exec command, `httpGet :PORT/PATH`,

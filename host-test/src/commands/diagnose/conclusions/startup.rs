@@ -1,4 +1,5 @@
-//! ML101: the app started before its proxy was ready.
+//! ML101: the app started before its proxy was ready; ML103: the same race of a native
+//! sidecar with no startup gate (neither a startupProbe nor a postStart hook).
 //!
 //! The moments decide first: the app's start (its status, its first log line) against the
 //! proxy's ready line. Where they are too close to order, the kubelet's own order decides
@@ -22,6 +23,7 @@ use meshlife_policy::catalogue;
 
 use super::{Cited, Conclusion, Status, cite, conclusion, no_proxy, proxy_log_hint};
 use crate::commands::diagnose::clock::{self, Bound, Millis, SECOND};
+use crate::commands::diagnose::evidence::Evidence;
 use crate::commands::diagnose::observed::{ContainerTimeline, Mesh, Moment, MomentKind, Observed};
 use crate::commands::diagnose::pod::SpecPart;
 
@@ -624,4 +626,151 @@ fn cite_spec(part: &SpecPart, shows: &str) -> Cited {
         time: None,
         shows: shows.to_string(),
     }
+}
+
+/// ML103: did an app start before its native proxy was ready, the proxy having neither a
+/// startupProbe nor a postStart hook to hold it? The native flavour of ML101's race: without
+/// either, the kubelet counts the sidecar started as soon as it runs, and starts the app
+/// containers at once. The spec says whether the gate is there; ML101's ordering of the moments
+/// says whether the race bit this time.
+pub(super) fn native_without_gate(observed: &Observed) -> Conclusion {
+    let rule = &catalogue::NATIVE_SIDECAR_NO_STARTUP_GATE;
+    if let Some(conclusion) = no_proxy(rule, observed) {
+        return conclusion;
+    }
+    let proxy = observed.proxy().expect("checked by no_proxy");
+    if !proxy.native_sidecar {
+        if observed.containers_complete {
+            let mut ruled_out = conclusion(
+                rule,
+                Status::RuledOut,
+                format!(
+                    "{} is a classic proxy (in the pod's containers), not a native sidecar: ML101 \
+                     judges the classic race",
+                    proxy.name
+                ),
+            );
+            ruled_out
+                .evidence
+                .extend(proxy.spec.iter().map(|spec| Cited {
+                    evidence: spec.clone(),
+                    time: None,
+                    shows: format!("{} listed in spec.containers", proxy.name),
+                }));
+            return ruled_out;
+        }
+        let mut cannot = conclusion(
+            rule,
+            Status::CannotTell,
+            format!(
+                "the data does not say whether {} is a native sidecar (an init container with \
+                 restartPolicy: Always)",
+                proxy.name
+            ),
+        );
+        cannot
+            .missing
+            .push("the pod's object (`kubectl get pod POD -o json`), for its spec".into());
+        return cannot;
+    }
+    if !observed.has_spec {
+        let mut cannot = conclusion(
+            rule,
+            Status::CannotTell,
+            format!(
+                "{} is a native sidecar, but without the pod's object whether it has a \
+                 startupProbe or a postStart hook is not known (describe text does not show them \
+                 all)",
+                proxy.name
+            ),
+        );
+        cannot
+            .missing
+            .push("the pod's object (`kubectl get pod POD -o json`), for its spec".into());
+        return cannot;
+    }
+    let race = startup_race(observed);
+    let gate = proxy
+        .startup_probe
+        .as_ref()
+        .map(|probe| ("startupProbe", probe, "succeeded"))
+        .or_else(|| {
+            proxy
+                .post_start
+                .as_ref()
+                .map(|hook| ("postStart hook", hook, "returned"))
+        });
+    if let Some((what, part, done)) = gate {
+        let gated = format!(
+            "{} is a native sidecar with a {what} ({}): the kubelet starts the app containers \
+             only once it has {done}",
+            proxy.name,
+            part.evidence.text.as_deref().unwrap_or("")
+        );
+        let mut ruled_out = conclusion(rule, Status::RuledOut, gated);
+        ruled_out.evidence.push(cite_spec(
+            part,
+            &format!(
+                "{}'s {what}: the containers after it start only once it has {done}",
+                proxy.name
+            ),
+        ));
+        // The gate is there, so this rule's bug (no gate) is not; an app seen starting before
+        // the proxy's ready line anyway is not the gate missing. pilot-agent writes its ready
+        // line at the first passing probe it serves, which may come after Envoy was ready, and
+        // a restarted app's start is not the one the gate held. ML101 weighs the moments.
+        if race.status == Status::Confirmed {
+            ruled_out.summary.push_str(&format!(
+                "; yet the moments show an app starting before {} was ready ({}): not this \
+                 rule's missing gate (ML101 judges the race seen; a ready line written late, or a \
+                 {what} that checks something other than the proxy's readiness, would explain \
+                 it)",
+                proxy.name, race.summary
+            ));
+            ruled_out.evidence.extend(race.evidence);
+        }
+        return ruled_out;
+    }
+    let ungated = format!(
+        "{} is a native sidecar with neither a startupProbe nor a postStart hook: the kubelet \
+         counts it started as soon as it runs and starts the app containers at once",
+        proxy.name
+    );
+    let spec_cited = proxy.spec.iter().map(|spec| Cited {
+        evidence: Evidence {
+            text: Some("restartPolicy: Always, no startupProbe, no lifecycle.postStart".into()),
+            ..spec.clone()
+        },
+        time: None,
+        shows: format!("{}: a native sidecar with no startup gate", proxy.name),
+    });
+    let mut judged = conclusion(rule, race.status, String::new());
+    judged.evidence.extend(spec_cited);
+    judged.evidence.extend(race.evidence);
+    judged.missing = race.missing;
+    judged.summary = match race.status {
+        Status::Confirmed => {
+            judged.fix = Some(match observed.mesh {
+                Some(Mesh::Linkerd) => "annotate the pod template \
+                                        `config.linkerd.io/proxy-await: enabled`, so the \
+                                        injector gives linkerd-proxy a startupProbe on \
+                                        :4191/ready"
+                    .into(),
+                _ => "keep the injector's startupProbe on istio-proxy (Helm \
+                      `values.global.proxy.startupProbe.enabled: true`); do not strip it from \
+                      the pod spec"
+                    .into(),
+            });
+            format!("{ungated}; {}", race.summary)
+        }
+        Status::RuledOut => format!(
+            "{ungated}, but the race did not bite this time: {} (the spec still allows it)",
+            race.summary
+        ),
+        Status::CannotTell => format!(
+            "{ungated}; whether an app started before it was ready is not known: {}",
+            race.summary
+        ),
+    };
+    judged
 }
