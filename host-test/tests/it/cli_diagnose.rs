@@ -1192,3 +1192,87 @@ fn a_native_sidecar_without_a_startup_gate_lets_the_app_race_it() {
         "{logs:?}"
     );
 }
+
+/// ML405 on four real pods (compat/cluster `reality-istio-prestop`): the kubelet runs an app's
+/// preStop for at most the grace period, then gives it 2 s after SIGTERM; the test workload needs
+/// 3 s to stop after SIGTERM.
+#[test]
+fn a_prestop_reaching_the_grace_period_gets_the_app_killed() {
+    for (case, status) in [
+        ("istio-real-prestop-exec-past", "confirmed"),
+        ("istio-real-prestop-sleep-at", "confirmed"),
+        ("istio-real-prestop-within", "ruled-out"),
+        ("istio-real-prestop-none", "ruled-out"),
+    ] {
+        let outcome = json_run(&case_files(case));
+        assert_eq!(status_of(&outcome, "ML405"), status, "{case}: {outcome:?}");
+    }
+    let sleep_at = conclusion(
+        &json_run(&case_files("istio-real-prestop-sleep-at")),
+        "ML405",
+    );
+    let summary = sleep_at["summary"].as_str().unwrap();
+    assert!(
+        summary
+            .contains("app's preStop (`sleep 5s`, 5 s) is not shorter than the grace period (5 s)")
+            && summary.contains("at 00:33:29 (to the second)")
+            && summary.contains("gave the app 2 s after SIGTERM")
+            && summary.contains("exit 137 at 00:33:36 (to the second), 7 s after the Killing"),
+        "{summary}"
+    );
+    let fields: Vec<&str> = sleep_at["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cited| cited["field"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "spec.containers[0].lifecycle.preStop",
+            // The pod's deletionGracePeriodSeconds of 0 is the kubelet's final delete.
+            "spec.terminationGracePeriodSeconds",
+            "items[13]",
+            "status.containerStatuses[0].state.terminated.finishedAt",
+        ]
+    );
+    assert!(
+        sleep_at["fix"]
+            .as_str()
+            .unwrap()
+            .contains("terminationGracePeriodSeconds")
+    );
+
+    // `/workload sleep -exit-after 8s` is no delay the spec says; the hook failing as the
+    // container was killed under it, at the grace period's end, shows it still running.
+    let exec_past = conclusion(
+        &json_run(&case_files("istio-real-prestop-exec-past")),
+        "ML405",
+    );
+    assert!(
+        exec_past["summary"]
+            .as_str()
+            .unwrap()
+            .contains("FailedPreStopHook at 00:33:36"),
+        "{exec_past}"
+    );
+    // Without the events, that delay cannot be told.
+    let outcome = json_run(&[
+        format!("{DATA}/istio-real-prestop-exec-past/pod.json"),
+        format!("{DATA}/istio-real-prestop-exec-past/app.log"),
+    ]);
+    assert_eq!(status_of(&outcome, "ML405"), "cannot-tell", "{outcome:?}");
+    let within = conclusion(&json_run(&case_files("istio-real-prestop-within")), "ML405");
+    assert!(
+        within["summary"]
+            .as_str()
+            .unwrap()
+            .contains("app exited 0 at 00:33:35 (to the second), by itself"),
+        "{within}"
+    );
+    // Apps with no preStop rule it out even while the pod runs; logs alone cannot tell.
+    let running = json_run(&case_files("istio-real-gate-kept"));
+    assert_eq!(status_of(&running, "ML405"), "ruled-out", "{running:?}");
+    let logs = json_run(&[format!("{DATA}/istio-real-prestop-sleep-at/app.log")]);
+    assert_eq!(status_of(&logs, "ML405"), "cannot-tell", "{logs:?}");
+}

@@ -7,6 +7,7 @@
 
 mod batch;
 mod init;
+mod prestop;
 mod shutdown;
 mod startup;
 
@@ -93,6 +94,7 @@ pub fn conclude(observed: &Observed) -> Vec<Conclusion> {
         batch::job_proxy_runs_on(observed),
         shutdown::killed_mid_drain(observed),
         shutdown::streams_cut(observed),
+        prestop::prestop_past_grace(observed),
     ]
 }
 
