@@ -1276,3 +1276,65 @@ fn a_prestop_reaching_the_grace_period_gets_the_app_killed() {
     let logs = json_run(&[format!("{DATA}/istio-real-prestop-sleep-at/app.log")]);
     assert_eq!(status_of(&logs, "ML405"), "cannot-tell", "{logs:?}");
 }
+
+/// ML502 on two real Deployment pods (compat/cluster `reality-istio-readiness`): the app loads
+/// 8 s before it listens; without a readinessProbe the pod is Ready once the proxy is.
+#[test]
+fn a_pod_ready_before_its_unprobed_app_serves_is_missing_readiness() {
+    let no_probe = json_run(&case_files("istio-real-readiness-no-probe"));
+    assert_eq!(status_of(&no_probe, "ML502"), "confirmed", "{no_probe:?}");
+    let missing = conclusion(&no_probe, "ML502");
+    let summary = missing["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("app serves \"http\" (8080) with no readinessProbe")
+            && summary.contains("the pod turned Ready at 00:33:41 (to the second), 4.9 to 5.9 s before app's first serving line (at 00:33:46.907)"),
+        "{summary}"
+    );
+    let places: Vec<String> = missing["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cited| {
+            cited["line"].as_u64().map_or_else(
+                || cited["field"].as_str().unwrap().to_string(),
+                |line| line.to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        places,
+        [
+            "status.conditions[2].lastTransitionTime",
+            "spec.containers[0].ports[0]",
+            "spec.containers[0]",
+            "3",
+        ]
+    );
+    assert!(missing["fix"].as_str().unwrap().contains("readinessProbe"));
+
+    let probe = conclusion(
+        &json_run(&case_files("istio-real-readiness-probe")),
+        "ML502",
+    );
+    assert_eq!(probe["status"], "ruled-out", "{probe}");
+    assert_eq!(
+        probe["evidence"][0]["field"],
+        "spec.containers[0].readinessProbe"
+    );
+
+    // The pod without the app's log: no serving line to set against Ready.
+    let outcome = json_run(&[
+        format!("{DATA}/istio-real-readiness-no-probe/pod.json"),
+        format!("{DATA}/istio-real-readiness-no-probe/istio-proxy.log"),
+    ]);
+    assert_eq!(status_of(&outcome, "ML502"), "cannot-tell", "{outcome:?}");
+    assert!(
+        conclusion(&outcome, "ML502")["missing"]
+            .to_string()
+            .contains("kubectl logs POD -c app --timestamps"),
+        "{outcome:?}"
+    );
+    // The logs alone: no spec.
+    let logs = json_run(&[format!("{DATA}/istio-real-readiness-no-probe/app.log")]);
+    assert_eq!(status_of(&logs, "ML502"), "cannot-tell", "{logs:?}");
+}

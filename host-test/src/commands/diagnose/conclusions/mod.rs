@@ -8,6 +8,7 @@
 mod batch;
 mod init;
 mod prestop;
+mod readiness;
 mod shutdown;
 mod startup;
 
@@ -95,6 +96,7 @@ pub fn conclude(observed: &Observed) -> Vec<Conclusion> {
         shutdown::killed_mid_drain(observed),
         shutdown::streams_cut(observed),
         prestop::prestop_past_grace(observed),
+        readiness::ready_before_serving(observed),
     ]
 }
 
