@@ -403,7 +403,7 @@ fn prestop_exceeds_grace(context: &Context, findings: &mut Vec<Finding>) {
         }
         let name = container.name();
         let message = format!(
-            "container \"{name}\" waits {delay}s in preStop, not less than terminationGracePeriodSeconds {grace}, so the kubelet kills the pod mid-hook and the app never shuts down cleanly."
+            "container \"{name}\" waits {delay}s in preStop, not less than terminationGracePeriodSeconds {grace}, so the kubelet abandons the hook at the grace period and leaves the app 2s between SIGTERM and SIGKILL: an app that needs longer is killed mid-shutdown."
         );
         let fix = if grace > 0 {
             format!(

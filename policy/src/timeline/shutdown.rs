@@ -10,6 +10,11 @@ use super::{
     seconds_ms,
 };
 
+/// The least time the kubelet gives a container between SIGTERM and SIGKILL
+/// (`minimumGracePeriodInSeconds`, pkg/kubelet/kuberuntime, Kubernetes v1.35): what a preStop
+/// hook leaves of the grace period is raised to it.
+const KUBELET_MINIMUM_WINDOW_MS: u64 = 2_000;
+
 impl Builder<'_, '_> {
     /// The shutdown events and fates; returns the grace period in ms.
     pub(super) fn shutdown(&mut self) -> u64 {
@@ -63,6 +68,7 @@ impl Builder<'_, '_> {
                 )
             })
             .collect();
+        let mut last_kill = grace_ms;
         for (index, name, delay, has_pre_stop) in &apps {
             let sigterm = match (delay, has_pre_stop) {
                 (Some(seconds), _) => {
@@ -72,7 +78,13 @@ impl Builder<'_, '_> {
                         EventKind::PreStop,
                         (0, Some(end)),
                         Some(name),
-                        format!("{name} preStop waits {seconds}s"),
+                        if seconds_ms(*seconds) >= grace_ms {
+                            format!(
+                                "{name} preStop waits {seconds}s: the kubelet abandons it at the grace period"
+                            )
+                        } else {
+                            format!("{name} preStop waits {seconds}s")
+                        },
                         Source::Manifest(format!(
                             "{}.lifecycle.preStop",
                             self.workload.container_path(*index)
@@ -96,16 +108,30 @@ impl Builder<'_, '_> {
                 }
                 (None, false) => 0,
             };
-            let exit = (sigterm + assumptions.app_exit_ms).min(grace_ms);
+            // After a preStop hook the kubelet sends SIGTERM with what is left of the grace
+            // period, but never less than its minimum window (seen on a real kubelet: a hook of
+            // the grace period's length, SIGTERM at its end, SIGKILL 2 s later).
+            let kill = if *has_pre_stop {
+                grace_ms.max(sigterm + KUBELET_MINIMUM_WINDOW_MS)
+            } else {
+                grace_ms
+            };
+            last_kill = last_kill.max(kill);
+            let exit = (sigterm + assumptions.app_exit_ms).min(kill);
             self.event(
                 Phase::Shutdown,
                 EventKind::AppExit,
                 (exit, None),
                 Some(name),
-                if exit >= grace_ms && sigterm + assumptions.app_exit_ms > grace_ms {
-                    format!("{name} killed at the grace period")
-                } else {
+                if sigterm + assumptions.app_exit_ms <= kill {
                     format!("{name} exits (SIGTERM at {})", format_seconds(sigterm))
+                } else if kill > grace_ms {
+                    format!(
+                        "{name} killed {} after its SIGTERM at the grace period: the kubelet's least window after a preStop",
+                        format_seconds(kill - sigterm)
+                    )
+                } else {
+                    format!("{name} killed at the grace period")
                 },
                 assumption("appExitMs"),
             );
@@ -118,7 +144,7 @@ impl Builder<'_, '_> {
         let last_app_exit = app_exits.iter().copied().max().unwrap_or(0);
         let first_app_sigterm = app_sigterms.iter().copied().min().unwrap_or(0);
         let proxy_exit = self.proxy_shutdown(grace_ms, last_app_exit);
-        self.sigkill_event(grace_ms, grace_source);
+        self.sigkill_event(last_kill, grace_ms, grace_source);
         self.shutdown_fates(
             grace_ms,
             first_app_sigterm,
@@ -151,16 +177,26 @@ impl Builder<'_, '_> {
             })
     }
 
-    fn sigkill_event(&mut self, grace_ms: u64, source: Source) {
+    /// The last SIGKILL: at the grace period, or later for a container whose preStop used the
+    /// grace period up (`kill_ms`).
+    fn sigkill_event(&mut self, kill_ms: u64, grace_ms: u64, source: Source) {
         self.event(
             Phase::Shutdown,
             EventKind::Sigkill,
-            (grace_ms, None),
+            (kill_ms, None),
             None,
-            format!(
-                "SIGKILL to whatever still runs (terminationGracePeriodSeconds {})",
-                grace_ms / 1000
-            ),
+            if kill_ms > grace_ms {
+                format!(
+                    "SIGKILL to whatever still runs (terminationGracePeriodSeconds {}, and the kubelet's least window of {} after a preStop that used it up)",
+                    grace_ms / 1000,
+                    format_seconds(KUBELET_MINIMUM_WINDOW_MS)
+                )
+            } else {
+                format!(
+                    "SIGKILL to whatever still runs (terminationGracePeriodSeconds {})",
+                    grace_ms / 1000
+                )
+            },
             source,
         );
     }
@@ -180,7 +216,7 @@ impl Builder<'_, '_> {
         if let Some(lane) = self.lanes.iter_mut().find(|lane| lane.role == Role::Proxy) {
             lane.shutdown_exit_ms = Some(exit);
         }
-        self.sigkill_event(grace_ms, grace_source);
+        self.sigkill_event(grace_ms, grace_ms, grace_source);
         for request in [
             Request::InFlightAtSigterm,
             Request::NewDuringDrain,

@@ -324,6 +324,45 @@ fn a_prestop_longer_than_the_drain_outlives_the_proxy() {
     assert_eq!(fate(&timeline, Request::NewDuringDrain).0, Outcome::Served);
 }
 
+/// Seen on a real kubelet v1.35 (the reality stage, docs/rules.md ML405): a preStop that reaches
+/// the grace period is abandoned there; the app gets SIGTERM then and SIGKILL 2 s later, the
+/// kubelet's least window, so an app needing 3 s is killed at grace + 2 s and one needing 1 s
+/// exits.
+#[test]
+fn a_prestop_reaching_the_grace_period_leaves_the_app_the_kubelets_two_seconds() {
+    let object = |seconds: u64, grace: u64| {
+        workload(
+            "Deployment",
+            istio(json!({})),
+            json!({"terminationGracePeriodSeconds": grace,
+                "containers": [{"name": "web", "image": "web:1",
+                "lifecycle": {"preStop": {"exec": {"command": ["sleep", seconds.to_string()]}}}}]}),
+        )
+    };
+    let with_exit = |object: Value, app_exit_ms: u64| {
+        let input =
+            json!({"review": {"object": object, "operation": "CREATE"}, "parameters": classic()});
+        let assumptions = Assumptions {
+            app_exit_ms,
+            ..assumptions()
+        };
+        timelines(&serde_json::to_vec(&input).unwrap(), &assumptions)
+            .unwrap()
+            .remove(0)
+            .timeline
+    };
+    let slow = with_exit(object(8, 5), 3_000);
+    assert_eq!(at(&slow, Phase::Shutdown, EventKind::AppExit), 7_000);
+    assert_eq!(at(&slow, Phase::Shutdown, EventKind::Sigkill), 7_000);
+    let fast = with_exit(object(8, 5), 1_000);
+    assert_eq!(at(&fast, Phase::Shutdown, EventKind::AppExit), 6_000);
+    assert_eq!(at(&fast, Phase::Shutdown, EventKind::Sigkill), 7_000);
+    // A hook well within the grace period: SIGTERM at its end, SIGKILL at the grace period.
+    let within = with_exit(object(3, 10), 3_000);
+    assert_eq!(at(&within, Phase::Shutdown, EventKind::AppExit), 6_000);
+    assert_eq!(at(&within, Phase::Shutdown, EventKind::Sigkill), 10_000);
+}
+
 #[test]
 fn without_a_prestop_new_requests_during_endpoint_removal_are_refused() {
     let timeline = timeline_with(
