@@ -468,9 +468,15 @@ func pauseImageConfig() imageConfig {
 // The workload image: one static binary (cmd/workload).
 const workloadImageEntrypoint = "/workload"
 
-// workloadImageFiles is the workload image's layer: the binary at /workload.
+// workloadImageSleep is the same binary as sleep(1), for preStop hooks that exec sleep.
+const workloadImageSleep = "/bin/sleep"
+
+// workloadImageFiles is the workload image's layer: the binary at /workload and /bin/sleep.
 func workloadImageFiles(workloadBinary string) []imageFile {
-	return []imageFile{{Path: workloadImageEntrypoint, Mode: 0o755, Source: workloadBinary}}
+	return []imageFile{
+		{Path: workloadImageEntrypoint, Mode: 0o755, Source: workloadBinary},
+		{Path: workloadImageSleep, Mode: 0o755, Source: workloadBinary},
+	}
 }
 
 // workloadImageConfig starts /workload.

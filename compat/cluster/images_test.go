@@ -289,9 +289,23 @@ func TestSmallImages(t *testing.T) {
 		if got := strings.Join(img.config.Config.Entrypoint, " "); got != c.entrypoint {
 			t.Errorf("%s: entrypoint %q, want %s", c.ref, got, c.entrypoint)
 		}
-		h := img.entry(strings.TrimPrefix(c.entrypoint, "/"))
-		if len(img.entries) != 1 || h == nil || h.Mode != 0o755 || h.Typeflag != tar.TypeReg {
-			t.Errorf("%s: layer %+v, want one executable file at %s", c.ref, img.entries, c.entrypoint)
+		regular := 0
+		for _, entry := range img.entries {
+			if entry.Typeflag == tar.TypeReg {
+				regular++
+			}
+		}
+		if regular != len(c.files) {
+			t.Errorf("%s: layer %+v, want %d files", c.ref, img.entries, len(c.files))
+		}
+		for _, file := range c.files {
+			h := img.entry(strings.TrimPrefix(file.Path, "/"))
+			if h == nil || h.Mode != 0o755 || h.Typeflag != tar.TypeReg {
+				t.Errorf("%s: layer %+v, want an executable file at %s", c.ref, img.entries, file.Path)
+			}
+		}
+		if img.entry(strings.TrimPrefix(c.entrypoint, "/")) == nil {
+			t.Errorf("%s: no entrypoint %s in the layer", c.ref, c.entrypoint)
 		}
 	}
 }

@@ -304,11 +304,11 @@ func (r *reality) waitPod(ctx context.Context, namespace, name string, timeout t
 	return last, err
 }
 
-// podOf is the newest pod a Job made.
-func (r *reality) podOf(ctx context.Context, namespace, job string, timeout time.Duration) (string, error) {
+// newestPod is the newest pod the label selector matches (job-name=JOB for a Job's).
+func (r *reality) newestPod(ctx context.Context, namespace, selector string, timeout time.Duration) (string, error) {
 	var name string
-	err := waitUntil(ctx, timeout, "a pod of Job "+job, func() (bool, error) {
-		pods, err := r.h.k.core.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job})
+	err := waitUntil(ctx, timeout, "a pod with "+selector, func() (bool, error) {
+		pods, err := r.h.k.core.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil || len(pods.Items) == 0 {
 			return false, nil
 		}

@@ -52,8 +52,52 @@ func (r *reality) judgePod(ctx context.Context, result *scenarioResult, namespac
 		return
 	}
 	r.saveEvidence(ctx, pod)
+	r.judge(ctx, result, pod, file, rule, broken)
+}
 
-	// check: the injected pod exactly, as kubectl get pod -o json gives it.
+// judgeTemplate is judgePod for a rule that judges pod templates: check and explain read the
+// Deployment as stored, with its Namespace, and diagnose its pod.
+func (r *reality) judgeTemplate(ctx context.Context, result *scenarioResult, namespace, deployment, podName, rule string, broken bool) {
+	pod, err := r.h.k.core.CoreV1().Pods(namespace).Get(ctx, podName, metav1.GetOptions{})
+	if err != nil {
+		result.check, result.ok = "cannot read the pod: "+err.Error(), false
+		return
+	}
+	object, err := r.h.k.core.AppsV1().Deployments(namespace).Get(ctx, deployment, metav1.GetOptions{})
+	if err != nil {
+		result.check, result.ok = "cannot read the Deployment: "+err.Error(), false
+		return
+	}
+	object.APIVersion, object.Kind = "apps/v1", "Deployment"
+	object.ManagedFields = nil
+	// The Namespace beside it, as `kubectl get namespace,deployment -o json` lists them: its
+	// istio-injection label is what meshes the template.
+	ns, err := r.h.k.core.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+	if err != nil {
+		result.check, result.ok = "cannot read the Namespace: "+err.Error(), false
+		return
+	}
+	ns.APIVersion, ns.Kind = "v1", "Namespace"
+	ns.ManagedFields = nil
+	list := map[string]interface{}{"apiVersion": "v1", "kind": "List", "items": []interface{}{ns, object}}
+	file, err := r.writeObject(namespace+"-deployment-"+deployment, list)
+	if err == nil {
+		_, err = r.writePod(pod)
+	}
+	if err != nil {
+		result.check, result.ok = err.Error(), false
+		return
+	}
+	r.saveEvidence(ctx, pod)
+	r.judge(ctx, result, pod, file, rule, broken)
+}
+
+// judge holds check and explain of the file (the pod, or what made it) and diagnose of the pod
+// against the pod being broken or not.
+func (r *reality) judge(ctx context.Context, result *scenarioResult, pod *corev1.Pod, file, rule string, broken bool) {
+	namespace, name := pod.Namespace, pod.Name
+
+	// check: the object exactly, as kubectl get -o json gives it.
 	flagged, err := r.checkFlags(file, rule)
 	switch {
 	case err != nil:
@@ -66,7 +110,12 @@ func (r *reality) judgePod(ctx context.Context, result *scenarioResult, namespac
 	}
 
 	// explain: the predicted order against the observed one.
-	timeline, err := r.explain(file)
+	var assumptions []string
+	if rule == "ML405" {
+		// The test app's own shutdown after SIGTERM, not explain's default of 1 s.
+		assumptions = []string{"--app-exit", appShutdown}
+	}
+	timeline, err := r.explain(file, assumptions...)
 	if err != nil {
 		result.explain, result.ok = err.Error(), false
 	} else if said, agrees := r.explainAgrees(ctx, timeline, pod, rule, broken); agrees {
@@ -96,11 +145,16 @@ func (r *reality) writePod(pod *corev1.Pod) (string, error) {
 	copy := pod.DeepCopy()
 	copy.APIVersion, copy.Kind = "v1", "Pod"
 	copy.ManagedFields = nil
-	data, err := json.MarshalIndent(copy, "", "  ")
+	return r.writeObject(pod.Namespace+"-"+pod.Name, copy)
+}
+
+// writeObject writes an object as JSON to the work folder's NAME.json.
+func (r *reality) writeObject(name string, object interface{}) (string, error) {
+	data, err := json.MarshalIndent(object, "", "  ")
 	if err != nil {
 		return "", err
 	}
-	file := filepath.Join(r.dir, pod.Namespace+"-"+pod.Name+".json")
+	file := filepath.Join(r.dir, name+".json")
 	return file, os.WriteFile(file, data, 0o644)
 }
 
@@ -155,8 +209,8 @@ func (r *reality) checkFlags(file, rule string) (bool, error) {
 }
 
 // explain is the pod's predicted timeline.
-func (r *reality) explain(file string) (*explainedTimeline, error) {
-	run, err := r.h.runMeshlife("explain", file, "-o", "json")
+func (r *reality) explain(file string, assumptions ...string) (*explainedTimeline, error) {
+	run, err := r.h.runMeshlife(append([]string{"explain", file, "-o", "json"}, assumptions...)...)
 	if err != nil || run.code != 0 {
 		return nil, fmt.Errorf("meshlife explain %s: exit %d %v: %s", filepath.Base(file), run.code, err, firstLine(run.stderr))
 	}
@@ -218,7 +272,7 @@ func (t *explainedTimeline) predictedAt(phase, kind, container string) (int64, b
 // explainAgrees holds explain's prediction for rule against what the pod did.
 func (r *reality) explainAgrees(ctx context.Context, t *explainedTimeline, pod *corev1.Pod, rule string, broken bool) (string, bool) {
 	switch rule {
-	case "ML101":
+	case "ML101", "ML103":
 		appAt, okApp := t.predictedAt("startup", "app-started", "app")
 		readyAt, okReady := t.predictedAt("startup", "proxy-ready", "")
 		if !okApp || !okReady {
@@ -297,6 +351,51 @@ func (r *reality) explainAgrees(ctx context.Context, t *explainedTimeline, pod *
 			map[bool]string{true: "after", false: "before"}[predictedAfter], initAt, captureAt,
 			migrated[0].at.UTC().Format("15:04:05.000"), captured.UTC().Format("15:04:05.000"))
 		return said, predictedAfter == observedAfter && predictedAfter == broken
+	case "ML405":
+		killAt, okKill := t.predictedAt("shutdown", "sigkill", "")
+		exitAt, okExit := t.predictedAt("shutdown", "app-exit", "app")
+		if !okKill || !okExit {
+			return fmt.Sprintf("no sigkill or app-exit in the %s timeline", t.Mode), false
+		}
+		predictedKilled := exitAt >= killAt
+		app := containerTerminated(pod, "app")
+		if app == nil {
+			return "the app's end was not recorded", false
+		}
+		// The kubelet's Killing event is when it began to stop the app (the preStop's start):
+		// explain's t = 0. Both it and finishedAt are cut to the second.
+		killing, err := r.killingEvent(ctx, pod, "app")
+		if err != nil {
+			return err.Error(), false
+		}
+		observedExit := app.FinishedAt.Sub(killing)
+		said := fmt.Sprintf("%s: app %s (predicted exit %d ms, last SIGKILL %d ms after the kubelet began stopping it; observed exit %.0f s after its Killing event, code %d)", t.Mode,
+			map[bool]string{true: "killed mid-shutdown", false: "exits before its SIGKILL"}[predictedKilled], exitAt, killAt, observedExit.Seconds(), app.ExitCode)
+		predicted := time.Duration(exitAt) * time.Millisecond
+		inTime := observedExit > predicted-1500*time.Millisecond && observedExit < predicted+1500*time.Millisecond
+		return said, predictedKilled == broken && (app.ExitCode == 137) == broken && inTime
+	case "ML502":
+		startedAt, okStarted := t.predictedAt("startup", "app-started", "app")
+		readyAt, okReady := t.predictedAt("startup", "app-ready", "app")
+		if !okStarted || !okReady {
+			return fmt.Sprintf("no app-started or app-ready in the %s timeline", t.Mode), false
+		}
+		predictedAtOnce := readyAt <= startedAt
+		appLog, err := r.containerLog(ctx, pod.Namespace, pod.Name, "app")
+		if err != nil {
+			return err.Error(), false
+		}
+		listening := lastEvent(workloadEvents(appLog), "listening")
+		if listening == nil {
+			return "the app's log has no listening line", false
+		}
+		// The Ready condition's time is cut to the second: Ready counts as before the app
+		// listened only when it is a whole second before.
+		observedBefore := readySince(pod).Add(time.Second).Before(listening.at)
+		said := fmt.Sprintf("%s: app %s (predicted ready %d ms, started %d ms; observed pod Ready %s, app listening %s)", t.Mode,
+			map[bool]string{true: "counts as ready at once", false: "ready after it starts"}[predictedAtOnce], readyAt, startedAt,
+			readySince(pod).UTC().Format("15:04:05"), listening.at.UTC().Format("15:04:05.000"))
+		return said, predictedAtOnce == observedBefore && predictedAtOnce == broken
 	case "ML404":
 		for _, fate := range t.Fates {
 			if fate.Request == "long-lived-stream" {
@@ -369,4 +468,22 @@ func lastLogTime(log string) time.Time {
 		}
 	}
 	return last
+}
+
+// killingEvent is when the kubelet recorded Killing ("Stopping container NAME") for the
+// container: the moment it began to stop it.
+func (r *reality) killingEvent(ctx context.Context, pod *corev1.Pod, container string) (time.Time, error) {
+	events, err := r.h.k.core.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod.Name})
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, event := range events.Items {
+		if event.Reason == "Killing" && event.InvolvedObject.FieldPath == "spec.containers{"+container+"}" {
+			if !event.EventTime.IsZero() {
+				return event.EventTime.Time, nil
+			}
+			return event.FirstTimestamp.Time, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("no Killing event for %s of %s", container, pod.Name)
 }

@@ -27,10 +27,13 @@ type realityScenario struct {
 func realityScenarios() []realityScenario {
 	return []realityScenario{
 		{"ML101", (*reality).startupRace},
+		{"ML103", (*reality).nativeStartupGate},
 		{"ML301", (*reality).jobCompletion},
 		{"ML401", (*reality).drainPastGrace},
 		{"ML404", (*reality).streamsCut},
 		{"ML202", (*reality).initAfterRedirect},
+		{"ML405", (*reality).preStopPastGrace},
+		{"ML502", (*reality).readinessGate},
 	}
 }
 
@@ -80,7 +83,7 @@ func quoteArgs(args []string) string {
 	return strings.Join(quoted, ", ")
 }
 
-// startupRace, ML101 and ML103: an app that calls out at once. Without the hold its first calls
+// startupRace, ML101: an app that calls out at once. Without the hold its first calls
 // fail until the classic proxy is ready; with the hold, and with a native proxy, none fail.
 func (r *reality) startupRace(ctx context.Context) error {
 	namespace := classicNamespace + "-startup"
@@ -98,40 +101,121 @@ func (r *reality) startupRace(ctx context.Context) error {
 		{"native", "native sidecar (fixed)", []string{nativeAnnotation}, false},
 	}
 	for _, v := range variants {
-		manifest := podManifest(namespace, "race-"+v.name, v.annotations, 5,
-			"call", "-url", r.peerURL, "-count", "40", "-interval", "100ms", "-timeout", "1s", "-then", "serve")
+		manifest := podManifest(namespace, "race-"+v.name, v.annotations, 5, r.startupCallArgs()...)
 		if err := r.apply(ctx, manifest); err != nil {
 			return err
 		}
 	}
 	for _, v := range variants {
 		name := "race-" + v.name
-		if _, err := r.waitPod(ctx, namespace, name, 120*time.Second, "done calling", func(pod *corev1.Pod) bool {
-			return containerRunning(pod, "app") && podReady(pod)
-		}); err != nil {
+		happened, failed, err := r.startupCalls(ctx, namespace, name)
+		if err != nil {
 			return err
 		}
-		var summary *workloadEvent
-		if err := waitUntil(ctx, 30*time.Second, name+"'s call summary", func() (bool, error) {
-			log, err := r.containerLog(ctx, namespace, name, "app")
-			if err != nil {
-				return false, nil
-			}
-			summary = lastEvent(workloadEvents(log), "calls")
-			return summary != nil, nil
-		}); err != nil {
-			return err
-		}
-		failed, _ := strconv.Atoi(summary.fields["failed"])
-		happened := fmt.Sprintf("%s of %s calls at start failed (first ok: call %s)", summary.fields["failed"], summary.fields["total"], summary.fields["first-ok-n"])
-		reality := failed > 0
-		result := scenarioResult{rule: "ML101", variant: v.variant, happened: happened, ok: reality == v.broken}
-		if !result.ok {
-			result.happened += fmt.Sprintf("; expected %s", map[bool]string{true: "failed calls", false: "none failed"}[v.broken])
-		}
-		r.record(ctx, result, namespace, name, "ML101", v.broken)
+		r.recordStartup(ctx, "ML101", v.variant, happened, failed > 0, namespace, name, v.broken)
 	}
 	return nil
+}
+
+// startupCallArgs make the test workload call the peer 40 times, every 100 ms, from its start,
+// then serve (and turn ready).
+func (r *reality) startupCallArgs() []string {
+	return []string{"call", "-url", r.peerURL, "-count", "40", "-interval", "100ms", "-timeout", "1s", "-then", "serve"}
+}
+
+// startupCalls waits for the pod's app to be done calling and says what its calls got.
+func (r *reality) startupCalls(ctx context.Context, namespace, name string) (string, int, error) {
+	if _, err := r.waitPod(ctx, namespace, name, 120*time.Second, "done calling", func(pod *corev1.Pod) bool {
+		return containerRunning(pod, "app") && podReady(pod)
+	}); err != nil {
+		return "", 0, err
+	}
+	var summary *workloadEvent
+	if err := waitUntil(ctx, 30*time.Second, name+"'s call summary", func() (bool, error) {
+		log, err := r.containerLog(ctx, namespace, name, "app")
+		if err != nil {
+			return false, nil
+		}
+		summary = lastEvent(workloadEvents(log), "calls")
+		return summary != nil, nil
+	}); err != nil {
+		return "", 0, err
+	}
+	failed, _ := strconv.Atoi(summary.fields["failed"])
+	happened := fmt.Sprintf("%s of %s calls at start failed (first ok: call %s)", summary.fields["failed"], summary.fields["total"], summary.fields["first-ok-n"])
+	return happened, failed, nil
+}
+
+// recordStartup records a startup race's outcome: calls failed at start, or none did.
+func (r *reality) recordStartup(ctx context.Context, rule, variant, happened string, callsFailed bool, namespace, name string, broken bool) {
+	result := scenarioResult{rule: rule, variant: variant, happened: happened, ok: callsFailed == broken}
+	if !result.ok {
+		result.happened += fmt.Sprintf("; expected %s", map[bool]string{true: "failed calls", false: "none failed"}[broken])
+	}
+	r.record(ctx, result, namespace, name, rule, broken)
+}
+
+// nativeStartupGate, ML103: a native proxy without a startupProbe counts as started as soon as
+// its process runs, so the kubelet starts the app at once and its first calls fail until Envoy
+// is ready. The probe goes when the mesh's values turn it off or a later webhook strips it;
+// here the stage strips it from istiod's own native injection (a dry run in a namespace istiod
+// serves, created where it does not: see createElsewhere). With the probe kept, none fail.
+func (r *reality) nativeStartupGate(ctx context.Context) error {
+	meshed, namespace := classicNamespace+"-gate-injector", classicNamespace+"-gate"
+	if err := r.apply(ctx, meshedNamespace(meshed)+"---\napiVersion: v1\nkind: Namespace\nmetadata: {name: "+namespace+"}\n"); err != nil {
+		return err
+	}
+	defer r.removeNamespace(ctx, meshed)
+	defer r.removeNamespace(ctx, namespace)
+	variants := []struct {
+		name, variant string
+		broken        bool
+	}{
+		{"stripped", "native sidecar, its startupProbe stripped (broken)", true},
+		{"kept", "native sidecar with the injector's startupProbe (fixed)", false},
+	}
+	for _, v := range variants {
+		injected, err := r.injectedPod(ctx, podManifest(meshed, "gate-"+v.name, []string{nativeAnnotation}, 5, r.startupCallArgs()...), nil)
+		if err != nil {
+			return err
+		}
+		proxy := -1
+		for i, container := range injected.Spec.InitContainers {
+			if container.Name == "istio-proxy" {
+				proxy = i
+			}
+		}
+		if proxy < 0 || injected.Spec.InitContainers[proxy].StartupProbe == nil {
+			return fmt.Errorf("istiod's native injection has no istio-proxy init container with a startupProbe: %s", containerNames(injected))
+		}
+		if v.broken {
+			injected.Spec.InitContainers[proxy].StartupProbe = nil
+		}
+		if err := r.createElsewhere(ctx, injected, namespace); err != nil {
+			return err
+		}
+	}
+	for _, v := range variants {
+		name := "gate-" + v.name
+		happened, failed, err := r.startupCalls(ctx, namespace, name)
+		if err != nil {
+			return err
+		}
+		r.recordStartup(ctx, "ML103", v.variant, happened, failed > 0, namespace, name, v.broken)
+	}
+	return nil
+}
+
+// containerNames lists a pod's init containers and containers, for an error.
+func containerNames(pod *corev1.Pod) string {
+	var names []string
+	for _, container := range pod.Spec.InitContainers {
+		names = append(names, "init "+container.Name)
+	}
+	for _, container := range pod.Spec.Containers {
+		names = append(names, container.Name)
+	}
+	return strings.Join(names, ", ")
 }
 
 // jobCompletion, ML301 and ML302: a Job whose app finishes. Under a classic proxy that nobody
@@ -179,7 +263,7 @@ spec:
 	}
 	for _, v := range variants {
 		job := "job-" + v.name
-		podName, err := r.podOf(ctx, namespace, job, 60*time.Second)
+		podName, err := r.newestPod(ctx, namespace, "job-name="+job, 60*time.Second)
 		if err != nil {
 			return err
 		}
@@ -549,21 +633,12 @@ func (r *reality) initAfterRedirect(ctx context.Context) error {
 		{"before-redirect", "the injector's own order, istio-init last (fixed)", false},
 	}
 	for _, v := range variants {
-		text := podManifest(meshed, "init-"+v.name, nil, 5, "serve", "-listen", ":8080")
-		objects, err := decodeObjects([]byte(text))
-		if err != nil {
-			return err
-		}
-		var pod corev1.Pod
-		data, _ := json.Marshal(objects[0].Object)
-		if err := json.Unmarshal(data, &pod); err != nil {
-			return err
-		}
-		pod.Spec.InitContainers = []corev1.Container{{
-			Name: "migrate", Image: workloadImage, ImagePullPolicy: corev1.PullNever,
-			Args: []string{"job", "-url", r.peerURL, "-count", "3", "-interval", "300ms", "-timeout", "1s", "-fail-exit-code", "1"},
-		}}
-		injected, err := r.h.k.core.CoreV1().Pods(meshed).Create(ctx, &pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		injected, err := r.injectedPod(ctx, podManifest(meshed, "init-"+v.name, nil, 5, "serve", "-listen", ":8080"), func(pod *corev1.Pod) {
+			pod.Spec.InitContainers = []corev1.Container{{
+				Name: "migrate", Image: workloadImage, ImagePullPolicy: corev1.PullNever,
+				Args: []string{"job", "-url", r.peerURL, "-count", "3", "-interval", "300ms", "-timeout", "1s", "-fail-exit-code", "1"},
+			}}
+		})
 		if err != nil {
 			return err
 		}
@@ -582,8 +657,7 @@ func (r *reality) initAfterRedirect(ctx context.Context) error {
 			order = append([]corev1.Container{migrate}, order...)
 		}
 		injected.Spec.InitContainers = order
-		injected.Namespace, injected.ResourceVersion, injected.UID, injected.CreationTimestamp = namespace, "", "", metav1.Time{}
-		if _, err := r.h.k.core.CoreV1().Pods(namespace).Create(ctx, injected, metav1.CreateOptions{}); err != nil {
+		if err := r.createElsewhere(ctx, injected, namespace); err != nil {
 			return err
 		}
 	}
@@ -617,4 +691,30 @@ func (r *reality) initAfterRedirect(ctx context.Context) error {
 		r.record(ctx, result, namespace, name, "ML202", v.afterRedirect)
 	}
 	return nil
+}
+
+// injectedPod is the pod istiod's injector makes of manifest (a Pod in a namespace it serves,
+// changed by edit first, when given): a server-side dry run, so that nothing is created.
+func (r *reality) injectedPod(ctx context.Context, manifest string, edit func(*corev1.Pod)) (*corev1.Pod, error) {
+	objects, err := decodeObjects([]byte(manifest))
+	if err != nil {
+		return nil, err
+	}
+	var pod corev1.Pod
+	data, _ := json.Marshal(objects[0].Object)
+	if err := json.Unmarshal(data, &pod); err != nil {
+		return nil, err
+	}
+	if edit != nil {
+		edit(&pod)
+	}
+	return r.h.k.core.CoreV1().Pods(pod.Namespace).Create(ctx, &pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+}
+
+// createElsewhere creates an injected pod, as a later webhook left it, in a namespace istiod
+// does not serve: there it is not injected a second time, in the injector's own order.
+func (r *reality) createElsewhere(ctx context.Context, injected *corev1.Pod, namespace string) error {
+	injected.Namespace, injected.ResourceVersion, injected.UID, injected.CreationTimestamp = namespace, "", "", metav1.Time{}
+	_, err := r.h.k.core.CoreV1().Pods(namespace).Create(ctx, injected, metav1.CreateOptions{})
+	return err
 }

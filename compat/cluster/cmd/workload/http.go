@@ -16,6 +16,7 @@ import (
 // serveOpts are the flags of the HTTP server side (serve, call -then serve).
 type serveOpts struct {
 	listen          string
+	listenAfter     time.Duration
 	readyAfter      time.Duration
 	unreadyOnTerm   bool
 	shutdownDelay   time.Duration
@@ -30,6 +31,7 @@ type serveOpts struct {
 
 func (o *serveOpts) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.listen, "listen", ":8080", "HTTP listen address for / and /ready")
+	fs.DurationVar(&o.listenAfter, "listen-after", 0, "an app still loading: bind -listen only this long after start (serve mode)")
 	fs.DurationVar(&o.readyAfter, "ready-after", 0, "/ready answers 503 until this long after start")
 	fs.BoolVar(&o.unreadyOnTerm, "unready-on-term", false, "/ready answers 503 once SIGTERM was received")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "after SIGTERM, keep serving this long before shutting down")
@@ -138,13 +140,30 @@ func runServe(e *env, args []string) int {
 		}
 	}
 	start := time.Now()
+	termed := watchTerm(e, false)
+	if o.listenAfter > 0 {
+		// Nothing listens while the app loads: a connection to its port is refused, as by an
+		// app that reads its data or warms a cache before it binds.
+		e.log.event("loading", "for", o.listenAfter)
+		timer := time.NewTimer(o.listenAfter)
+		select {
+		case <-timer.C:
+		case <-termed:
+			timer.Stop()
+			e.log.event("exit", "code", o.exitCode, "reason", "sigterm-while-loading")
+			return o.exitCode
+		case <-e.ctx.Done():
+			timer.Stop()
+			return exitKilled
+		}
+	}
 	app := &httpApp{e: e, unreadyOnTerm: o.unreadyOnTerm, logRequests: o.logRequests}
 	srv, ok := startHTTP(app, o.listen)
 	if !ok {
 		return 1
 	}
 	app.markReady(start, o.readyAfter)
-	return serveUntilTerm(e, app, srv, watchTerm(e, false), &o)
+	return serveUntilTerm(e, app, srv, termed, &o)
 }
 
 // serveUntilTerm keeps srv running until SIGTERM, then runs the shutdown
@@ -253,6 +272,9 @@ func runCall(e *env, mode string, args []string) int {
 	}
 	if then == "serve" && o.listen == "" {
 		return usageError(e, mode, "-then serve needs -listen")
+	}
+	if o.listenAfter != 0 {
+		return usageError(e, mode, "-listen-after is a serve flag: -then serve listens from the start")
 	}
 
 	start := time.Now()

@@ -39,6 +39,7 @@
 //
 //	started mode=M args=A pid=P host=H   first line of every run
 //	usage-error error=E [mode=M]         bad mode or flags; exit status 2
+//	loading for=D                        serve -listen-after: nothing listens for D
 //	listening addr=A proto=http|grpc|ws  a listener is bound (A is the real address)
 //	listen-failed addr=A error=E         could not bind; exit status 1
 //	ready                                /ready starts answering 200 (only modes serving HTTP)
@@ -105,6 +106,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,6 +124,11 @@ const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
 const exitKilled = 137
 
 func main() {
+	// Called as sleep (the image's /bin/sleep), it is sleep(1): a preStop `exec: [sleep, "8"]`
+	// runs as users write it, in an image with no shell and no coreutils.
+	if filepath.Base(os.Args[0]) == "sleep" {
+		os.Exit(sleepCommand(os.Args[1:], os.Stderr))
+	}
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr, sigs))
@@ -472,4 +479,23 @@ func runSleep(e *env, args []string) int {
 		return exitKilled
 	}
 	return *code
+}
+
+// sleepCommand is sleep(1) for one operand: seconds (8, 0.5) or with a unit suffix s, m or h.
+func sleepCommand(args []string, errw io.Writer) int {
+	if len(args) != 1 {
+		fmt.Fprintln(errw, "usage: sleep SECONDS[s|m|h]")
+		return 1
+	}
+	operand := args[0]
+	if last := operand[len(operand)-1]; last >= '0' && last <= '9' {
+		operand += "s"
+	}
+	d, err := time.ParseDuration(operand)
+	if err != nil || d < 0 {
+		fmt.Fprintf(errw, "sleep: invalid time interval %q\n", args[0])
+		return 1
+	}
+	time.Sleep(d)
+	return 0
 }

@@ -384,6 +384,35 @@ func TestServeSigterm(t *testing.T) {
 	b.wait(t, 5*time.Second)
 }
 
+// An app still loading: nothing listens until -listen-after, then it serves; a SIGTERM while it
+// loads ends it at once.
+func TestServeListenAfter(t *testing.T) {
+	s := start(t, "serve", "-listen", "127.0.0.1:0", "-listen-after", "300ms")
+	loading := s.waitFor(t, "loading", nil)
+	listening := s.waitFor(t, "listening", nil)
+	if d := listening.ts.Sub(loading.ts); d < 290*time.Millisecond {
+		t.Fatalf("listening %s after loading, want >= 300ms", d)
+	}
+	if st := httpStatus(t, "http://"+s.addr(t, "http")+"/"); st != 200 {
+		t.Fatalf("/ once listening: %d, want 200", st)
+	}
+	s.term()
+	if code := s.wait(t, 5*time.Second); code != 0 {
+		t.Fatalf("exit %d, want 0", code)
+	}
+
+	early := start(t, "serve", "-listen", "127.0.0.1:0", "-listen-after", "1m")
+	early.waitFor(t, "loading", nil)
+	early.term()
+	if code := early.wait(t, 5*time.Second); code != 0 {
+		t.Fatalf("exit %d after a SIGTERM while loading, want 0", code)
+	}
+	assertOrder(t, early, "started", "loading", "sigterm", "exit")
+	if _, found := early.find(t, "listening", nil); found {
+		t.Fatalf("listened after a SIGTERM while loading\n%s", early.out.String())
+	}
+}
+
 // An in-flight request outlives -drain: drain-timeout, the request is cut.
 func TestServeDrainTimeout(t *testing.T) {
 	s := start(t, "serve", "-listen", "127.0.0.1:0", "-drain", "100ms")
@@ -625,4 +654,22 @@ func TestSigterm(t *testing.T) {
 		s.term()
 		s.wait(t, 2*time.Second)
 	})
+}
+
+// Called as sleep, the binary is sleep(1): seconds, a unit suffix, and a clear error otherwise.
+func TestSleepCommand(t *testing.T) {
+	var errw strings.Builder
+	started := time.Now()
+	if code := sleepCommand([]string{"0.2"}, &errw); code != 0 || time.Since(started) < 200*time.Millisecond {
+		t.Fatalf("sleep 0.2: exit %d after %s (%s)", code, time.Since(started), errw.String())
+	}
+	if code := sleepCommand([]string{"50ms"}, &errw); code != 0 {
+		t.Fatalf("sleep 50ms: exit %d (%s)", code, errw.String())
+	}
+	for _, args := range [][]string{{}, {"soon"}, {"-1"}, {"1", "2"}} {
+		errw.Reset()
+		if code := sleepCommand(args, &errw); code != 1 || errw.Len() == 0 {
+			t.Errorf("sleep %q: exit %d, stderr %q; want exit 1 with a message", args, code, errw.String())
+		}
+	}
 }
