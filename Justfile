@@ -64,8 +64,10 @@ browser:
     bash tests/browser/run.sh
 
 # The image `meshlife install` names (ghcr.io/meshlife/meshlife:<version>), built here with no
-# registry: the static musl binary packed FROM scratch (image/Dockerfile), and its CycloneDX
-# SBOM in target/image/. Installs Debian's docker.io and starts dockerd when needed.
+# registry: the release binary (target/release/meshlife, glibc) and the shared libraries ldd lists
+# for it, from this machine's Debian, packed FROM scratch as distroless/cc lays them out
+# (image/Dockerfile), and its CycloneDX SBOM (crates and Debian packages) in target/image/.
+# Installs Debian's docker.io and starts dockerd when needed.
 image:
     bash image/build.sh
 
