@@ -166,7 +166,7 @@ fn each_bug_class_is_confirmed_from_its_own_data_and_the_others_are_not() {
             .iter()
             .map(|(rule, status)| (rule.to_string(), status.to_string()))
             .collect();
-        // The rules added since (ML103, ML405, ML502) are judged on their own pods below.
+        // The rules added since (ML102, ML103, ML405, ML502) are judged on their own pods below.
         let judged: Vec<(String, String)> = statuses(&outcome)
             .into_iter()
             .filter(|(rule, _)| wanted.iter().any(|(listed, _)| listed == rule))
@@ -1337,4 +1337,90 @@ fn a_pod_ready_before_its_unprobed_app_serves_is_missing_readiness() {
     // The logs alone: no spec.
     let logs = json_run(&[format!("{DATA}/istio-real-readiness-no-probe/app.log")]);
     assert_eq!(status_of(&logs, "ML502"), "cannot-tell", "{logs:?}");
+}
+
+/// ML102 on two real pods (compat/cluster `reality-istio-order`): istio-proxy with the hold
+/// hook (`pilot-agent wait`), after the app in spec.containers or before it (the injector's
+/// order); the app calls a Service 40 times from its start.
+#[test]
+fn an_app_listed_before_the_held_proxy_is_not_held() {
+    let app_first = json_run(&case_files("istio-real-order-app-first"));
+    assert_eq!(status_of(&app_first, "ML102"), "confirmed", "{app_first:?}");
+    let order = conclusion(&app_first, "ML102");
+    let summary = order["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("app (spec.containers[0]) comes before istio-proxy (spec.containers[1]) and its hold hook (`pilot-agent wait`)")
+            && summary.contains("it started at 01:03:49 (to the second), before istio-proxy was ready (at 01:03:52.691): 24 connection errors in between"),
+        "{summary}"
+    );
+    let places: Vec<String> = order["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cited| {
+            cited["line"].as_u64().map_or_else(
+                || cited["field"].as_str().unwrap().to_string(),
+                |line| line.to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        places,
+        [
+            "spec.containers[1].lifecycle.postStart.exec.command",
+            "spec.containers[0]",
+            "status.containerStatuses[0].state.running.startedAt",
+            "3",
+            "4",
+            "5",
+            "61",
+        ]
+    );
+    assert!(
+        order["fix"]
+            .as_str()
+            .unwrap()
+            .contains("move istio-proxy to spec.containers[0]"),
+        "{order}"
+    );
+    // ML101 sees the same race, and its fix is the order, not the annotation already there.
+    let race = conclusion(&app_first, "ML101");
+    assert_eq!(race["status"], "confirmed", "{race}");
+    assert!(race["fix"].as_str().unwrap().contains("(ML102)"), "{race}");
+
+    let proxy_first = conclusion(
+        &json_run(&case_files("istio-real-order-proxy-first")),
+        "ML102",
+    );
+    assert_eq!(proxy_first["status"], "ruled-out", "{proxy_first}");
+    assert!(
+        proxy_first["summary"]
+            .as_str()
+            .unwrap()
+            .contains("istio-proxy is spec.containers[0], with its hold hook (`pilot-agent wait`), before every app container"),
+        "{proxy_first}"
+    );
+
+    // No hold hook: ML101's race, not this rule's; a native sidecar: no order among apps.
+    for case in ["istio-real-startup-no-hold", "istio-real-startup-native"] {
+        let outcome = json_run(&case_files(case));
+        assert_eq!(
+            status_of(&outcome, "ML102"),
+            "ruled-out",
+            "{case}: {outcome:?}"
+        );
+    }
+
+    // The logs alone do not hold the order.
+    let logs = json_run(&[
+        format!("{DATA}/istio-real-order-app-first/istio-proxy.log"),
+        format!("{DATA}/istio-real-order-app-first/app.log"),
+    ]);
+    assert_eq!(status_of(&logs, "ML102"), "cannot-tell", "{logs:?}");
+    assert!(
+        conclusion(&logs, "ML102")["missing"]
+            .to_string()
+            .contains("for the order of spec.containers"),
+        "{logs:?}"
+    );
 }

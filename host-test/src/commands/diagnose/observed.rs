@@ -139,6 +139,9 @@ pub struct ContainerTimeline {
     /// Its entry in the pod's spec, when the pod object was given.
     #[serde(skip)]
     pub spec: Option<Evidence>,
+    /// Its index in its spec list (`spec.containers[1]`), when the pod object was given.
+    #[serde(skip)]
+    pub index: Option<usize>,
     pub moments: Vec<Moment>,
 }
 
@@ -602,6 +605,7 @@ fn timeline_of(
         readiness_probe: record.readiness_probe.clone(),
         ports: record.ports.clone(),
         spec: record.spec.clone(),
+        index: record.index,
         moments,
     }
 }

@@ -75,6 +75,9 @@ pub struct ContainerRecord {
     pub ports: Vec<Port>,
     /// Its entry in the spec (`spec.initContainers[1]`), when the pod object was given.
     pub spec: Option<Evidence>,
+    /// Its index in its spec list (`spec.containers` or `spec.initContainers`), when the pod
+    /// object was given: the kubelet starts each list's containers in that order.
+    pub index: Option<usize>,
 }
 
 /// A container's `ports` entry.
@@ -137,6 +140,7 @@ impl ContainerRecord {
             readiness_probe: None,
             ports: Vec::new(),
             spec: None,
+            index: None,
         }
     }
 }
@@ -333,6 +337,7 @@ fn pod_of(pod: &Value, file: &str, prefix: &str) -> PodRecord {
                     })
                     .unwrap_or_default(),
                 spec: spec.map(|_| Evidence::field(file, spec_field("").trim_end_matches('.'))),
+                index: spec_index,
                 name,
             });
         }

@@ -2,7 +2,7 @@
 //! rule whose bug class it is about, says `confirmed`, `ruled-out` or `cannot-tell`, and rests
 //! on evidence (file, line or field, time). Where the data cannot decide, it says what is
 //! missing, never a guess. One file per rule family, as the policy's own rules: `startup`
-//! (ML101, ML103), `init` (ML201, ML202), `batch` (ML301), `shutdown` (ML401, ML404),
+//! (ML101, ML102, ML103), `init` (ML201, ML202), `batch` (ML301), `shutdown` (ML401, ML404),
 //! `prestop` (ML405), `readiness` (ML502).
 
 mod batch;
@@ -89,6 +89,7 @@ pub(super) fn cite(moment: &Moment, shows: &str) -> Cited {
 pub fn conclude(observed: &Observed) -> Vec<Conclusion> {
     vec![
         startup::startup_race(observed),
+        startup::hold_not_first(observed),
         startup::native_without_gate(observed),
         init::init_without_network(observed),
         init::init_after_redirect(observed),

@@ -1,5 +1,6 @@
-//! ML101: the app started before its proxy was ready; ML103: the same race of a native
-//! sidecar with no startup gate (neither a startupProbe nor a postStart hook).
+//! ML101: the app started before its proxy was ready; ML102: the same race of an app listed
+//! before a classic proxy that has the hold hook; ML103: the same race of a native sidecar with
+//! no startup gate (neither a startupProbe nor a postStart hook).
 //!
 //! The moments decide first: the app's start (its status, its first log line) against the
 //! proxy's ready line. Where they are too close to order, the kubelet's own order decides
@@ -172,6 +173,19 @@ pub(super) fn startup_race(observed: &Observed) -> Conclusion {
                     "{failed}: its previous run's log says why (`kubectl logs POD -c {name} \
                      --previous --timestamps`); a native sidecar's startupProbe holds the apps \
                      for as long as it fails, and never starts them anyway"
+                )
+            }
+            // The hold is there, but the apps that raced come before the proxy: ML102's.
+            (false, Some(hook), mesh)
+                if waits_for_proxy(mesh, hook)
+                    && raced.iter().any(|(app, ..)| {
+                        matches!((app.index, proxy.index), (Some(app), Some(proxy)) if app < proxy)
+                    }) =>
+            {
+                format!(
+                    "{} has the hold hook, but the apps listed before it in spec.containers \
+                     start without waiting for it: move it to spec.containers[0] (ML102)",
+                    proxy.name
                 )
             }
             (_, _, Some(Mesh::Linkerd)) => "annotate the pod template \
@@ -773,4 +787,254 @@ pub(super) fn native_without_gate(observed: &Observed) -> Conclusion {
         ),
     };
     judged
+}
+
+/// ML102: did an app listed before a classic proxy with the hold hook start before the proxy
+/// was ready? The hook (`pilot-agent wait`, `linkerd-await`) holds only the containers after
+/// the proxy in `spec.containers`: the kubelet starts them in that order and waits for a
+/// container's postStart hook only before starting the next. The spec says which apps come
+/// before the proxy; ML101's ordering of the moments says whether the race bit them this time.
+pub(super) fn hold_not_first(observed: &Observed) -> Conclusion {
+    let rule = &catalogue::STARTUP_HOLD_NOT_FIRST;
+    if let Some(conclusion) = no_proxy(rule, observed) {
+        return conclusion;
+    }
+    let proxy = observed.proxy().expect("checked by no_proxy");
+    if proxy.native_sidecar {
+        let mut ruled_out = conclusion(
+            rule,
+            Status::RuledOut,
+            format!(
+                "{} is a native sidecar (an init container): the kubelet starts every app \
+                 container after it, whatever their order, so no app comes before its gate \
+                 (ML103 judges the gate)",
+                proxy.name
+            ),
+        );
+        ruled_out
+            .evidence
+            .extend(proxy.spec.iter().map(|spec| Cited {
+                evidence: spec.clone(),
+                time: None,
+                shows: format!("{} listed in spec.initContainers", proxy.name),
+            }));
+        return ruled_out;
+    }
+    let (true, Some(proxy_index)) = (observed.has_spec, proxy.index) else {
+        let mut cannot = conclusion(
+            rule,
+            Status::CannotTell,
+            format!(
+                "without the pod's object, the order of the containers in spec.containers and \
+                 {}'s postStart hook are not known",
+                proxy.name
+            ),
+        );
+        cannot.missing.push(
+            "the pod's object (`kubectl get pod POD -o json`), for the order of \
+             spec.containers and the proxy's lifecycle.postStart"
+                .into(),
+        );
+        return cannot;
+    };
+    let proxy_place = format!("spec.containers[{proxy_index}]");
+    let Some(hook) = proxy
+        .post_start
+        .as_ref()
+        .filter(|hook| waits_for_proxy(observed.mesh, hook))
+    else {
+        return conclusion(
+            rule,
+            Status::RuledOut,
+            format!(
+                "{} ({proxy_place}) has no hold hook (a postStart of {}): no hold to be out of \
+                 order; ML101 judges the race of a proxy without it",
+                proxy.name,
+                match observed.mesh {
+                    Some(Mesh::Linkerd) => "`linkerd-await`",
+                    _ => "`pilot-agent wait`",
+                }
+            ),
+        );
+    };
+    let command = hook.evidence.text.as_deref().unwrap_or("postStart");
+    let hook_cited = cite_spec(
+        hook,
+        &format!(
+            "{}'s postStart hook: the containers after it start only once it has returned",
+            proxy.name
+        ),
+    );
+    let order_cited = |app: &ContainerTimeline, shows: String| {
+        app.spec.as_ref().map(|spec| Cited {
+            evidence: spec.clone(),
+            time: None,
+            shows,
+        })
+    };
+    let before: Vec<&ContainerTimeline> = observed
+        .apps()
+        .filter(|app| app.index.is_some_and(|index| index < proxy_index))
+        .collect();
+    if before.is_empty() {
+        let mut ruled_out = conclusion(
+            rule,
+            Status::RuledOut,
+            format!(
+                "{} is {proxy_place}, with its hold hook (`{command}`), before every app \
+                 container: the hook holds them all",
+                proxy.name
+            ),
+        );
+        ruled_out
+            .evidence
+            .extend(proxy.spec.iter().map(|spec| Cited {
+                evidence: spec.clone(),
+                time: None,
+                shows: format!("{} is {proxy_place}", proxy.name),
+            }));
+        ruled_out.evidence.push(hook_cited);
+        return ruled_out;
+    }
+    let tolerance = observed.clock_skew_ms;
+    let ready_moment = proxy.moments_of(MomentKind::ProxyReady).next();
+    let out_of_order = |app: &ContainerTimeline| {
+        format!(
+            "{} (spec.containers[{}]) comes before {} ({proxy_place}) and its hold hook \
+             (`{command}`): the kubelet starts it without waiting for the hook",
+            app.name,
+            app.index.unwrap_or_default(),
+            proxy.name
+        )
+    };
+    let mut confirmed = Vec::new();
+    let mut safe = Vec::new();
+    let mut unknown = Vec::new();
+    for app in &before {
+        match (app.started, proxy.ready) {
+            (Some(started), Some(ready)) if started.before(&ready, tolerance) => {
+                confirmed.push((*app, started, ready))
+            }
+            (Some(started), Some(ready)) if ready.before(&started, tolerance) => {
+                safe.push((*app, started, ready))
+            }
+            _ => unknown.push(*app),
+        }
+    }
+    if !confirmed.is_empty() {
+        let mut judged = conclusion(rule, Status::Confirmed, String::new());
+        let mut parts = Vec::new();
+        judged.evidence.push(hook_cited);
+        for (app, started, ready) in &confirmed {
+            let errors = errors_between(app, started, ready.latest, tolerance);
+            parts.push(format!(
+                "{}; it started {}, before {} was ready ({}){}",
+                out_of_order(app),
+                started.phrase(),
+                proxy.name,
+                ready.phrase(),
+                errors_phrase(errors.len())
+            ));
+            judged.evidence.extend(order_cited(
+                app,
+                format!("{} is before {} ({proxy_place})", app.name, proxy.name),
+            ));
+            cite_start_and_errors(&mut judged, app, &errors);
+        }
+        judged
+            .evidence
+            .extend(ready_moment.map(|moment| cite(moment, &format!("{} ready", proxy.name))));
+        said_once(&mut judged.evidence);
+        judged.summary = parts.join("; ");
+        judged.fix = Some(format!(
+            "move {} to spec.containers[0]: re-inject with the mesh's hold setting \
+             (`holdApplicationUntilProxyStarts: true`, `config.linkerd.io/proxy-await: enabled`) \
+             rather than editing hooks by hand, or keep a later webhook from putting containers \
+             in front of it",
+            proxy.name
+        ));
+        return judged;
+    }
+    if unknown.is_empty() {
+        let mut ruled_out = conclusion(rule, Status::RuledOut, String::new());
+        let mut parts = Vec::new();
+        ruled_out.evidence.push(hook_cited);
+        for (app, started, ready) in &safe {
+            parts.push(format!(
+                "{}, but {} was ready {}, before it started ({}): the race did not bite this \
+                 time (the order still allows it)",
+                out_of_order(app),
+                proxy.name,
+                ready.phrase(),
+                started.phrase()
+            ));
+            ruled_out.evidence.extend(order_cited(
+                app,
+                format!("{} is before {} ({proxy_place})", app.name, proxy.name),
+            ));
+            ruled_out.evidence.extend(
+                app.moments_of(MomentKind::Started)
+                    .next()
+                    .map(|moment| cite(moment, &format!("{} started", app.name))),
+            );
+        }
+        ruled_out
+            .evidence
+            .extend(ready_moment.map(|moment| cite(moment, &format!("{} ready", proxy.name))));
+        said_once(&mut ruled_out.evidence);
+        ruled_out.summary = parts.join("; ");
+        return ruled_out;
+    }
+    let mut cannot = conclusion(rule, Status::CannotTell, String::new());
+    let mut parts = Vec::new();
+    cannot.evidence.push(hook_cited);
+    for app in &unknown {
+        cannot.evidence.extend(order_cited(
+            app,
+            format!("{} is before {} ({proxy_place})", app.name, proxy.name),
+        ));
+        let why = match (app.started, proxy.ready) {
+            (None, _) if app.waiting => format!(
+                "it has not started ({})",
+                app.reason.as_deref().unwrap_or("waiting")
+            ),
+            (None, _) => {
+                cannot.missing.push(format!(
+                    "the pod's status (`kubectl get pod POD -o yaml`) for when {} started",
+                    app.name
+                ));
+                format!("the data does not say when {} started", app.name)
+            }
+            (Some(_), None) => {
+                cannot.missing.push(proxy_log_hint(observed));
+                format!("the data does not say when {} was ready", proxy.name)
+            }
+            (Some(started), Some(ready)) => {
+                if !app.log {
+                    cannot.missing.push(format!(
+                        "{}'s log with timestamps (its first line bounds its start closer than \
+                         the status's second)",
+                        app.name
+                    ));
+                }
+                if ready_moment.is_none() {
+                    cannot.missing.push(proxy_log_hint(observed));
+                }
+                format!(
+                    "it started {} and {} was ready {}: too close to order",
+                    started.phrase(),
+                    proxy.name,
+                    ready.phrase()
+                )
+            }
+        };
+        parts.push(format!(
+            "{}; whether it started before {} was ready is not known: {why}",
+            out_of_order(app),
+            proxy.name
+        ));
+    }
+    cannot.summary = parts.join("; ");
+    cannot.missing.dedup();
+    cannot
 }
