@@ -85,6 +85,17 @@ for library in "${libraries[@]}"; do
     mkdir -p "$out/context/libraries$(dirname "$library")"
     cp -L "$library" "$out/context/libraries$library"
 done
+# Each package's copyright and licence file goes with its libraries (glibc is LGPL, libgcc GPL
+# with the runtime exception), where Debian and distroless keep it.
+for name in $(cut -f1 "$packages" | sort -u); do
+    copyright=/usr/share/doc/$name/copyright
+    if [ ! -f "$copyright" ]; then
+        echo "image: $copyright is missing: the image would carry $name without its licence" >&2
+        exit 1
+    fi
+    mkdir -p "$out/context/libraries/usr/share/doc/$name"
+    cp "$copyright" "$out/context/libraries/usr/share/doc/$name/copyright"
+done
 ensure_docker
 echo "== docker build -t $reference ($(basename "$binary") and ${#libraries[@]} libraries: ${libraries[*]})"
 docker build --quiet -t "$reference" \
