@@ -160,6 +160,72 @@ spec:
 	return nil
 }
 
+// proxyGoneFirst, ML402: a classic istio-proxy has no preStop: it drains from the deletion and
+// exits after terminationDrainDuration, while the app still sleeps in its preStop. The app's
+// calls during its own shutdown, after the hook, then find no proxy. With the drain longer than
+// the hook they go through.
+func (r *reality) proxyGoneFirst(ctx context.Context) error {
+	namespace := classicNamespace + "-exits"
+	if err := r.apply(ctx, meshedNamespace(namespace)); err != nil {
+		return err
+	}
+	defer r.removeNamespace(ctx, namespace)
+	variants := []struct {
+		name, variant, drain string
+		broken               bool
+	}{
+		{"drain-short", "preStop sleep 8, the mesh's drain of 5s, grace 20s (broken)", "5s", true},
+		{"drain-long", "preStop sleep 8, terminationDrainDuration 12s, grace 20s (fixed)", "12s", false},
+	}
+	for _, v := range variants {
+		manifest := fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata:
+  name: exits-%[1]s
+  namespace: %[2]s
+  finalizers: [%[3]s]
+  annotations: {proxy.istio.io/config: '{"terminationDrainDuration": "%[4]s"}'}
+spec:
+  terminationGracePeriodSeconds: 20
+  containers:
+  - name: app
+    image: %[5]s
+    imagePullPolicy: Never
+    args: [serve, -listen, ":8080", -shutdown-delay, 2s, -call-on-term, %[6]q, -call-on-term-every, 250ms, -timeout, 1s]
+    readinessProbe: {httpGet: {path: /ready, port: 8080}, periodSeconds: 1}
+    lifecycle: {preStop: {exec: {command: [sleep, "8"]}}}
+`, v.name, namespace, keepFinalizer, v.drain, workloadImage, r.peerURL)
+		if err := r.apply(ctx, manifest); err != nil {
+			return err
+		}
+	}
+	for _, v := range variants {
+		name := "exits-" + v.name
+		ready, err := r.waitPod(ctx, namespace, name, 120*time.Second, "Ready", podReady)
+		if err != nil {
+			return err
+		}
+		r.followDeletion(ctx, ready)
+		if err := r.h.k.core.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			return err
+		}
+		pod, err := r.waitPod(ctx, namespace, name, 60*time.Second, "finished", func(pod *corev1.Pod) bool {
+			return containerTerminated(pod, "istio-proxy") != nil && containerTerminated(pod, "app") != nil
+		})
+		if err != nil {
+			return err
+		}
+		shutdown, failed, err := r.shutdownCallCounts(ctx, pod)
+		if err != nil {
+			return err
+		}
+		result := scenarioResult{rule: "ML402", variant: v.variant, happened: shutdown, ok: (failed > 0) == v.broken}
+		r.record(ctx, result, namespace, name, "ML402", v.broken)
+		r.release(ctx, namespace, name)
+	}
+	return nil
+}
+
 // sleepActionRefusal says how the API server answers a preStop sleep action longer than the
 // grace period (a dry run): it must refuse it.
 func (r *reality) sleepActionRefusal(ctx context.Context, namespace string) string {

@@ -272,7 +272,7 @@ func (t *explainedTimeline) predictedAt(phase, kind, container string) (int64, b
 // explainAgrees holds explain's prediction for rule against what the pod did.
 func (r *reality) explainAgrees(ctx context.Context, t *explainedTimeline, pod *corev1.Pod, rule string, broken bool) (string, bool) {
 	switch rule {
-	case "ML101", "ML103":
+	case "ML101", "ML102", "ML103":
 		appAt, okApp := t.predictedAt("startup", "app-started", "app")
 		readyAt, okReady := t.predictedAt("startup", "proxy-ready", "")
 		if !okApp || !okReady {
@@ -351,6 +351,28 @@ func (r *reality) explainAgrees(ctx context.Context, t *explainedTimeline, pod *
 			map[bool]string{true: "after", false: "before"}[predictedAfter], initAt, captureAt,
 			migrated[0].at.UTC().Format("15:04:05.000"), captured.UTC().Format("15:04:05.000"))
 		return said, predictedAfter == observedAfter && predictedAfter == broken
+	case "ML402":
+		proxyAt, okProxy := t.predictedAt("shutdown", "proxy-exit", "")
+		appAt, okApp := t.predictedAt("shutdown", "app-exit", "app")
+		if !okProxy || !okApp {
+			return fmt.Sprintf("no proxy-exit or app-exit in the %s timeline", t.Mode), false
+		}
+		predictedFirst := proxyAt < appAt
+		proxy := containerTerminated(pod, "istio-proxy")
+		appLog, err := r.containerLog(ctx, pod.Namespace, pod.Name, "app")
+		if err != nil || proxy == nil {
+			return fmt.Sprintf("the proxy's end or the app's log is missing (%v)", err), false
+		}
+		sigterm := lastEvent(workloadEvents(appLog), "sigterm")
+		if sigterm == nil {
+			return "the app's log has no sigterm line", false
+		}
+		// finishedAt is cut to the second: the proxy's end lies within the second after it.
+		observedFirst := proxy.FinishedAt.Add(time.Second).Before(sigterm.at)
+		said := fmt.Sprintf("%s: the proxy %s (predicted proxy exit %d ms, app exit %d ms; observed istio-proxy ended %s, the app's SIGTERM %s)", t.Mode,
+			map[bool]string{true: "exits before the app", false: "outlives the app"}[predictedFirst], proxyAt, appAt,
+			proxy.FinishedAt.UTC().Format("15:04:05"), sigterm.at.UTC().Format("15:04:05.000"))
+		return said, predictedFirst == observedFirst && predictedFirst == broken
 	case "ML405":
 		killAt, okKill := t.predictedAt("shutdown", "sigkill", "")
 		exitAt, okExit := t.predictedAt("shutdown", "app-exit", "app")

@@ -27,11 +27,13 @@ type realityScenario struct {
 func realityScenarios() []realityScenario {
 	return []realityScenario{
 		{"ML101", (*reality).startupRace},
+		{"ML102", (*reality).holdNotFirst},
 		{"ML103", (*reality).nativeStartupGate},
 		{"ML301", (*reality).jobCompletion},
 		{"ML401", (*reality).drainPastGrace},
 		{"ML404", (*reality).streamsCut},
 		{"ML202", (*reality).initAfterRedirect},
+		{"ML402", (*reality).proxyGoneFirst},
 		{"ML405", (*reality).preStopPastGrace},
 		{"ML502", (*reality).readinessGate},
 	}
@@ -206,6 +208,52 @@ func (r *reality) nativeStartupGate(ctx context.Context) error {
 	return nil
 }
 
+// holdNotFirst, ML102: the hold's postStart hook gates only the containers after the proxy. A
+// later webhook (or a hand edit) that puts an app container before istio-proxy leaves that app
+// ungated: it starts at once and its first calls fail until Envoy is ready. With the injector's
+// order (istio-proxy first) none fail. Both pods are istiod's injection with the hold (a dry
+// run), created where it does not inject again (see createElsewhere).
+func (r *reality) holdNotFirst(ctx context.Context) error {
+	meshed, namespace := classicNamespace+"-order-injector", classicNamespace+"-order"
+	if err := r.apply(ctx, meshedNamespace(meshed)+"---\napiVersion: v1\nkind: Namespace\nmetadata: {name: "+namespace+"}\n"); err != nil {
+		return err
+	}
+	defer r.removeNamespace(ctx, meshed)
+	defer r.removeNamespace(ctx, namespace)
+	variants := []struct {
+		name, variant string
+		broken        bool
+	}{
+		{"app-first", "the hold, with the app moved before istio-proxy (broken)", true},
+		{"proxy-first", "the hold, in the injector's order: istio-proxy first (fixed)", false},
+	}
+	for _, v := range variants {
+		injected, err := r.injectedPod(ctx, podManifest(meshed, "order-"+v.name, []string{holdAnnotation}, 5, r.startupCallArgs()...), nil)
+		if err != nil {
+			return err
+		}
+		containers := injected.Spec.Containers
+		if len(containers) != 2 || containers[0].Name != "istio-proxy" || containers[0].Lifecycle == nil || containers[0].Lifecycle.PostStart == nil {
+			return fmt.Errorf("istiod's injection with the hold does not put istio-proxy first with a postStart hook: %s", containerNames(injected))
+		}
+		if v.broken {
+			injected.Spec.Containers = []corev1.Container{containers[1], containers[0]}
+		}
+		if err := r.createElsewhere(ctx, injected, namespace); err != nil {
+			return err
+		}
+	}
+	for _, v := range variants {
+		name := "order-" + v.name
+		happened, failed, err := r.startupCalls(ctx, namespace, name)
+		if err != nil {
+			return err
+		}
+		r.recordStartup(ctx, "ML102", v.variant, happened, failed > 0, namespace, name, v.broken)
+	}
+	return nil
+}
+
 // containerNames lists a pod's init containers and containers, for an error.
 func containerNames(pod *corev1.Pod) string {
 	var names []string
@@ -354,7 +402,7 @@ func (r *reality) drainPastGrace(ctx context.Context) error {
 			deleted.UTC().Format("15:04:05"), proxy.ExitCode, proxy.Reason, proxy.FinishedAt.Sub(deleted).Seconds(), v.grace)
 		killed := proxy.ExitCode == 137
 		if v.args != nil {
-			shutdown, err := r.shutdownCalls(ctx, pod)
+			shutdown, _, err := r.shutdownCallCounts(ctx, pod)
 			if err != nil {
 				return err
 			}
@@ -423,17 +471,18 @@ func jobCondition(job *batchv1.Job, kind batchv1.JobConditionType) bool {
 	return false
 }
 
-// shutdownCalls says what the app's outbound calls during its own shutdown got, beside when
+// shutdownCallCounts says what the app's outbound calls during its own shutdown got (and how
+// many failed), beside when
 // its proxy said it started draining (pilot-agent's log) and when it exited.
-func (r *reality) shutdownCalls(ctx context.Context, pod *corev1.Pod) (string, error) {
+func (r *reality) shutdownCallCounts(ctx context.Context, pod *corev1.Pod) (string, int, error) {
 	appLog, err := r.containerLog(ctx, pod.Namespace, pod.Name, "app")
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	events := workloadEvents(appLog)
 	sigterm := lastEvent(events, "sigterm")
 	if sigterm == nil {
-		return "", fmt.Errorf("%s: the app's log has no sigterm line", pod.Name)
+		return "", 0, fmt.Errorf("%s: the app's log has no sigterm line", pod.Name)
 	}
 	var ok, failed int
 	var firstFailure string
@@ -452,11 +501,11 @@ func (r *reality) shutdownCalls(ctx context.Context, pod *corev1.Pod) (string, e
 		}
 	}
 	if ok+failed == 0 {
-		return "", fmt.Errorf("%s: the app made no call during its shutdown", pod.Name)
+		return "", 0, fmt.Errorf("%s: the app made no call during its shutdown", pod.Name)
 	}
 	proxyLog, err := r.containerLog(ctx, pod.Namespace, pod.Name, "istio-proxy")
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	drain := "the proxy's log says no drain"
 	for _, line := range strings.Split(proxyLog, "\n") {
@@ -475,7 +524,7 @@ func (r *reality) shutdownCalls(ctx context.Context, pod *corev1.Pod) (string, e
 	if proxy := containerTerminated(pod, "istio-proxy"); proxy != nil {
 		proxyEnd = fmt.Sprintf(", istio-proxy exited %d at %+.0fs", proxy.ExitCode, proxy.FinishedAt.Sub(sigterm.at).Seconds())
 	}
-	return fmt.Sprintf("during the app's shutdown %d outbound calls ok, %d failed%s; %s%s", ok, failed, firstFailure, drain, proxyEnd), nil
+	return fmt.Sprintf("during the app's shutdown %d outbound calls ok, %d failed%s; %s%s", ok, failed, firstFailure, drain, proxyEnd), failed, nil
 }
 
 // streamsCut, ML404: a gRPC stream and a WebSocket, each held open through a ClusterIP Service
