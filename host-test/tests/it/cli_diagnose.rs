@@ -166,7 +166,8 @@ fn each_bug_class_is_confirmed_from_its_own_data_and_the_others_are_not() {
             .iter()
             .map(|(rule, status)| (rule.to_string(), status.to_string()))
             .collect();
-        // The rules added since (ML102, ML103, ML405, ML502) are judged on their own pods below.
+        // The rules added since (ML102, ML103, ML402, ML405, ML502) are judged on their own pods
+        // below.
         let judged: Vec<(String, String)> = statuses(&outcome)
             .into_iter()
             .filter(|(rule, _)| wanted.iter().any(|(listed, _)| listed == rule))
@@ -1423,4 +1424,98 @@ fn an_app_listed_before_the_held_proxy_is_not_held() {
             .contains("for the order of spec.containers"),
         "{logs:?}"
     );
+}
+
+/// ML402 on two real pods (compat/cluster `reality-istio-exits`): a classic istio-proxy and an
+/// app whose preStop is `sleep 8` (grace 20), the app calling a Service every 250 ms once it has
+/// SIGTERM; istio-proxy drains 5 s or, by `proxy.istio.io/config`, 12 s.
+#[test]
+fn a_proxy_drain_shorter_than_the_apps_prestop_leaves_it_without_a_proxy() {
+    let short = json_run(&case_files("istio-real-exits-drain-short"));
+    assert_eq!(status_of(&short, "ML402"), "confirmed", "{short:?}");
+    let exits = conclusion(&short, "ML402");
+    let summary = exits["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("istio-proxy ended (exit 0) at 01:04:13 (to the second), 5 s before app, which still ran (it ended at 01:04:18 (to the second))")
+            && summary.contains("app's preStop (`sleep 8`, 8 s) held its SIGTERM back")
+            && summary.contains("9 connection error(s) in app's log after istio-proxy ended, the first at 01:04:16.956")
+            && summary.contains("pilot-agent planned a drain of 5 s at 01:04:08.899"),
+        "{summary}"
+    );
+    let places: Vec<String> = exits["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cited| {
+            cited["line"].as_u64().map_or_else(
+                || cited["field"].as_str().unwrap().to_string(),
+                |line| line.to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        places,
+        [
+            "status.containerStatuses[1].state.terminated.finishedAt",
+            "status.containerStatuses[0].state.terminated.finishedAt",
+            "spec.containers[0].lifecycle.preStop.exec.command",
+            "items[13]",
+            "5",
+            "6",
+            "7",
+            "63",
+            "64",
+        ]
+    );
+    assert!(
+        exits["fix"]
+            .as_str()
+            .unwrap()
+            .contains("terminationDrainDuration in `proxy.istio.io/config` above the apps' preStop delay (8 s)"),
+        "{exits}"
+    );
+
+    let long = conclusion(
+        &json_run(&case_files("istio-real-exits-drain-long")),
+        "ML402",
+    );
+    assert_eq!(long["status"], "ruled-out", "{long}");
+    assert!(
+        long["summary"].as_str().unwrap().contains(
+            "istio-proxy ended at 01:04:32 (to the second) (exit 0), app ended at 01:04:30 (to \
+             the second): the proxy outlived it"
+        ),
+        "{long}"
+    );
+
+    // A proxy killed at the grace period with the app is the kubelet's kill, not its own exit
+    // (ML401's, and ML405's for the app's 2 s after its preStop); a native sidecar is stopped
+    // after the apps.
+    for case in [
+        "istio-real-prestop-sleep-at",
+        "istio-drain-killed",
+        "istio-real-gate-kept",
+    ] {
+        let outcome = json_run(&case_files(case));
+        assert_eq!(
+            status_of(&outcome, "ML402"),
+            "ruled-out",
+            "{case}: {outcome:?}"
+        );
+    }
+
+    // Without the pod's object, the ends are not known; nor while the pod runs.
+    let logs = json_run(&[
+        format!("{DATA}/istio-real-exits-drain-short/istio-proxy.log"),
+        format!("{DATA}/istio-real-exits-drain-short/app.log"),
+    ]);
+    assert_eq!(status_of(&logs, "ML402"), "cannot-tell", "{logs:?}");
+    assert!(
+        conclusion(&logs, "ML402")["missing"]
+            .to_string()
+            .contains("the Finished time of istio-proxy"),
+        "{logs:?}"
+    );
+    let running = json_run(&case_files("istio-real-order-proxy-first"));
+    assert_eq!(status_of(&running, "ML402"), "cannot-tell", "{running:?}");
 }

@@ -3,11 +3,12 @@
 //! on evidence (file, line or field, time). Where the data cannot decide, it says what is
 //! missing, never a guess. One file per rule family, as the policy's own rules: `startup`
 //! (ML101, ML102, ML103), `init` (ML201, ML202), `batch` (ML301), `shutdown` (ML401, ML404),
-//! `prestop` (ML405), `readiness` (ML502).
+//! `proxy_exit` (ML402), `prestop` (ML405), `readiness` (ML502).
 
 mod batch;
 mod init;
 mod prestop;
+mod proxy_exit;
 mod readiness;
 mod shutdown;
 mod startup;
@@ -95,6 +96,7 @@ pub fn conclude(observed: &Observed) -> Vec<Conclusion> {
         init::init_after_redirect(observed),
         batch::job_proxy_runs_on(observed),
         shutdown::killed_mid_drain(observed),
+        proxy_exit::proxy_exits_before_app(observed),
         shutdown::streams_cut(observed),
         prestop::prestop_past_grace(observed),
         readiness::ready_before_serving(observed),
