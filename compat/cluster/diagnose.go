@@ -23,6 +23,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // diagnoseFixtures is where the fixtures are, in the repository.
@@ -63,6 +64,51 @@ var diagnoseConfirmed = map[string]map[string]string{
 	"istio-real-init-after-redirect": {},
 	"istio-real-init-before-redirect": {
 		"ML101": "app started at 21:41:03 (to the second), before istio-proxy was ready (between 21:41:05.999 and 21:41:10.999)",
+	},
+	// The later scenarios' pods. Their apps call out from the start without the hold, so
+	// ML101 is confirmed on most; the rest of each scenario's rule is in its logs, or in its
+	// pod object and events alone where the kubelet recorded it:
+	"istio-real-exits-drain-long": {
+		"ML101": "app started at 01:04:03 (to the second), before istio-proxy was ready (after 01:04:05.999)",
+	},
+	// ML402 from the containers' ends: istio-proxy's exit 0 five seconds before the app's.
+	"istio-real-exits-drain-short": {
+		"ML101": "app started at 01:04:03 (to the second), before istio-proxy was ready (after 01:04:05.999)",
+		"ML402": "istio-proxy ended (exit 0) at 01:04:13 (to the second), 5 s before app, which still ran (it ended at 01:04:18 (to the second)); app's preStop (`sleep 8`, 8 s) held its SIGTERM back; without app's log, whether its calls failed then is not seen",
+	},
+	// Native proxies: the startupProbe's absence is read with the app's log only.
+	"istio-real-gate-kept":     {},
+	"istio-real-gate-stripped": {},
+	// ML102 from spec.containers' order and the Started events.
+	"istio-real-order-app-first": {
+		"ML101": "app started at 01:03:49 (to the second), before istio-proxy was ready (between 01:03:50 and 01:04:01.999)",
+		"ML102": "app (spec.containers[0]) comes before istio-proxy (spec.containers[1]) and its hold hook (`pilot-agent wait`): the kubelet starts it without waiting for the hook; it started at 01:03:49 (to the second), before istio-proxy was ready (between 01:03:50 and 01:04:01.999)",
+	},
+	"istio-real-order-proxy-first": {},
+	// ML405 from FailedPreStopHook, the Killing event and the app's exit 137; ML401 from
+	// istio-proxy's exit 137 at the grace period.
+	"istio-real-prestop-exec-past": {
+		"ML101": "app started at 00:33:23 (to the second), before istio-proxy was ready (after 00:33:25.999)",
+		"ML401": "istio-proxy was killed (exit 137) 5 s after SIGTERM, at the grace period (5 s, the pod's own)",
+		"ML405": "app's preStop (`/workload sleep -exit-after 8s`) takes a time the spec does not say, but it was still running at the end of the grace period (5 s): the kubelet recorded FailedPreStopHook at 00:33:36 (to the second), as the container was killed under it; the kubelet's Killing event says it began to stop it at 00:33:29 (to the second), abandoned the hook at the grace period and gave the app 2 s after SIGTERM; app was killed: exit 137 at 00:33:36 (to the second), 7 s after the Killing",
+	},
+	"istio-real-prestop-none": {
+		"ML101": "app started at 00:33:24 (to the second), before istio-proxy was ready (after 00:33:25.999)",
+	},
+	"istio-real-prestop-sleep-at": {
+		"ML101": "app started at 00:33:24 (to the second), before istio-proxy was ready (after 00:33:25.999)",
+		"ML401": "istio-proxy was killed (exit 137) 5 s after SIGTERM, at the grace period (5 s, the pod's own (its deletionGracePeriodSeconds of 0 is the kubelet's final deletion once its containers had stopped))",
+		"ML405": "app's preStop (`sleep 5s`, 5 s) is not shorter than the grace period (5 s): the kubelet's Killing event says it began to stop it at 00:33:29 (to the second), abandoned the hook at the grace period and gave the app 2 s after SIGTERM; app was killed: exit 137 at 00:33:36 (to the second), 7 s after the Killing",
+	},
+	"istio-real-prestop-within": {
+		"ML101": "app started at 00:33:23 (to the second), before istio-proxy was ready (after 00:33:25.999)",
+	},
+	// ML502 needs the app's listening line, in its log.
+	"istio-real-readiness-no-probe": {
+		"ML101": "app started at 00:33:38 (to the second), before istio-proxy was ready (between 00:33:40.999 and 00:33:41.999)",
+	},
+	"istio-real-readiness-probe": {
+		"ML101": "app started at 00:33:38 (to the second), before istio-proxy was ready (between 00:33:40.999 and 00:33:47.999)",
 	},
 	// Derived from the hold pod: its hook failed (FailedPostStartHook at 21:23:08), the app
 	// started at 21:23:13, istio-proxy again at 21:23:14.
@@ -201,17 +247,39 @@ func (h *harness) createDiagnoseCase(ctx context.Context, name, dir string) (*di
 	}
 	pods := h.k.core.CoreV1().Pods(c.namespace)
 	// The spec as the fixture has it (spec.nodeName kept: the pod is scheduled), and the
-	// metadata a user or controller gives; what the API server sets is its own.
+	// metadata a user or controller gives; what the API server sets is its own. The
+	// finalizers too: a pod deleted with grace period 0 goes at once, and only a finalizer
+	// keeps it readable, Terminating, as the reality stage kept its pods.
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: c.fixture.Name, Namespace: c.namespace, Labels: c.fixture.Labels,
 			Annotations: c.fixture.Annotations, OwnerReferences: c.fixture.OwnerReferences,
+			Finalizers: c.fixture.Finalizers,
 		},
 		Spec: c.fixture.Spec,
 	}
 	created, err := pods.Create(ctx, pod, metav1.CreateOptions{FieldManager: "cluster-compat"})
 	if err != nil {
 		return nil, fmt.Errorf("creating pod %s/%s: %w", c.namespace, pod.Name, err)
+	}
+	if c.fixture.DeletionTimestamp != nil {
+		// Deleted before its status is written, as it was while it ran: the API server deletes
+		// a pod that ended (Succeeded, Failed) with grace period 0 whatever is asked. No
+		// kubelet confirms the stop, so the pod stays, Terminating: deletionTimestamp is the
+		// delete plus the grace period, as the API server sets it.
+		grace := c.fixture.DeletionGracePeriodSeconds
+		if grace == nil {
+			grace = c.fixture.Spec.TerminationGracePeriodSeconds
+		}
+		if err := pods.Delete(ctx, created.Name, metav1.DeleteOptions{GracePeriodSeconds: grace}); err != nil {
+			return nil, fmt.Errorf("deleting pod %s/%s: %w", c.namespace, pod.Name, err)
+		}
+		if created, err = pods.Get(ctx, created.Name, metav1.GetOptions{}); err != nil {
+			return nil, fmt.Errorf("pod %s/%s after its graceful delete: %w", c.namespace, pod.Name, err)
+		}
+		if created.DeletionTimestamp == nil {
+			return nil, fmt.Errorf("pod %s/%s: the API server set no deletionTimestamp", c.namespace, pod.Name)
+		}
 	}
 	// status.qosClass is the API server's, set at the create from the spec's resources and
 	// immutable: the fixtures say Burstable of containers whose resources they leave out.
@@ -222,25 +290,6 @@ func (h *harness) createDiagnoseCase(ctx context.Context, name, dir string) (*di
 		return nil, fmt.Errorf("the status of pod %s/%s: %w", c.namespace, pod.Name, err)
 	}
 	c.pod = created
-	if c.fixture.DeletionTimestamp != nil {
-		// No kubelet confirms the stop, so the pod stays, Terminating: deletionTimestamp is
-		// the delete plus the grace period, as the API server sets it.
-		grace := c.fixture.DeletionGracePeriodSeconds
-		if grace == nil {
-			grace = c.fixture.Spec.TerminationGracePeriodSeconds
-		}
-		if err := pods.Delete(ctx, created.Name, metav1.DeleteOptions{GracePeriodSeconds: grace}); err != nil {
-			return nil, fmt.Errorf("deleting pod %s/%s: %w", c.namespace, pod.Name, err)
-		}
-		after, err := pods.Get(ctx, created.Name, metav1.GetOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("pod %s/%s after its graceful delete: %w", c.namespace, pod.Name, err)
-		}
-		if after.DeletionTimestamp == nil {
-			return nil, fmt.Errorf("pod %s/%s: the API server set no deletionTimestamp", c.namespace, pod.Name)
-		}
-		c.pod = after
-	}
 	// The events as the kubelet (and the scheduler, for Scheduled) record them: the pod's
 	// reference with its real uid, and the fixture's source, times, count, type, reason and
 	// message.
@@ -465,10 +514,18 @@ func (h *harness) deploymentDiagnoseCheck(ctx context.Context, c *diagnoseCase, 
 	h.compareDiagnoses(c.name, "pod/"+c.pod.Name, "live "+target, byPod, live)
 }
 
-// removeDiagnoseCase deletes the pod at once (no kubelet would confirm a graceful stop) and
-// its events; the Namespace and ServiceAccount stay, as everywhere in the harness.
+// removeDiagnoseCase deletes the pod at once (no kubelet would confirm a graceful stop), its
+// finalizers first, and its events; the Namespace and ServiceAccount stay, as everywhere in
+// the harness.
 func (h *harness) removeDiagnoseCase(ctx context.Context, c *diagnoseCase) error {
-	err := h.k.core.CoreV1().Pods(c.namespace).Delete(ctx, c.pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))})
+	pods := h.k.core.CoreV1().Pods(c.namespace)
+	if len(c.fixture.Finalizers) > 0 {
+		_, err := pods.Patch(ctx, c.pod.Name, types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`), metav1.PatchOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	err := pods.Delete(ctx, c.pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
