@@ -57,12 +57,14 @@ build kube-proxy "$here" 0 ./cmd/kube-proxy "$stamp"
 build gatekeeper "$compat/gatekeeper" 1 github.com/open-policy-agent/gatekeeper/v3
 build kyverno "$compat/kyverno" 1 github.com/kyverno/kyverno/cmd/kyverno
 build kyverno-reports-controller "$compat/kyverno" 1 github.com/kyverno/kyverno/cmd/reports-controller
-# The reality stage's istiod and the proxy image's agent: pilot-discovery and pilot-agent of
-# the istio.io/istio version istio-charts.sh pins (its go.mod has no replace, so `go install
-# PACKAGE@VERSION` builds each by that go.mod, outside this module); kept while bin/.NAME.version
-# is that version. Cold, on 2 cores: about 4 min for pilot-discovery, then 10 s for pilot-agent.
+# The reality stage's istiod, the proxy image's agent and the node's CNI plugin:
+# pilot-discovery, pilot-agent and istio-cni of the istio.io/istio version istio-charts.sh pins
+# (its go.mod has no replace, so `go install PACKAGE@VERSION` builds each by that go.mod,
+# outside this module); kept while bin/.NAME.version is that version. Cold, on 2 cores: about
+# 4 min for pilot-discovery, then 10 s for pilot-agent and about 30 s for istio-cni.
 istio_version="$(sed -n 's/^version=//p' "$here/istio-charts.sh")"
-for istio_cmd in pilot-discovery pilot-agent; do
+for istio_package in pilot/cmd/pilot-discovery pilot/cmd/pilot-agent cni/cmd/istio-cni; do
+    istio_cmd="${istio_package##*/}"
     if [ -x "$bin/$istio_cmd" ] && [ "$(cat "$bin/.$istio_cmd.version" 2>/dev/null)" = "$istio_version" ]; then
         continue
     fi
@@ -70,7 +72,7 @@ for istio_cmd in pilot-discovery pilot-agent; do
     echo "building $istio_cmd (istio.io/istio@$istio_version)" >&2
     istio_scratch="$(mktemp -d)"
     (cd "$istio_scratch" && GOBIN="$istio_scratch/bin" CGO_ENABLED=0 GOFLAGS=-mod=mod \
-        go install "istio.io/istio/pilot/cmd/$istio_cmd@$istio_version") || { rm -rf "$istio_scratch"; exit 1; }
+        go install "istio.io/istio/$istio_package@$istio_version") || { rm -rf "$istio_scratch"; exit 1; }
     mv "$istio_scratch/bin/$istio_cmd" "$bin/$istio_cmd"
     rm -rf "$istio_scratch"
     echo "$istio_version" > "$bin/.$istio_cmd.version"

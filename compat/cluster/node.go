@@ -135,10 +135,13 @@ func (n *node) preflight() error {
 			missing = append(missing, program)
 		}
 	}
-	for _, plugin := range []string{"bridge", "host-local", "loopback", "portmap"} {
+	for _, plugin := range cniPlugins {
 		if _, err := os.Stat(filepath.Join("/usr/lib/cni", plugin)); err != nil {
 			missing = append(missing, "/usr/lib/cni/"+plugin)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(n.h.bin, "istio-cni")); err != nil {
+		missing = append(missing, filepath.Join(n.h.bin, "istio-cni")+" (compat/cluster/install.sh builds it)")
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("missing on this machine: %s (compat/cluster/run.sh installs them from Debian's packages when the stage reality is asked for)", strings.Join(missing, ", "))
@@ -183,7 +186,7 @@ oom_score = 0
     enable_selinux = false
     disable_apparmor = true
     [plugins."io.containerd.grpc.v1.cri".cni]
-      bin_dir = "/usr/lib/cni"
+      bin_dir = %[7]q
       conf_dir = %[5]q
     [plugins."io.containerd.grpc.v1.cri".containerd]
       snapshotter = "overlayfs"
@@ -195,14 +198,21 @@ oom_score = 0
           BinaryName = "runc"
           Root = %[6]q
 `, filepath.Join(n.run, "containerd"), filepath.Join(n.run, "containerd-state"), n.containerdSocket,
-			pauseImageRef, filepath.Join(n.cfg, "cni"), filepath.Join(n.run, "runc")),
+			pauseImageRef, filepath.Join(n.cfg, "cni"), filepath.Join(n.run, "runc"), n.cniBin()),
+		// istio-cni chained last, as Istio's install-cni chains it into a cluster's CNI
+		// (cni/pkg/install): for a pod that istiod injected for the CNI (istio-validation, no
+		// istio-init) it installs the redirect in the pod's network namespace before any init
+		// container runs; every other pod it leaves alone (cni/pkg/plugin/plugin.go). Its
+		// kubeconfig and log are in cni_agent_run_dir, where its node agent would keep them.
 		"cni/10-bridge.conflist": fmt.Sprintf(`{"cniVersion": "0.4.0", "name": "meshlife-node", "plugins": [
   {"type": "bridge", "bridge": %q, "isGateway": true, "ipMasq": false, "hairpinMode": true,
    "ipam": {"type": "host-local", "dataDir": %q,
             "ranges": [[{"subnet": "10.244.0.0/24", "gateway": %q}]], "routes": [{"dst": "0.0.0.0/0"}]}},
   {"type": "portmap", "capabilities": {"portMappings": true}},
-  {"type": "loopback"}]}
-`, bridgeName, filepath.Join(n.run, "cni-ipam"), bridgeGateway),
+  {"type": "loopback"},
+  {"type": "istio-cni", "plugin_log_level": "info", "cni_agent_run_dir": %q,
+   "exclude_namespaces": ["kube-system", %q]}]}
+`, bridgeName, filepath.Join(n.run, "cni-ipam"), bridgeGateway, n.istioCNIRunDir(), istioNamespace),
 		"kubelet.yaml": fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 authentication:
@@ -255,7 +265,43 @@ conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeou
 			return err
 		}
 	}
-	return nil
+	return n.writeCNIPlugins()
+}
+
+// cniPlugins are Debian's plugins the node's network chains, istio-cni aside.
+var cniPlugins = []string{"bridge", "host-local", "loopback", "portmap"}
+
+// cniBin is the node's CNI plugin folder: Debian's plugins linked, and istio-cni, so that
+// nothing is added to the host's /usr/lib/cni.
+func (n *node) cniBin() string { return filepath.Join(n.run, "cni-bin") }
+
+// istioCNIRunDir is istio-cni's cni_agent_run_dir: its kubeconfig, read at every pod's ADD,
+// and its log (istio-cni.log, JSON lines), where the stage reads when it installed a redirect.
+func (n *node) istioCNIRunDir() string { return filepath.Join(n.run, "istio-cni") }
+
+func (n *node) writeCNIPlugins() error {
+	for _, dir := range []string{n.cniBin(), n.istioCNIRunDir()} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	for _, plugin := range cniPlugins {
+		if err := os.Symlink(filepath.Join("/usr/lib/cni", plugin), filepath.Join(n.cniBin(), plugin)); err != nil {
+			return err
+		}
+	}
+	istioCNI, err := filepath.Abs(filepath.Join(n.h.bin, "istio-cni"))
+	if err != nil {
+		return err
+	}
+	if err := os.Symlink(istioCNI, filepath.Join(n.cniBin(), "istio-cni")); err != nil {
+		return err
+	}
+	kubeconfig, err := os.ReadFile(n.h.cp.adminKC)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(n.istioCNIRunDir(), "istio-cni-kubeconfig"), kubeconfig, 0o600)
 }
 
 // guardPodTraffic lets pods reach each other and the host, and nothing beyond: the test

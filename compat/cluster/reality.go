@@ -190,7 +190,7 @@ func (r *reality) printVersions() {
 	module := r.istioModule()
 	pseudo := module[strings.LastIndex(module, "@")+1:]
 	release, _ := os.ReadFile(filepath.Join(module, "VERSION"))
-	fmt.Printf("  istiod (pilot-discovery) and pilot-agent built from istio.io/istio@%s (master of %s, VERSION %s-dev)\n",
+	fmt.Printf("  istiod (pilot-discovery), pilot-agent and the istio-cni plugin built from istio.io/istio@%s (master of %s, VERSION %s-dev)\n",
 		pseudo, istioModuleDate(pseudo), strings.TrimSpace(string(release)))
 	fmt.Printf("  envoy %s\n", envoyVersion(version(filepath.Join(bin, "envoy"), "--version")))
 }

@@ -26,6 +26,7 @@ type explainedTimeline struct {
 		Kind      string `json:"kind"`
 		AtMs      int64  `json:"atMs"`
 		Container string `json:"container"`
+		What      string `json:"what"`
 	} `json:"events"`
 	Fates []struct {
 		Request string `json:"request"`
@@ -259,6 +260,16 @@ func findTimeline(value interface{}) map[string]interface{} {
 	return nil
 }
 
+// eventWhat is what the first event of kind in phase (for container, when given) says.
+func (t *explainedTimeline) eventWhat(phase, kind, container string) string {
+	for _, event := range t.Events {
+		if event.Phase == phase && event.Kind == kind && (container == "" || event.Container == container) {
+			return event.What
+		}
+	}
+	return ""
+}
+
 // predictedAt is the first predicted moment of kind in phase (for container, when given).
 func (t *explainedTimeline) predictedAt(phase, kind, container string) (int64, bool) {
 	for _, event := range t.Events {
@@ -326,6 +337,35 @@ func (r *reality) explainAgrees(ctx context.Context, t *explainedTimeline, pod *
 			agrees = agrees && observedExit > predicted-time.Second-250*time.Millisecond && observedExit < predicted+time.Second
 		}
 		return said, agrees
+	case "ML201":
+		captureAt, okCapture := t.predictedAt("startup", "capture-installed", "")
+		initAt, okInit := t.predictedAt("startup", "init-container", "migrate")
+		if !okCapture || !okInit {
+			return fmt.Sprintf("no capture-installed or init-container migrate in the %s timeline", t.Mode), false
+		}
+		// explain says of each init container whether it has network ("no network: capture is
+		// on and no proxy runs yet", "network direct: runs as the proxy's UID ...", "network
+		// through the proxy").
+		predictedNoNetwork := strings.Contains(t.eventWhat("startup", "init-container", "migrate"), "no network")
+		captured, err := r.cniRedirectInstalled(pod.Name)
+		if err != nil {
+			return err.Error(), false
+		}
+		migrateLog, err := r.containerLog(ctx, pod.Namespace, pod.Name, "migrate")
+		if err != nil {
+			return err.Error(), false
+		}
+		migrated := workloadEvents(migrateLog)
+		summary := lastEvent(migrated, "calls")
+		if len(migrated) == 0 || summary == nil {
+			return "migrate's log has no time or no call summary", false
+		}
+		observedAfter := migrated[0].at.After(captured)
+		observedNoNetwork := summary.fields["ok"] == "0"
+		said := fmt.Sprintf("%s: migrate %s, after the CNI's capture (predicted %d ms vs capture %d ms; observed redirect %s, migrate's first line %s, %s of %s calls ok)", t.Mode,
+			map[bool]string{true: "without network", false: "with network"}[predictedNoNetwork], initAt, captureAt,
+			captured.UTC().Format("15:04:05.000"), migrated[0].at.UTC().Format("15:04:05.000"), summary.fields["ok"], summary.fields["total"])
+		return said, initAt >= captureAt && observedAfter && predictedNoNetwork == observedNoNetwork && predictedNoNetwork == broken
 	case "ML202":
 		captureAt, okCapture := t.predictedAt("startup", "capture-installed", "")
 		initAt, okInit := t.predictedAt("startup", "init-container", "migrate")

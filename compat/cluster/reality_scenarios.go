@@ -32,6 +32,7 @@ func realityScenarios() []realityScenario {
 		{"ML301", (*reality).jobCompletion},
 		{"ML401", (*reality).drainPastGrace},
 		{"ML404", (*reality).streamsCut},
+		{"ML201", (*reality).initWithoutNetwork},
 		{"ML202", (*reality).initAfterRedirect},
 		{"ML402", (*reality).proxyGoneFirst},
 		{"ML405", (*reality).preStopPastGrace},
