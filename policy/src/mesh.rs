@@ -253,21 +253,32 @@ pub fn decide(workload: &Workload, settings: &Settings) -> Decision {
     }
     for mesh in [Mesh::Istio, Mesh::Linkerd] {
         let proxy = mesh.proxy_name();
+        // `image: auto` is the value Istio's injector replaces with its proxy image: a pod that
+        // declares its own istio-proxy so (custom injection, `inject.istio.io/templates`) is
+        // not injected yet, and is predicted like any other.
+        let is_proxy = |c: &Container| {
+            c.name() == proxy && !(mesh == Mesh::Istio && c.image.as_deref() == Some("auto"))
+        };
         // A native proxy wins over a placeholder of the same name left in `containers` (Istio's
         // spire template leaves an image-less one there).
         if let Some(index) = inits
             .iter()
-            .position(|c| c.name() == proxy && c.is_restartable_init())
+            .position(|c| is_proxy(c) && c.is_restartable_init())
         {
             return Decision::Meshed(Box::new(injected(workload, settings, mesh, true, index)));
         }
         if let Some(index) = find(containers, proxy) {
+            // A gateway's placeholder is `image: auto` too: it stays a gateway.
             if mesh == Mesh::Istio && is_istio_gateway(containers, index) {
                 return Decision::Gateway;
             }
-            return Decision::Meshed(Box::new(injected(workload, settings, mesh, false, index)));
+            if is_proxy(&containers[index]) {
+                return Decision::Meshed(Box::new(injected(
+                    workload, settings, mesh, false, index,
+                )));
+            }
         }
-        if let Some(index) = find(inits, proxy) {
+        if let Some(index) = inits.iter().position(is_proxy) {
             return Decision::Meshed(Box::new(injected(workload, settings, mesh, true, index)));
         }
     }
