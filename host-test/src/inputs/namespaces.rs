@@ -352,6 +352,8 @@ pub struct FactsDisagreement {
     pub manifest: String,
     /// What the manifest says instead: `no istio-injection or istio.io/rev label`.
     pub says: String,
+    /// The facts name every namespace (`"*"`), not this one by name.
+    pub by_wildcard: bool,
 }
 
 /// Where the constraint's facts list `namespace` as injected while its Namespace manifest does
@@ -383,11 +385,12 @@ pub fn facts_disagreement(
             .and_then(|annotations| annotations.get(key))
             .and_then(Value::as_str)
     };
-    let disagreement = |mesh: &'static str, says: String| FactsDisagreement {
+    let disagreement = |mesh: &'static str, says: String, by_name: bool| FactsDisagreement {
         mesh,
         namespace: namespace.to_string(),
         manifest: manifest_file.to_string(),
         says,
+        by_wildcard: !by_name,
     };
     let mut disagreements = Vec::new();
     let istio_on = label("istio-injection") == Some("enabled")
@@ -399,7 +402,7 @@ pub fn facts_disagreement(
             Some(value) => format!("istio-injection: {value}"),
             None => "no istio-injection or istio.io/rev label".into(),
         };
-        disagreements.push(disagreement("Istio", says));
+        disagreements.push(disagreement("Istio", says, by_name));
     }
     let (by_name, by_wildcard) = listed("linkerd");
     let linkerd_opt_out = annotation("linkerd.io/inject") == Some("disabled");
@@ -410,47 +413,90 @@ pub fn facts_disagreement(
             Some(value) => format!("linkerd.io/inject: {value}"),
             None => "no linkerd.io/inject annotation".into(),
         };
-        disagreements.push(disagreement("Linkerd", says));
+        disagreements.push(disagreement("Linkerd", says, by_name));
     }
     disagreements
 }
 
-/// One line per mesh for the run's disagreements: a `"*"` in the facts can disagree with every
-/// Namespace manifest of a folder, and a line each buries the rest of the output.
+/// One line per mesh for the run's disagreements (two when the facts name some namespaces and
+/// also hold `"*"`): a `"*"` in the facts can disagree with every Namespace manifest of a
+/// folder, and a line each buries the rest of the output.
 pub fn facts_win_notices(
     disagreements: &std::collections::BTreeSet<FactsDisagreement>,
 ) -> Vec<String> {
     let mut notices = Vec::new();
     for mesh in ["Istio", "Linkerd"] {
-        let theirs: Vec<&FactsDisagreement> = disagreements
-            .iter()
-            .filter(|disagreement| disagreement.mesh == mesh)
-            .collect();
         let parameter = format!("{}.injectedNamespaces", mesh.to_ascii_lowercase());
-        match theirs.as_slice() {
-            [] => {}
-            [one] => notices.push(format!(
-                "the facts list namespace {} as {mesh}-injected ({parameter}), its Namespace \
-                 manifest in {} says otherwise ({}); the facts win",
-                one.namespace, one.manifest, one.says
-            )),
-            several => {
-                let names: Vec<&str> = several.iter().map(|d| d.namespace.as_str()).collect();
-                let manifests: Vec<String> = several
-                    .iter()
-                    .map(|d| format!("{} in {}: {}", d.namespace, d.manifest, d.says))
-                    .collect();
-                notices.push(format!(
-                    "the facts list {} namespaces as {mesh}-injected ({parameter}): {}; their \
-                     Namespace manifests say otherwise ({}); the facts win",
-                    several.len(),
-                    names.join(", "),
-                    manifests.join("; ")
-                ));
+        for by_wildcard in [false, true] {
+            let theirs: Vec<&FactsDisagreement> = disagreements
+                .iter()
+                .filter(|d| d.mesh == mesh && d.by_wildcard == by_wildcard)
+                .collect();
+            if theirs.is_empty() {
+                continue;
             }
+            notices.push(if by_wildcard {
+                wildcard_notice(mesh, &parameter, &theirs)
+            } else {
+                by_name_notice(mesh, &parameter, &theirs)
+            });
         }
     }
     notices
+}
+
+fn by_name_notice(mesh: &str, parameter: &str, theirs: &[&FactsDisagreement]) -> String {
+    match theirs {
+        [one] => format!(
+            "the facts list namespace {} as {mesh}-injected ({parameter}), its Namespace \
+             manifest in {} says otherwise ({}); the facts win",
+            one.namespace, one.manifest, one.says
+        ),
+        several => {
+            let names: Vec<&str> = several.iter().map(|d| d.namespace.as_str()).collect();
+            format!(
+                "the facts list {} namespaces as {mesh}-injected ({parameter}): {}; their \
+                 Namespace manifests say otherwise ({}); the facts win",
+                several.len(),
+                names.join(", "),
+                manifest_sayings(several)
+            )
+        }
+    }
+}
+
+/// `"*"` names no namespace: the notice says so, and what a namespace opts out with.
+fn wildcard_notice(mesh: &str, parameter: &str, theirs: &[&FactsDisagreement]) -> String {
+    let opt_out = match mesh {
+        "Istio" => "the label istio-injection: disabled",
+        _ => "the annotation linkerd.io/inject: disabled",
+    };
+    let head = format!("the facts take every namespace as {mesh}-injected ({parameter}: \"*\")");
+    match theirs {
+        [one] => format!(
+            "{head}: namespace {} is judged as injected, though its manifest in {} does not turn \
+             injection on ({}); a \"*\" gives way only to {opt_out}",
+            one.namespace, one.manifest, one.says
+        ),
+        several => {
+            let names: Vec<&str> = several.iter().map(|d| d.namespace.as_str()).collect();
+            format!(
+                "{head}: {} namespaces are judged as injected ({}), though their manifests do \
+                 not turn injection on ({}); a \"*\" gives way only to {opt_out}",
+                several.len(),
+                names.join(", "),
+                manifest_sayings(several)
+            )
+        }
+    }
+}
+
+fn manifest_sayings(several: &[&FactsDisagreement]) -> String {
+    several
+        .iter()
+        .map(|d| format!("{} in {}: {}", d.namespace, d.manifest, d.says))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 #[cfg(test)]
@@ -648,14 +694,20 @@ mod tests {
         assert_eq!(notices.len(), 1, "{notices:?}");
         assert!(
             notices[0].starts_with(
-                "the facts list 3 namespaces as Istio-injected (istio.injectedNamespaces): \
-                 ledger, reports, shop; their Namespace manifests say otherwise (ledger in \
-                 ledger.yaml: no istio-injection or istio.io/rev label; reports in"
+                "the facts take every namespace as Istio-injected (istio.injectedNamespaces: \
+                 \"*\"): 3 namespaces are judged as injected (ledger, reports, shop), though \
+                 their manifests do not turn injection on (ledger in ledger.yaml: no \
+                 istio-injection or istio.io/rev label; reports in"
             ),
             "{notices:?}"
         );
+        assert!(
+            notices[0].ends_with("a \"*\" gives way only to the label istio-injection: disabled"),
+            "{notices:?}"
+        );
+        let by_name = json!({"istio": {"injectedNamespaces": ["shop"]}});
         let one: std::collections::BTreeSet<FactsDisagreement> =
-            facts_disagreement(&parameters, "shop", &stub("shop"), "shop.yaml")
+            facts_disagreement(&by_name, "shop", &stub("shop"), "shop.yaml")
                 .into_iter()
                 .collect();
         assert_eq!(
@@ -664,6 +716,33 @@ mod tests {
                 "the facts list namespace shop as Istio-injected (istio.injectedNamespaces), its \
               Namespace manifest in shop.yaml says otherwise (no istio-injection or istio.io/rev \
               label); the facts win"
+            ]
+        );
+    }
+
+    /// With only `"*"` in the facts, the notice said the facts list the namespace by name.
+    #[test]
+    fn a_wildcard_is_not_said_to_name_the_namespace() {
+        let stub = json!({"metadata": {"name": "shop"}});
+        let both = json!({
+            "istio": {"injectedNamespaces": ["*"]},
+            "linkerd": {"injectedNamespaces": ["*", "shop"]}
+        });
+        let said: std::collections::BTreeSet<FactsDisagreement> =
+            facts_disagreement(&both, "shop", &stub, "shop.yaml")
+                .into_iter()
+                .collect();
+        let notices = facts_win_notices(&said);
+        assert_eq!(
+            notices,
+            [
+                "the facts take every namespace as Istio-injected (istio.injectedNamespaces: \
+                 \"*\"): namespace shop is judged as injected, though its manifest in shop.yaml \
+                 does not turn injection on (no istio-injection or istio.io/rev label); a \"*\" \
+                 gives way only to the label istio-injection: disabled",
+                "the facts list namespace shop as Linkerd-injected (linkerd.injectedNamespaces), \
+                 its Namespace manifest in shop.yaml says otherwise (no linkerd.io/inject \
+                 annotation); the facts win"
             ]
         );
     }

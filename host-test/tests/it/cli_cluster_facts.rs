@@ -249,8 +249,10 @@ fn facts_win_over_a_namespace_stub_and_the_run_says_so() {
     );
     assert!(
         outcome.stderr.contains(
-            "the facts list namespace reports as Istio-injected (istio.injectedNamespaces), its \
-             Namespace manifest in app.yaml (document 1) says otherwise (no istio-injection or istio.io/rev label)"
+            "the facts take every namespace as Istio-injected (istio.injectedNamespaces: \"*\"): \
+             namespace reports is judged as injected, though its manifest in app.yaml (document 1) \
+             does not turn injection on (no istio-injection or istio.io/rev label); a \"*\" gives \
+             way only to the label istio-injection: disabled"
         ),
         "{outcome:?}"
     );
