@@ -1,11 +1,14 @@
 //! Where in a YAML manifest a finding's `path` is: the line and column of the deepest key of
 //! the path the document's text holds, so a report can say `web.yaml:14:9` and an editor or
 //! terminal jumps there. Block-style YAML (what people write and `helm template` prints) is
-//! followed key by key; anything else (flow style, JSON, a path outside the object such as
-//! `namespaceObject...`) stops the walk, and the caller keeps the object's own line.
+//! followed key by key; flow style and JSON (a whole document, or a block key's flow value) by
+//! [`flow`]. A path outside the object (`namespaceObject...`) is not looked for, and the
+//! caller keeps the object's own line.
 //!
 //! A text walk, not a parser: the manifest was already parsed (and its errors reported) by
 //! the reader; this only needs the positions, which serde's YAML values do not keep.
+
+mod flow;
 
 /// One segment of a finding's path: `containers`, `[1]`, `["proxy.istio.io/config"]`.
 #[derive(Debug, PartialEq, Eq)]
@@ -118,24 +121,59 @@ fn is_key(text: &str, key: &str) -> bool {
 
 /// One document's meaningful lines, read once for all the findings in it.
 pub struct DocumentLines<'a> {
+    text: &'a str,
+    starts: &'a [usize],
     lines: Vec<Line<'a>>,
 }
 
 impl<'a> DocumentLines<'a> {
     /// The document that starts at `first_line` (1-based) of `text`, whose [`line_starts`] are
     /// `starts`.
-    pub fn new(text: &'a str, starts: &[usize], first_line: usize) -> Self {
+    pub fn new(text: &'a str, starts: &'a [usize], first_line: usize) -> Self {
         let lines = match first_line.checked_sub(1) {
             Some(from_line) => meaningful_lines(text, starts, from_line),
             None => Vec::new(),
         };
-        DocumentLines { lines }
+        DocumentLines {
+            text,
+            starts,
+            lines,
+        }
     }
 
     /// The 1-based line and column of the deepest key of `path` found in the document; `None`
     /// when not even the first key is found.
     pub fn locate(&self, path: &str) -> Option<(usize, usize)> {
-        locate_in(&self.lines, path)
+        let segments = segments(path)?;
+        let first = self.lines.first()?;
+        // A flow document starts with its bracket, on the `---` line (`--- {kind: Pod}`) or not.
+        let (line, skip) = match first.text.strip_prefix("---") {
+            Some(rest) if rest.trim_start().is_empty() => (self.lines.get(1)?, 0),
+            Some(rest) => (first, first.text.len() - rest.trim_start().len()),
+            None => (first, 0),
+        };
+        if line.text[skip..].starts_with(['{', '[']) {
+            return self.in_flow(line, skip, &segments);
+        }
+        self.locate_in(&segments)
+    }
+
+    /// The byte offset of `column` on `line`.
+    fn offset(&self, line: &Line, column: usize) -> usize {
+        self.starts[line.number] + column
+    }
+
+    /// The 1-based line and column of a byte offset.
+    fn position_of(&self, offset: usize) -> (usize, usize) {
+        let line = self.starts.partition_point(|&start| start <= offset) - 1;
+        (line + 1, offset - self.starts[line] + 1)
+    }
+
+    /// `segments` followed into the flow collection that starts `skip` bytes after `line`'s key
+    /// column.
+    fn in_flow(&self, line: &Line, skip: usize, segments: &[Segment]) -> Option<(usize, usize)> {
+        let from = self.offset(line, line.key_column + skip);
+        flow::locate(self.text, from, segments).map(|offset| self.position_of(offset))
     }
 }
 
@@ -145,72 +183,101 @@ pub fn locate(text: &str, first_line: usize, path: &str) -> Option<(usize, usize
     DocumentLines::new(text, &line_starts(text), first_line).locate(path)
 }
 
-fn locate_in(lines: &[Line], path: &str) -> Option<(usize, usize)> {
-    let segments = segments(path)?;
-    // The current node: the index in `lines` where it starts, and the column of its keys (of
-    // its dashes, for a sequence).
-    let mut scope_start = 0;
-    let mut column = lines.first()?.key_column;
-    let mut found: Option<Line> = None;
-    for segment in &segments {
-        let hit = match segment {
-            Segment::Key(key) => {
-                lines
-                    .iter()
-                    .enumerate()
-                    .skip(scope_start)
-                    .find_map(|(index, line)| {
-                        // An item's first key sits on its dash line, left of the others.
-                        let item_line = index == scope_start && line.item;
-                        if !item_line && line.start < column {
-                            return Some(None);
-                        }
-                        let ours = line.key_column == column && (!line.item || item_line);
-                        (ours && is_key(line.text, key)).then_some(Some(index))
-                    })
-            }
-            Segment::Index(wanted) => {
-                let mut items = lines
-                    .iter()
-                    .enumerate()
-                    .skip(scope_start)
-                    .take_while(|(_, line)| {
-                        line.start > column || (line.start == column && line.item)
-                    })
-                    .filter(|(_, line)| line.item && line.start == column);
-                Some(items.nth(*wanted).map(|(index, _)| index))
-            }
-        };
-        let Some(Some(index)) = hit else {
-            break;
-        };
-        let line = lines[index];
-        found = Some(line);
-        match segment {
-            Segment::Index(_) => {
-                scope_start = index;
-                column = line.key_column;
-            }
-            Segment::Key(_) => match lines.get(index + 1) {
-                // The value's keys are on the next lines, further right; a sequence's dashes
-                // may sit at the key's own column.
-                Some(next)
-                    if next.start > line.key_column
-                        || (next.item && next.start == line.key_column) =>
-                {
-                    scope_start = index + 1;
-                    column = if next.item {
-                        next.start
-                    } else {
-                        next.key_column
-                    };
+impl DocumentLines<'_> {
+    /// The block-style walk, handing over to [`flow`] at a flow value.
+    fn locate_in(&self, segments: &[Segment]) -> Option<(usize, usize)> {
+        let lines = &self.lines;
+        // The current node: the index in `lines` where it starts, and the column of its keys (of
+        // its dashes, for a sequence).
+        let mut scope_start = 0;
+        let mut column = lines.first()?.key_column;
+        let mut found: Option<Line> = None;
+        for (depth, segment) in segments.iter().enumerate() {
+            let hit = match segment {
+                Segment::Key(key) => {
+                    lines
+                        .iter()
+                        .enumerate()
+                        .skip(scope_start)
+                        .find_map(|(index, line)| {
+                            // An item's first key sits on its dash line, left of the others.
+                            let item_line = index == scope_start && line.item;
+                            if !item_line && line.start < column {
+                                return Some(None);
+                            }
+                            let ours = line.key_column == column && (!line.item || item_line);
+                            (ours && is_key(line.text, key)).then_some(Some(index))
+                        })
                 }
-                // A scalar or flow value: nothing deeper to find.
-                _ => break,
-            },
+                Segment::Index(wanted) => {
+                    let mut items = lines
+                        .iter()
+                        .enumerate()
+                        .skip(scope_start)
+                        .take_while(|(_, line)| {
+                            line.start > column || (line.start == column && line.item)
+                        })
+                        .filter(|(_, line)| line.item && line.start == column);
+                    Some(items.nth(*wanted).map(|(index, _)| index))
+                }
+            };
+            let Some(Some(index)) = hit else {
+                break;
+            };
+            let line = lines[index];
+            found = Some(line);
+            let deeper = &segments[depth + 1..];
+            match segment {
+                // `- {name: app, image: web}`: the item is a flow mapping.
+                Segment::Index(_) if line.text.starts_with(['{', '[']) && !deeper.is_empty() => {
+                    return self.in_flow(&line, 0, deeper).or(Some(position(line)));
+                }
+                Segment::Index(_) => {
+                    scope_start = index;
+                    column = line.key_column;
+                }
+                Segment::Key(_) => match lines.get(index + 1) {
+                    // The value's keys are on the next lines, further right; a sequence's dashes
+                    // may sit at the key's own column.
+                    Some(next)
+                        if next.start > line.key_column
+                            || (next.item && next.start == line.key_column) =>
+                    {
+                        scope_start = index + 1;
+                        column = if next.item {
+                            next.start
+                        } else {
+                            next.key_column
+                        };
+                    }
+                    // A flow value on the key's line: followed there.
+                    _ if !deeper.is_empty() => {
+                        let value = flow_value_at(line.text);
+                        return value
+                            .and_then(|skip| self.in_flow(&line, skip, deeper))
+                            .or(Some(position(line)));
+                    }
+                    // A scalar: nothing deeper to find.
+                    _ => break,
+                },
+            }
         }
+        found.map(position)
     }
-    found.map(position)
+}
+
+/// Where a `key: {...}` or `key: [...]` line's flow value starts, from the key's column.
+fn flow_value_at(text: &str) -> Option<usize> {
+    let key_end = match text.chars().next()? {
+        quote @ ('"' | '\'') => 2 + text[1..].find(quote)?,
+        _ => 0,
+    };
+    let colon = key_end + text[key_end..].find(':')?;
+    let after = &text[colon + 1..];
+    let value = after.trim_start_matches(' ');
+    value
+        .starts_with(['{', '['])
+        .then(|| colon + 1 + (after.len() - value.len()))
 }
 
 fn position(line: Line) -> (usize, usize) {
@@ -278,6 +345,31 @@ kind: Other
         assert_eq!(at("spec.template.spec.containers[1].env"), Some((19, 11)));
         assert_eq!(at("namespaceObject.metadata.annotations"), None);
         assert_eq!(at("status"), None);
+    }
+
+    /// A flow-style document (`{kind: Pod, spec: {...}}`) had every finding at its first line.
+    #[test]
+    fn flow_documents_and_flow_values_are_followed_too() {
+        let text = "kind: List\n---\n{kind: Pod, metadata: {name: web},\n spec: {containers: [\n   {name: app, lifecycle: {preStop: {exec: {command: [sleep, '5']}}}}]}}\n--- {\"kind\": \"Job\", \"spec\": {\"backoffLimit\": 1}}\n";
+        assert_eq!(
+            locate(text, 3, "spec.containers[0].lifecycle.preStop"),
+            Some((5, 28))
+        );
+        assert_eq!(locate(text, 3, "spec.containers[0]"), Some((5, 4)));
+        assert_eq!(locate(text, 3, "spec.activeDeadlineSeconds"), Some((4, 2)));
+        assert_eq!(locate(text, 6, "spec.backoffLimit"), Some((6, 30)));
+        let at = |path: &str| locate(DEPLOYMENT, 2, path);
+        // `exec: {command: [sleep, "5"]}`, a block key's flow value.
+        assert_eq!(
+            at("spec.template.spec.containers[1].lifecycle.preStop.exec.command[1]"),
+            Some((23, 39))
+        );
+        let items = "spec:\n  containers:\n  - {name: app, image: web}\n  - {name: proxy, image: 'p:1', ports: [{containerPort: 80}]}\n";
+        assert_eq!(
+            locate(items, 1, "spec.containers[1].ports[0]"),
+            Some((4, 41))
+        );
+        assert_eq!(locate(items, 1, "spec.containers[0].image"), Some((3, 17)));
     }
 
     #[test]

@@ -735,6 +735,68 @@ fn every_format_counts_documents_from_1_and_points_at_the_first_key() {
     );
 }
 
+/// A flow-style YAML document and a JSON manifest had every finding at the document's first
+/// line; they point at the field, as block-style YAML does.
+#[test]
+fn flow_style_and_json_findings_point_at_the_field() {
+    let workspace = Workspace::new();
+    let flow = "# one line per level\n{apiVersion: batch/v1, kind: Job, metadata: {name: migrate, namespace: shop},\n spec: {template: {metadata: {labels: {sidecar.istio.io/inject: \"true\"}},\n   spec: {restartPolicy: Never,\n     containers: [{name: task, image: \"registry.example/task:1\"}]}}}}\n";
+    workspace.write("flow.yaml", flow);
+    let json = r#"{
+  "apiVersion": "batch/v1",
+  "kind": "Job",
+  "metadata": {"name": "migrate", "namespace": "shop"},
+  "spec": {
+    "template": {
+      "metadata": {"labels": {"sidecar.istio.io/inject": "true"}},
+      "spec": {
+        "restartPolicy": "Never",
+        "containers": [{"name": "task", "image": "registry.example/task:1"}]
+      }
+    }
+  }
+}
+"#;
+    workspace.write("job.json", json);
+    let positions = |file: &str| -> Vec<(String, u64, u64)> {
+        let outcome = workspace.run(&["check", file, "-o", "json"]);
+        assert_eq!(outcome.code, 1, "{outcome:?}");
+        let json: Value = serde_json::from_str(&outcome.stdout).unwrap();
+        let mut found: Vec<(String, u64, u64)> = json["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|finding| {
+                (
+                    finding["rule"].as_str().unwrap().to_string(),
+                    finding["fieldLine"].as_u64().unwrap(),
+                    finding["fieldColumn"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        found.sort();
+        found
+    };
+    // ML101 and ML301 name spec.template.spec; ML303's spec.activeDeadlineSeconds is absent, so
+    // its parent spec.
+    assert_eq!(
+        positions("flow.yaml"),
+        [
+            ("ML101".to_string(), 4, 4),
+            ("ML301".to_string(), 4, 4),
+            ("ML303".to_string(), 3, 2),
+        ]
+    );
+    assert_eq!(
+        positions("job.json"),
+        [
+            ("ML101".to_string(), 8, 7),
+            ("ML301".to_string(), 8, 7),
+            ("ML303".to_string(), 5, 3),
+        ]
+    );
+}
+
 /// JSON input too: the line is the first key's, and items of a List count from 1.
 #[test]
 fn json_documents_and_list_items_count_from_1() {
