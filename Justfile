@@ -43,9 +43,10 @@ cluster *ARGS:
 
 # Seen happening: a real node (kubelet, containerd, runc, the CNI bridge, the controller manager,
 # the scheduler, kube-proxy; Kubernetes v1.35.4) and Istio's own data plane (istiod's injector and
-# CA, pilot-agent, the real Envoy 1.40.0) run every bug class broken and fixed, and meshlife's
-# check, explain and diagnose are held against what happened (compat/README-cluster.md, stage
-# reality). Needs root; changes the host while it runs and undoes it all on every way out.
+# CA, pilot-agent, the istio-cni plugin, the real Envoy 1.40.0) run every bug class broken and
+# fixed, and meshlife's check, explain and diagnose are held against what happened
+# (compat/README-cluster.md, stage reality). Needs root; changes the host while it runs and
+# undoes it all on every way out.
 reality *ARGS:
     cargo build --release
     bash compat/cluster/run.sh -- -engines reality -bench 0 {{ARGS}}
