@@ -57,6 +57,7 @@ impl Scanner<'_> {
                 self.at += 1;
                 loop {
                     self.skip_blank();
+                    let entry_at = self.at;
                     match self.peek()? {
                         b'}' => return None,
                         b',' => {
@@ -81,6 +82,10 @@ impl Scanner<'_> {
                     if has_value {
                         self.skip_value()?;
                     }
+                    // Text this scanner does not follow (it is not a parser): stop, never spin.
+                    if self.at == entry_at {
+                        return None;
+                    }
                 }
             }
             (b'[', Segment::Index(wanted)) => {
@@ -104,6 +109,9 @@ impl Scanner<'_> {
                         return Some(self.find(deeper).unwrap_or(item_at));
                     }
                     self.skip_value()?;
+                    if self.at == item_at {
+                        return None;
+                    }
                     index += 1;
                 }
             }
@@ -229,6 +237,9 @@ mod tests {
             at(yaml, r#"metadata.annotations["proxy.istio.io/config"]"#),
             Some("\"proxy.istio.io/config\"")
         );
+        // Text the scanner does not follow ends the walk; it never spins.
+        assert_eq!(at("{a: [x, }], b: 1}", "b"), None);
+        assert_eq!(at("[{a: 1}, ], {b: 2}]", "[2].b"), None);
         // A key that is not there: the deepest one that is.
         assert_eq!(at(yaml, "spec.containers[1].env"), Some("{name"));
         assert_eq!(at(yaml, "spec.activeDeadlineSeconds"), Some("spec"));
