@@ -64,7 +64,7 @@ mkdir -p "$out"
 for library in "${libraries[@]}"; do
     owner=""
     for path in "$library" "$(readlink -f "$library")"; do
-        owner=$(dpkg -S "$path" 2>/dev/null | grep -v '^diversion ' | head -n 1 | cut -d: -f1,2) || true
+        owner=$(dpkg -S "$path" 2>/dev/null | grep -v '^diversion ' | head -n 1 | sed 's/: .*//') || true
         [ -n "$owner" ] && break
     done
     if [ -z "$owner" ]; then

@@ -46,7 +46,14 @@ func (r *reality) initWithoutNetwork(ctx context.Context) error {
 		{"cni-proxy-uid", "the same init container run as the proxy's UID 1337 (fixed)", nil, &proxyUID, false},
 		{"cni-native", "the same under a native proxy (fixed)", []string{nativeAnnotation}, nil, false},
 	}
-	if err := r.injectForCNI(ctx, meshed, true); err != nil {
+	restore, err := r.injectForCNI(ctx, meshed, true)
+	// Put back on every way out: every other scenario is injected with istio-init.
+	defer func() {
+		if restore != nil {
+			_ = restore()
+		}
+	}()
+	if err != nil {
 		return err
 	}
 	injected := make([]*corev1.Pod, len(variants))
@@ -66,9 +73,11 @@ func (r *reality) initWithoutNetwork(ctx context.Context) error {
 		}
 		injected[i] = pod
 	}
-	// Put back at once: every other scenario is injected with istio-init.
-	if err := r.injectForCNI(ctx, meshed, false); err != nil {
-		return err
+	// Put back at once, and waited for: the pods below are created where nothing injects.
+	restoreErr := restore()
+	restore = nil
+	if restoreErr != nil {
+		return restoreErr
 	}
 	for i, v := range variants {
 		if !hasInitContainer(injected[i], "istio-validation") || hasInitContainer(injected[i], "istio-init") {
@@ -116,16 +125,19 @@ func (r *reality) initWithoutNetwork(ctx context.Context) error {
 }
 
 // injectForCNI sets pilot.cni.enabled in the injector's values and waits until istiod injects
-// by them (a dry run in namespace shows istio-validation, or istio-init once put back).
-func (r *reality) injectForCNI(ctx context.Context, namespace string, enabled bool) error {
+// by them (a dry run in namespace shows istio-validation). The function it returns puts the
+// values back as they were and waits until istiod injects istio-init again; it is returned
+// whenever the values were changed, an error or not.
+func (r *reality) injectForCNI(ctx context.Context, namespace string, enabled bool) (func() error, error) {
 	configMaps := r.h.k.core.CoreV1().ConfigMaps(istioNamespace)
 	config, err := configMaps.Get(ctx, injectorConfigMap, metav1.GetOptions{})
 	if err != nil {
-		return err
+		return nil, err
 	}
+	original := config.Data["values"]
 	var values map[string]interface{}
-	if err := json.Unmarshal([]byte(config.Data["values"]), &values); err != nil {
-		return fmt.Errorf("%s's values: %w", injectorConfigMap, err)
+	if err := json.Unmarshal([]byte(original), &values); err != nil {
+		return nil, fmt.Errorf("%s's values: %w", injectorConfigMap, err)
 	}
 	pilot, _ := values["pilot"].(map[string]interface{})
 	if pilot == nil {
@@ -138,12 +150,35 @@ func (r *reality) injectForCNI(ctx context.Context, namespace string, enabled bo
 		pilot["cni"] = cni
 	}
 	cni["enabled"] = enabled
-	data, _ := json.Marshal(values)
-	config.Data["values"] = string(data)
-	if _, err := configMaps.Update(ctx, config, metav1.UpdateOptions{}); err != nil {
+	if err := r.writeInjectorValues(ctx, values); err != nil {
+		return nil, err
+	}
+	restore := func() error {
+		var before map[string]interface{}
+		_ = json.Unmarshal([]byte(original), &before)
+		if err := r.writeInjectorValues(ctx, before); err != nil {
+			return err
+		}
+		return r.waitInjecting(ctx, namespace, "istio-init")
+	}
+	return restore, r.waitInjecting(ctx, namespace, "istio-validation")
+}
+
+// writeInjectorValues replaces the values of istiod's injector ConfigMap.
+func (r *reality) writeInjectorValues(ctx context.Context, values map[string]interface{}) error {
+	configMaps := r.h.k.core.CoreV1().ConfigMaps(istioNamespace)
+	config, err := configMaps.Get(ctx, injectorConfigMap, metav1.GetOptions{})
+	if err != nil {
 		return err
 	}
-	want := map[bool]string{true: "istio-validation", false: "istio-init"}[enabled]
+	data, _ := json.Marshal(values)
+	config.Data["values"] = string(data)
+	_, err = configMaps.Update(ctx, config, metav1.UpdateOptions{})
+	return err
+}
+
+// waitInjecting waits until a dry run in namespace is injected with the init container want.
+func (r *reality) waitInjecting(ctx context.Context, namespace, want string) error {
 	return waitUntil(ctx, 60*time.Second, "istiod injecting with "+want, func() (bool, error) {
 		pod, err := r.injectedPod(ctx, podManifest(namespace, "cni-probe", nil, 5, "serve"), nil)
 		if err != nil {

@@ -36,7 +36,7 @@ func (r *reality) preStopPastGrace(ctx context.Context) error {
 
 	// The API server refuses a sleep action longer than the grace period: only an exec or
 	// httpGet hook can overrun it, or a sleep action of exactly the grace period.
-	refused := r.sleepActionRefusal(ctx, namespace)
+	refusal, refused := r.sleepActionRefusal(ctx, namespace)
 
 	sleepFor := func(seconds int) string { return fmt.Sprintf("{sleep: {seconds: %d}}", seconds) }
 	variants := []struct {
@@ -149,11 +149,12 @@ spec:
 		happened := fmt.Sprintf("deleted at %s; its endpoint out of the Service at %+.2fs (as seen by a 300 ms poll); %s; %s; the app exited %d (%s) at %+.0fs (grace %ds)",
 			o.deleted.UTC().Format("15:04:05.000"), o.endpointOut.Sub(o.deleted).Seconds(), stopping, sigterm, app.ExitCode, app.Reason,
 			app.FinishedAt.Sub(o.deleted).Seconds(), v.grace)
-		if v.name == "sleep-at" && refused != "" {
-			happened += "; " + refused
+		ok := (app.ExitCode == 137) == v.broken
+		if v.name == "sleep-at" {
+			happened += "; " + refusal
+			ok = ok && refused
 		}
-		killed := app.ExitCode == 137
-		result := scenarioResult{rule: "ML405", variant: v.variant, happened: happened, ok: killed == v.broken}
+		result := scenarioResult{rule: "ML405", variant: v.variant, happened: happened, ok: ok}
 		r.record(ctx, result, namespace, name, "ML405", v.broken)
 		r.release(ctx, namespace, name)
 	}
@@ -227,8 +228,8 @@ spec:
 }
 
 // sleepActionRefusal says how the API server answers a preStop sleep action longer than the
-// grace period (a dry run): it must refuse it.
-func (r *reality) sleepActionRefusal(ctx context.Context, namespace string) string {
+// grace period (a dry run), and whether it refused it, as it must.
+func (r *reality) sleepActionRefusal(ctx context.Context, namespace string) (string, bool) {
 	grace, seconds := int64(5), int64(8)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "prestop-sleep-past", Namespace: namespace},
@@ -242,13 +243,13 @@ func (r *reality) sleepActionRefusal(ctx context.Context, namespace string) stri
 	}
 	_, err := r.h.k.core.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err == nil {
-		return "the API server accepted a sleep action of 8s with grace 5s"
+		return "the API server accepted a sleep action of 8s with grace 5s", false
 	}
 	message := err.Error()
 	if at := strings.Index(message, "lifecycle.preStop.sleep.seconds"); at >= 0 {
 		message = message[at:]
 	}
-	return "a sleep action of 8s with grace 5s is refused by the API server: " + message
+	return "a sleep action of 8s with grace 5s is refused by the API server: " + message, true
 }
 
 // waitEndpoint waits until the Service's EndpointSlices list a ready endpoint (ready true) or

@@ -173,6 +173,17 @@ fn each_bug_class_is_confirmed_from_its_own_data_and_the_others_are_not() {
             .filter(|(rule, _)| wanted.iter().any(|(listed, _)| listed == rule))
             .collect();
         assert_eq!(judged, wanted, "{case}: {outcome:?}");
+        // Nor may they be confirmed here: none of these pods is theirs.
+        let unlisted_confirmed: Vec<(String, String)> = statuses(&outcome)
+            .into_iter()
+            .filter(|(rule, status)| {
+                status == "confirmed" && !wanted.iter().any(|(listed, _)| listed == rule)
+            })
+            .collect();
+        assert!(
+            unlisted_confirmed.is_empty(),
+            "{case}: {unlisted_confirmed:?} {outcome:?}"
+        );
         let confirmed = statuses(&outcome)
             .iter()
             .any(|(_, status)| status == "confirmed");
@@ -581,6 +592,32 @@ fn an_oom_kill_and_a_native_proxy_are_not_mistaken_for_the_rules_bugs() {
             .unwrap()
             .contains("ran after the native linkerd-proxy")
     );
+}
+
+/// The pod's own native sidecar is stopped by the kubelet after every regular container, the
+/// classic proxy included: ending after the proxy is its order, not ML402's app outliving it.
+#[test]
+fn a_native_sidecar_of_the_pods_own_ending_after_the_proxy_is_not_ml402() {
+    let workspace = Workspace::new();
+    let mut pod: Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("{DATA}/istio-real-exits-drain-long/pod.json")).unwrap(),
+    )
+    .unwrap();
+    pod["spec"]["initContainers"].as_array_mut().unwrap().push(
+        serde_json::json!({"name": "vault-agent", "image": "vault:1", "restartPolicy": "Always"}),
+    );
+    pod["status"]["initContainerStatuses"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "name": "vault-agent", "ready": false, "restartCount": 0, "image": "vault:1",
+            "imageID": "", "started": false,
+            "state": {"terminated": {"exitCode": 0, "reason": "Completed",
+                "startedAt": "2026-12-05T01:04:03Z", "finishedAt": "2026-12-05T01:04:37Z"}}
+        }));
+    let file = workspace.write("pod.json", &pod.to_string());
+    let outcome = json_run(&[file.display().to_string()]);
+    assert_eq!(status_of(&outcome, "ML402"), "ruled-out", "{outcome:?}");
 }
 
 #[test]

@@ -483,7 +483,7 @@ func runSleep(e *env, args []string) int {
 
 // sleepCommand is sleep(1) for one operand: seconds (8, 0.5) or with a unit suffix s, m or h.
 func sleepCommand(args []string, errw io.Writer) int {
-	if len(args) != 1 {
+	if len(args) != 1 || args[0] == "" {
 		fmt.Fprintln(errw, "usage: sleep SECONDS[s|m|h]")
 		return 1
 	}

@@ -210,6 +210,22 @@ fn judge(observed: &Observed, app: &ContainerTimeline, grace: i64) -> Judged {
             ],
         };
     };
+    // An exit 137 before the Killing is an earlier kill (an OOM, a restart), not this stop's.
+    if let (Some(began), Some(ended)) = (killing.at.earliest, app.finished.and_then(|at| at.latest))
+        && ended < began
+    {
+        return Judged::CannotTell {
+            part: format!(
+                "{} was killed (exit 137) {finished}, before the kubelet's Killing event ({}): \
+                 not the kill at the end of this stop's grace period",
+                app.name,
+                killing.at.phrase()
+            ),
+            missing: vec![
+                "the pod's events of the stop that ended the app, and its Killing".into(),
+            ],
+        };
+    }
     let after_killing = match (killing.at.earliest, app.finished.and_then(|at| at.earliest)) {
         (Some(began), Some(ended)) => format!(", {} s after the Killing", (ended - began) / SECOND),
         _ => String::new(),

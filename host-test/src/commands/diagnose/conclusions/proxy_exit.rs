@@ -52,7 +52,10 @@ pub(super) fn proxy_exits_before_app(observed: &Observed) -> Conclusion {
             }));
         return ruled_out;
     }
-    let apps: Vec<&ContainerTimeline> = observed.apps().collect();
+    // The pod's own native sidecars (cloud-sql-proxy, vault-agent) are stopped by the kubelet
+    // only after every regular container, a classic proxy included: ending after it is their
+    // order, not an app outliving its proxy.
+    let apps: Vec<&ContainerTimeline> = observed.apps().filter(|app| !app.native_sidecar).collect();
     let Some(proxy_end) = proxy.finished.filter(|_| !proxy.running) else {
         let mut cannot = conclusion(
             rule,

@@ -179,7 +179,10 @@ pub(super) fn startup_race(observed: &Observed) -> Conclusion {
             (false, Some(hook), mesh)
                 if waits_for_proxy(mesh, hook)
                     && raced.iter().any(|(app, ..)| {
-                        matches!((app.index, proxy.index), (Some(app), Some(proxy)) if app < proxy)
+                        // Indexes count within their own list: a native sidecar's is not
+                        // spec.containers'.
+                        !app.native_sidecar
+                            && matches!((app.index, proxy.index), (Some(app), Some(proxy)) if app < proxy)
                     }) =>
             {
                 format!(
@@ -872,9 +875,11 @@ pub(super) fn hold_not_first(observed: &Observed) -> Conclusion {
             shows,
         })
     };
+    // Indexes count within their own list: the pod's own native sidecars (init containers)
+    // start before every regular container, whatever their index.
     let before: Vec<&ContainerTimeline> = observed
         .apps()
-        .filter(|app| app.index.is_some_and(|index| index < proxy_index))
+        .filter(|app| !app.native_sidecar && app.index.is_some_and(|index| index < proxy_index))
         .collect();
     if before.is_empty() {
         let mut ruled_out = conclusion(
