@@ -225,6 +225,16 @@ impl Timeline {
         self.phase_end(Phase::Shutdown)
     }
 
+    /// When the kubelet's SIGKILL comes: the grace period, or later where a preStop used it
+    /// up (the kubelet's two seconds after SIGTERM).
+    pub fn sigkill_ms(&self) -> u64 {
+        self.events_of(Phase::Shutdown)
+            .filter(|event| event.kind == EventKind::Sigkill)
+            .map(|event| event.at_ms)
+            .max()
+            .unwrap_or(self.grace_ms)
+    }
+
     fn phase_end(&self, phase: Phase) -> u64 {
         self.events
             .iter()

@@ -210,7 +210,8 @@ fn picture(explained: &Explained, headed: bool) -> String {
     picture.fates(explained, Phase::Startup);
     picture.y += 12;
 
-    let shutdown_end = timeline.shutdown_end_ms().max(timeline.grace_ms).max(1);
+    let sigkill = timeline.sigkill_ms();
+    let shutdown_end = timeline.shutdown_end_ms().max(sigkill).max(1);
     picture.text(
         10,
         "Shutdown (t = 0: the pod is deleted)",
@@ -232,13 +233,13 @@ fn picture(explained: &Explained, headed: bool) -> String {
         );
     }
     // Whole pixels and 2 wide, so that the line is drawn crisp rather than blurred over two.
-    let kill = x_of(timeline.grace_ms, shutdown_end).round();
+    let kill = x_of(sigkill, shutdown_end).round();
     let _ = writeln!(
         picture.body,
         r##"<line x1="{kill:.1}" y1="{lanes_top}" x2="{kill:.1}" y2="{}" stroke="#b33939" stroke-width="2" stroke-dasharray="4 3"/><text x="{kill:.1}" y="{}" text-anchor="end" class="kill">SIGKILL at {}</text>"##,
         picture.y - 8,
         picture.y + 4,
-        format_seconds(timeline.grace_ms)
+        format_seconds(sigkill)
     );
     picture.y += LINE;
     picture.fates(explained, Phase::Shutdown);

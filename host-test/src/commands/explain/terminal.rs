@@ -146,8 +146,9 @@ pub fn draw(explained: &Explained, style: &Style) -> String {
     out.push_str(&events(explained, &startup_events, style));
     out.push_str(&fates(explained, Phase::Startup, style));
 
-    let shutdown_end = timeline.shutdown_end_ms().max(timeline.grace_ms).max(1);
-    let kill_column = column(timeline.grace_ms, bar_width, shutdown_end).min(bar_width - 1);
+    let sigkill = timeline.sigkill_ms();
+    let shutdown_end = timeline.shutdown_end_ms().max(sigkill).max(1);
+    let kill_column = column(sigkill, bar_width, shutdown_end).min(bar_width - 1);
     let _ = writeln!(out, "\nShutdown (t = 0: the pod is deleted)");
     out.push_str(&axis(label_width, bar_width, shutdown_end));
     for lane in timeline
@@ -171,7 +172,7 @@ pub fn draw(explained: &Explained, style: &Style) -> String {
         bar_width,
         shutdown_end,
     ));
-    let kill = format!("SIGKILL at {}", format_seconds(timeline.grace_ms));
+    let kill = format!("SIGKILL at {}", format_seconds(sigkill));
     let marker = if kill_column + 2 + kill.len() <= bar_width {
         format!("{}^ {kill}", " ".repeat(kill_column))
     } else {
