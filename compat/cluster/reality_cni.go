@@ -46,7 +46,7 @@ func (r *reality) initWithoutNetwork(ctx context.Context) error {
 		{"cni-proxy-uid", "the same init container run as the proxy's UID 1337 (fixed)", nil, &proxyUID, false},
 		{"cni-native", "the same under a native proxy (fixed)", []string{nativeAnnotation}, nil, false},
 	}
-	restore, err := r.injectForCNI(ctx, meshed, true)
+	restore, err := r.injectForCNI(ctx, meshed)
 	// Put back on every way out: every other scenario is injected with istio-init.
 	defer func() {
 		if restore != nil {
@@ -59,10 +59,7 @@ func (r *reality) initWithoutNetwork(ctx context.Context) error {
 	injected := make([]*corev1.Pod, len(variants))
 	for i, v := range variants {
 		pod, err := r.injectedPod(ctx, podManifest(meshed, "init-"+v.name, v.annotations, 5, "serve", "-listen", ":8080"), func(pod *corev1.Pod) {
-			migrate := corev1.Container{
-				Name: "migrate", Image: workloadImage, ImagePullPolicy: corev1.PullNever,
-				Args: []string{"job", "-url", r.peerURL, "-count", "3", "-interval", "300ms", "-timeout", "1s", "-fail-exit-code", "1"},
-			}
+			migrate := r.migrateContainer()
 			if v.runAsUser != nil {
 				migrate.SecurityContext = &corev1.SecurityContext{RunAsUser: v.runAsUser}
 			}
@@ -89,35 +86,16 @@ func (r *reality) initWithoutNetwork(ctx context.Context) error {
 	}
 	for _, v := range variants {
 		name := "init-" + v.name
-		pod, err := r.waitPod(ctx, namespace, name, 120*time.Second, "past its init containers", func(pod *corev1.Pod) bool {
-			status := containerStatus(pod, "migrate")
-			failed := status != nil && (status.RestartCount > 0 || (status.State.Terminated != nil && status.State.Terminated.ExitCode != 0))
-			return podReady(pod) || failed
-		})
+		pod, happened, broke, err := r.migrateOutcome(ctx, namespace, name)
 		if err != nil {
 			return err
-		}
-		log, err := r.containerLog(ctx, namespace, name, "migrate")
-		if err != nil {
-			return err
-		}
-		summary := lastEvent(workloadEvents(log), "calls")
-		if summary == nil {
-			return fmt.Errorf("%s: the init container's log has no call summary", name)
 		}
 		captured, err := r.cniRedirectInstalled(name)
 		if err != nil {
 			return err
 		}
-		status := containerStatus(pod, "migrate")
-		exit := status.State.Terminated
-		if exit == nil {
-			exit = status.LastTerminationState.Terminated
-		}
-		happened := fmt.Sprintf("istio-cni installed the redirect at %s (init containers %s); the init container's calls: %s of %s failed; it exited %d; the pod %s",
-			captured.UTC().Format("15:04:05.000"), containerNames(pod), summary.fields["failed"], summary.fields["total"], exit.ExitCode,
-			map[bool]string{true: "Ready", false: "stuck in its init containers"}[podReady(pod)])
-		broke := !podReady(pod) && summary.fields["ok"] == "0"
+		happened = fmt.Sprintf("istio-cni installed the redirect at %s (init containers %s); %s",
+			captured.UTC().Format("15:04:05.000"), containerNames(pod), happened)
 		result := scenarioResult{rule: "ML201", variant: v.variant, happened: happened, ok: broke == v.broken}
 		r.record(ctx, result, namespace, name, "ML201", v.broken)
 	}
@@ -128,7 +106,7 @@ func (r *reality) initWithoutNetwork(ctx context.Context) error {
 // by them (a dry run in namespace shows istio-validation). The function it returns puts the
 // values back as they were and waits until istiod injects istio-init again; it is returned
 // whenever the values were changed, an error or not.
-func (r *reality) injectForCNI(ctx context.Context, namespace string, enabled bool) (func() error, error) {
+func (r *reality) injectForCNI(ctx context.Context, namespace string) (func() error, error) {
 	configMaps := r.h.k.core.CoreV1().ConfigMaps(istioNamespace)
 	config, err := configMaps.Get(ctx, injectorConfigMap, metav1.GetOptions{})
 	if err != nil {
@@ -149,7 +127,7 @@ func (r *reality) injectForCNI(ctx context.Context, namespace string, enabled bo
 		cni = map[string]interface{}{}
 		pilot["cni"] = cni
 	}
-	cni["enabled"] = enabled
+	cni["enabled"] = true
 	if err := r.writeInjectorValues(ctx, values); err != nil {
 		return nil, err
 	}

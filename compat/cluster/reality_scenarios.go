@@ -684,10 +684,7 @@ func (r *reality) initAfterRedirect(ctx context.Context) error {
 	}
 	for _, v := range variants {
 		injected, err := r.injectedPod(ctx, podManifest(meshed, "init-"+v.name, nil, 5, "serve", "-listen", ":8080"), func(pod *corev1.Pod) {
-			pod.Spec.InitContainers = []corev1.Container{{
-				Name: "migrate", Image: workloadImage, ImagePullPolicy: corev1.PullNever,
-				Args: []string{"job", "-url", r.peerURL, "-count", "3", "-interval", "300ms", "-timeout", "1s", "-fail-exit-code", "1"},
-			}}
+			pod.Spec.InitContainers = []corev1.Container{r.migrateContainer()}
 		})
 		if err != nil {
 			return err
@@ -713,34 +710,53 @@ func (r *reality) initAfterRedirect(ctx context.Context) error {
 	}
 	for _, v := range variants {
 		name := "init-" + v.name
-		pod, err := r.waitPod(ctx, namespace, name, 120*time.Second, "past its init containers", func(pod *corev1.Pod) bool {
-			status := containerStatus(pod, "migrate")
-			failed := status != nil && (status.RestartCount > 0 || (status.State.Terminated != nil && status.State.Terminated.ExitCode != 0))
-			return podReady(pod) || failed
-		})
+		_, happened, broke, err := r.migrateOutcome(ctx, namespace, name)
 		if err != nil {
 			return err
 		}
-		log, err := r.containerLog(ctx, namespace, name, "migrate")
-		if err != nil {
-			return err
-		}
-		summary := lastEvent(workloadEvents(log), "calls")
-		if summary == nil {
-			return fmt.Errorf("%s: the init container's log has no call summary", name)
-		}
-		status := containerStatus(pod, "migrate")
-		exit := status.State.Terminated
-		if exit == nil {
-			exit = status.LastTerminationState.Terminated
-		}
-		happened := fmt.Sprintf("the init container's calls: %s of %s failed; it exited %d; the pod %s", summary.fields["failed"], summary.fields["total"], exit.ExitCode,
-			map[bool]string{true: "Ready", false: "stuck in its init containers"}[podReady(pod)])
-		broke := !podReady(pod) && summary.fields["ok"] == "0"
 		result := scenarioResult{rule: "ML202", variant: v.variant, happened: happened, ok: broke == v.afterRedirect}
 		r.record(ctx, result, namespace, name, "ML202", v.afterRedirect)
 	}
 	return nil
+}
+
+// migrateContainer is the init container of ML201 and ML202: three calls to the peer, exit 1
+// when any fails.
+func (r *reality) migrateContainer() corev1.Container {
+	return corev1.Container{
+		Name: "migrate", Image: workloadImage, ImagePullPolicy: corev1.PullNever,
+		Args: []string{"job", "-url", r.peerURL, "-count", "3", "-interval", "300ms", "-timeout", "1s", "-fail-exit-code", "1"},
+	}
+}
+
+// migrateOutcome waits until the pod is Ready or its init container migrate failed, and says
+// what happened: the pod, the init container's calls and exit and the pod's state in words, and
+// whether it broke (not Ready, no call ok).
+func (r *reality) migrateOutcome(ctx context.Context, namespace, name string) (*corev1.Pod, string, bool, error) {
+	pod, err := r.waitPod(ctx, namespace, name, 120*time.Second, "past its init containers", func(pod *corev1.Pod) bool {
+		status := containerStatus(pod, "migrate")
+		failed := status != nil && (status.RestartCount > 0 || (status.State.Terminated != nil && status.State.Terminated.ExitCode != 0))
+		return podReady(pod) || failed
+	})
+	if err != nil {
+		return nil, "", false, err
+	}
+	log, err := r.containerLog(ctx, namespace, name, "migrate")
+	if err != nil {
+		return nil, "", false, err
+	}
+	summary := lastEvent(workloadEvents(log), "calls")
+	if summary == nil {
+		return nil, "", false, fmt.Errorf("%s: the init container's log has no call summary", name)
+	}
+	status := containerStatus(pod, "migrate")
+	exit := status.State.Terminated
+	if exit == nil {
+		exit = status.LastTerminationState.Terminated
+	}
+	happened := fmt.Sprintf("the init container's calls: %s of %s failed; it exited %d; the pod %s", summary.fields["failed"], summary.fields["total"], exit.ExitCode,
+		map[bool]string{true: "Ready", false: "stuck in its init containers"}[podReady(pod)])
+	return pod, happened, !podReady(pod) && summary.fields["ok"] == "0", nil
 }
 
 // injectedPod is the pod istiod's injector makes of manifest (a Pod in a namespace it serves,
