@@ -82,6 +82,12 @@ pub const JOB_NO_DEADLINE: Rule = rule!(
     Info,
     "Batch pod with a classic proxy and no activeDeadlineSeconds."
 );
+pub const JOB_HELPER_NEVER_EXITS: Rule = rule!(
+    "ML304",
+    "job-helper-never-exits",
+    Error,
+    "Batch pod with a helper that runs until stopped (a database proxy, an agent, a log shipper) as a regular container: the Job never completes."
+);
 pub const DRAIN_EXCEEDS_GRACE: Rule = rule!(
     "ML401",
     "drain-exceeds-grace",
@@ -93,6 +99,12 @@ pub const PROXY_EXITS_BEFORE_APP: Rule = rule!(
     "proxy-exits-before-app",
     Warning,
     "The app's preStop outlasts Istio's drain: the proxy exits while the app still works."
+);
+pub const NATIVE_DRAIN_ENDS_BEFORE_APP: Rule = rule!(
+    "ML406",
+    "native-drain-ends-before-app",
+    Warning,
+    "Istio's native proxy drains from the pod's deletion and closes its inbound listeners after drainDuration, while the app's preStop still runs."
 );
 pub const LINKERD_APP_SHUTDOWN_UNPROTECTED: Rule = rule!(
     "ML403",
@@ -142,11 +154,13 @@ pub const RULES: &[Rule] = &[
     JOB_SIDECAR_NEVER_EXITS,
     JOB_SHUTDOWN_ENDPOINT_DISABLED,
     JOB_NO_DEADLINE,
+    JOB_HELPER_NEVER_EXITS,
     DRAIN_EXCEEDS_GRACE,
     PROXY_EXITS_BEFORE_APP,
     LINKERD_APP_SHUTDOWN_UNPROTECTED,
     LONG_LIVED_STREAMS,
     PRESTOP_EXCEEDS_GRACE,
+    NATIVE_DRAIN_ENDS_BEFORE_APP,
     ROLLOUT_CAPACITY,
     MISSING_READINESS,
     INVALID_MESH_ANNOTATION,

@@ -11,7 +11,7 @@ use crate::one_pass::{self, Reading};
 use crate::operation::{is_judged_operation, is_skipped_operation};
 use crate::params::{Parameters, Settings};
 use crate::pod_specs::{build_workload, embedded_workloads};
-use crate::rules::{Context, run_all};
+use crate::rules::{Context, batch_helpers, run_all};
 use crate::violation::{Details, Violation};
 use crate::workload::{Workload, WorkloadKind};
 
@@ -417,14 +417,22 @@ pub fn review_workload(workload: &Workload, settings: &Settings) -> Vec<Violatio
     if workload.in_exempt_namespace(settings) {
         return Vec::new();
     }
-    let Decision::Meshed(decision) = decide(workload, settings) else {
-        return Vec::new();
+    let mut findings = Vec::new();
+    let decision = decide(workload, settings);
+    let mesh = match &decision {
+        Decision::Meshed(decision) => Some(decision.mesh),
+        Decision::NotMeshed(_) | Decision::Gateway => None,
     };
-    let context = Context {
-        workload,
-        decision: &decision,
-        settings,
-    };
+    // The rules that hold whether or not the pod is meshed.
+    batch_helpers::check(workload, settings, mesh, &mut findings);
+    if let Decision::Meshed(decision) = &decision {
+        let context = Context {
+            workload,
+            decision,
+            settings,
+        };
+        findings.extend(run_all(&context));
+    }
     let exempt: Vec<&str> = workload
         .annotation(EXEMPT_ANNOTATION)
         .map(|list| {
@@ -434,7 +442,7 @@ pub fn review_workload(workload: &Workload, settings: &Settings) -> Vec<Violatio
                 .collect()
         })
         .unwrap_or_default();
-    run_all(&context)
+    findings
         .into_iter()
         .filter(|finding| settings.selects(finding.rule))
         .filter(|finding| {

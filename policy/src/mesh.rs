@@ -124,6 +124,10 @@ pub struct MeshDecision {
     pub minimum_drain_ms: u64,
     /// Istio: where the drain value came from, for messages.
     pub drain_from_annotation: bool,
+    /// Istio: `drainDuration`, in ms: how long Envoy drains once asked (a native proxy's
+    /// preStop asks at the pod's deletion), and whether the annotation set it.
+    pub envoy_drain_ms: u64,
+    pub envoy_drain_from_annotation: bool,
     pub annotation_problems: Vec<AnnotationProblem>,
     /// Istio: the `proxy.istio.io/config` annotation as read (defaults when absent).
     pub proxy_config: ProxyConfig,
@@ -449,6 +453,9 @@ fn predicted(workload: &Workload, settings: &Settings, mesh: Mesh) -> MeshDecisi
     decision
 }
 
+/// Istio's default `drainDuration` (pkg/config/mesh/mesh.go): Envoy's `--drain-time-s`.
+pub const ISTIO_DRAIN_DURATION_MS: u64 = 45_000;
+
 /// The fields shared by both ways of deciding: drain settings and annotation problems.
 fn base_decision(
     workload: &Workload,
@@ -469,6 +476,8 @@ fn base_decision(
         exit_on_zero_active_connections: false,
         minimum_drain_ms: 5000,
         drain_from_annotation: false,
+        envoy_drain_ms: ISTIO_DRAIN_DURATION_MS,
+        envoy_drain_from_annotation: false,
         annotation_problems: Vec::new(),
         proxy_config: ProxyConfig::default(),
         predicted_startup_probe: false,
@@ -488,6 +497,10 @@ fn base_decision(
         }
         if let Some(ms) = config.minimum_drain_ms {
             decision.minimum_drain_ms = ms;
+        }
+        if let Some(ms) = config.drain_duration_ms {
+            decision.envoy_drain_ms = ms;
+            decision.envoy_drain_from_annotation = true;
         }
         decision.proxy_config = config;
     }

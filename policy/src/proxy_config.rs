@@ -13,6 +13,9 @@ pub struct ProxyConfig {
     pub termination_drain_ms: Option<u64>,
     pub exit_on_zero_active_connections: Option<bool>,
     pub minimum_drain_ms: Option<u64>,
+    /// `drainDuration`: how long Envoy drains (`--drain-time-s`), which a native proxy's preStop
+    /// starts at the pod's deletion.
+    pub drain_duration_ms: Option<u64>,
 }
 
 /// Flow nesting and indentation beyond these are not a ProxyConfig; refusing them keeps the
@@ -66,7 +69,8 @@ pub fn parse_proxy_config(text: &str) -> (ProxyConfig, Vec<String>) {
         "terminationDrainDuration",
         &mut problems,
     );
-    duration_field(map.get("drainDuration"), "drainDuration", &mut problems);
+    config.drain_duration_ms =
+        duration_field(map.get("drainDuration"), "drainDuration", &mut problems);
     match map.get("proxyMetadata") {
         None | Some(Value::Null) => {}
         Some(Value::Object(metadata)) => {

@@ -208,7 +208,7 @@ pub(super) enum Role {
 /// The rules whose findings are always errors (their row of docs/rules.md says `error` and
 /// nothing else): NAME-errors denies all of them, so NAME-warnings leaves them out. ML401 and
 /// ML403 are not here: each is an error in some cases and a warning in others.
-pub const ALWAYS_ERROR_RULES: [&str; 4] = ["ML104", "ML301", "ML302", "ML405"];
+pub const ALWAYS_ERROR_RULES: [&str; 5] = ["ML104", "ML301", "ML302", "ML304", "ML405"];
 
 impl Role {
     pub(super) fn enforcement(self) -> Enforcement {

@@ -657,7 +657,7 @@ fn the_default_is_the_pair_the_cluster_files_use() {
     assert!(warnings["spec"]["parameters"].get("minSeverity").is_none());
     assert_eq!(
         warnings["spec"]["parameters"]["excludeRules"],
-        json!(["ML404", "ML104", "ML301", "ML302", "ML405"])
+        json!(["ML404", "ML104", "ML301", "ML302", "ML304", "ML405"])
     );
     assert_eq!(warnings["spec"]["parameters"]["providerFailure"], "report");
     // The same facts and the same match in both.

@@ -3,9 +3,12 @@
 
 mod annotations;
 pub(crate) mod batch;
+pub(crate) mod batch_helpers;
 mod init;
 mod rollout;
 mod shutdown;
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) use shutdown::native_proxy_drains_at_deletion;
 mod startup;
 
 use crate::catalogue::{INVALID_MESH_ANNOTATION, Rule};

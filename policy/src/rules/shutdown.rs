@@ -4,7 +4,7 @@
 use super::{Context, Finding, prestop_delay_seconds};
 use crate::catalogue::{
     DRAIN_EXCEEDS_GRACE, LINKERD_APP_SHUTDOWN_UNPROTECTED, LONG_LIVED_STREAMS,
-    PRESTOP_EXCEEDS_GRACE, PROXY_EXITS_BEFORE_APP,
+    NATIVE_DRAIN_ENDS_BEFORE_APP, PRESTOP_EXCEEDS_GRACE, PROXY_EXITS_BEFORE_APP,
 };
 use crate::duration::format_ms;
 use crate::input::{Container, IntOrString};
@@ -18,6 +18,11 @@ pub fn check(context: &Context, findings: &mut Vec<Finding>) {
             context.run(&DRAIN_EXCEEDS_GRACE, findings, drain_exceeds_grace);
             context.run(&PROXY_EXITS_BEFORE_APP, findings, proxy_exits_before_app);
         }
+        Mesh::Istio if context.decision.is_native() => context.run(
+            &NATIVE_DRAIN_ENDS_BEFORE_APP,
+            findings,
+            native_drain_ends_before_app,
+        ),
         Mesh::Linkerd if classic => context.run(
             &LINKERD_APP_SHUTDOWN_UNPROTECTED,
             findings,
@@ -162,6 +167,69 @@ fn proxy_exits_before_app(context: &Context, findings: &mut Vec<Finding>) {
             context
                 .finding(
                     &PROXY_EXITS_BEFORE_APP,
+                    prestop_path(context, index),
+                    message,
+                    fix,
+                )
+                .about_container(name),
+        );
+    }
+}
+
+/// Whether the native istio-proxy drains at the pod's deletion: Istio's native template gives it
+/// the preStop `pilot-agent request POST drain`; an injected proxy without it (an older
+/// template, a custom one) drains only at its SIGTERM, after the apps.
+pub(crate) fn native_proxy_drains_at_deletion(context: &Context) -> bool {
+    match context.decision.proxy(context.workload) {
+        Some(proxy) => proxy.pre_stop().is_some_and(|hook| {
+            hook.exec_command()
+                .iter()
+                .any(|word| word.contains("drain"))
+        }),
+        None => true,
+    }
+}
+
+/// ML406. The native proxy's preStop starts Envoy's drain (`drain_listeners?inboundonly&graceful`,
+/// `--drain-strategy immediate`) at the deletion, beside the app's own preStop; after
+/// drainDuration the inbound listeners close. An app still in a known preStop delay then
+/// (waiting for its endpoint to leave the load balancers) has new connections refused.
+fn native_drain_ends_before_app(context: &Context, findings: &mut Vec<Finding>) {
+    if !native_proxy_drains_at_deletion(context) {
+        return;
+    }
+    let decision = context.decision;
+    let drain_ms = decision.envoy_drain_ms;
+    let grace_ms = (grace_seconds(context).max(0) as u64).saturating_mul(1000);
+    if drain_ms >= grace_ms {
+        // The kubelet kills the pod before the listeners would close.
+        return;
+    }
+    let drain = format_ms(drain_ms);
+    let source = if decision.envoy_drain_from_annotation {
+        "from proxy.istio.io/config"
+    } else {
+        "Istio's default"
+    };
+    for (index, container, delay) in known_prestop_delays(context) {
+        let delay_ms = (delay.max(0) as u64).saturating_mul(1000);
+        if delay_ms <= drain_ms {
+            continue;
+        }
+        let name = container.name();
+        let open_for = format_ms(delay_ms.min(grace_ms) - drain_ms);
+        let message = format!(
+            "container \"{name}\" waits {delay}s in preStop, but {} starts draining at the pod's deletion and closes its inbound listeners after drainDuration {drain} ({source}), so for the last {open_for} of that wait new connections to the app are refused while its endpoint may still be in rotation.",
+            context.proxy_phrase()
+        );
+        let fix = format!(
+            "Set drainDuration in proxy.istio.io/config above {delay}s (for example drainDuration: {}s), or shorten the app's preStop below {drain}.",
+            delay + 5
+        );
+        findings.push(
+            context
+                .finding(
+                    &NATIVE_DRAIN_ENDS_BEFORE_APP,
                     prestop_path(context, index),
                     message,
                     fix,

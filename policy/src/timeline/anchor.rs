@@ -78,12 +78,16 @@ fn places_of_rule(rule: &str) -> Option<&'static [Place]> {
             Place::Event(Startup, InitContainer),
             Place::Event(Startup, CaptureInstalled),
         ],
-        "ML301" | "ML302" | "ML303" => &[Place::Completion],
+        "ML301" | "ML302" | "ML303" | "ML304" => &[Place::Completion],
         "ML401" => &[
             Place::Event(Shutdown, DrainEnd),
             Place::Event(Shutdown, Sigkill),
         ],
         "ML402" => &[Place::Event(Shutdown, ProxyExit)],
+        "ML406" => &[
+            Place::Event(Shutdown, DrainEnd),
+            Place::Event(Shutdown, DrainStart),
+        ],
         "ML403" => &[
             Place::Event(Shutdown, DrainStart),
             Place::Fate(Request::InFlightAtSigterm),

@@ -1,5 +1,6 @@
 //! Whether a batch pod completes once its apps finish: a classic proxy keeps it running unless
-//! something makes the proxy exit, which is what ML301-ML303 are about.
+//! something makes the proxy exit, which is what ML301-ML303 are about; so does a helper that
+//! runs until stopped (ML304), meshed or not.
 
 use crate::mesh::{Mesh, MeshDecision, Placement};
 use crate::params::Settings;
@@ -8,6 +9,36 @@ use crate::workload::Workload;
 use super::Completion;
 
 pub(super) fn completion(
+    workload: &Workload,
+    settings: &Settings,
+    decision: Option<&MeshDecision>,
+) -> Completion {
+    let by_proxy = proxy_completion(workload, settings, decision);
+    // A helper that runs until stopped (ML304) holds the pod whatever the proxy does.
+    let Some(holders) = crate::rules::batch_helpers::holding_helpers(workload, settings) else {
+        return by_proxy;
+    };
+    let helpers: Vec<String> = holders
+        .helpers
+        .iter()
+        .map(|helper| helper.phrase())
+        .collect();
+    let held = format!(
+        "{} {} running after the apps exit: the pod never completes",
+        helpers.join(", "),
+        if helpers.len() == 1 { "keeps" } else { "keep" }
+    );
+    Completion {
+        completes: false,
+        why: if by_proxy.completes {
+            held
+        } else {
+            format!("{held}; and {}", by_proxy.why)
+        },
+    }
+}
+
+fn proxy_completion(
     workload: &Workload,
     settings: &Settings,
     decision: Option<&MeshDecision>,

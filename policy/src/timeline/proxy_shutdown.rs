@@ -21,26 +21,56 @@ impl Builder<'_, '_> {
             (mesh, Placement::Native) => {
                 // Native sidecars get SIGTERM after the app containers exit (Kubernetes 1.29+),
                 // and leave at once.
+                let exit = last_app_exit.min(grace_ms);
+                let mut refuses_new_from = exit;
                 let drain_note = match mesh {
-                    Mesh::Istio => {
+                    Mesh::Istio if self.native_istio_drains_at_deletion() => {
+                        // The preStop starts Envoy's drain at the deletion: inbound responses
+                        // carry Connection: close at once, and the inbound listeners close after
+                        // drainDuration, outbound keeps working.
+                        let drain_ms = decision.envoy_drain_ms;
+                        let source = if decision.envoy_drain_from_annotation {
+                            Source::Manifest(self.workload.annotation_path("proxy.istio.io/config"))
+                        } else {
+                            Source::Default(format!(
+                                "Istio's drainDuration {} (pilot-agent drain in the native \
+                                 preStop)",
+                                format_seconds(drain_ms)
+                            ))
+                        };
+                        let closes = drain_ms < exit;
                         self.event(
                             Phase::Shutdown,
                             EventKind::DrainStart,
-                            (0, Some(last_app_exit)),
+                            (0, Some(drain_ms.min(exit))),
                             Some(proxy),
                             format!(
-                                "{proxy} preStop asks Envoy to drain; it keeps serving until the \
-                                 apps exit"
+                                "{proxy} preStop starts Envoy's drain at the deletion: inbound \
+                                 responses carry Connection: close (HTTP/2: GOAWAY); outbound \
+                                 keeps working"
                             ),
-                            Source::Default(
-                                "Istio's native sidecar preStop (pilot-agent drain)".into(),
-                            ),
+                            source.clone(),
                         );
+                        if closes {
+                            self.event(
+                                Phase::Shutdown,
+                                EventKind::DrainEnd,
+                                (drain_ms, None),
+                                Some(proxy),
+                                format!(
+                                    "{proxy} closes its inbound listeners after drainDuration \
+                                     {}: new connections to the app are refused",
+                                    format_seconds(drain_ms)
+                                ),
+                                source,
+                            );
+                            refuses_new_from = drain_ms;
+                        }
                         "Envoy already drained"
                     }
+                    Mesh::Istio => "drains only now, after the apps",
                     Mesh::Linkerd => "finishes in-flight requests",
                 };
-                let exit = last_app_exit.min(grace_ms);
                 self.event(
                     Phase::Shutdown,
                     EventKind::ProxyExit,
@@ -55,7 +85,7 @@ impl Builder<'_, '_> {
                 );
                 ProxyExit {
                     at_ms: exit,
-                    refuses_new_from: exit,
+                    refuses_new_from,
                 }
             }
             (Mesh::Istio, Placement::Classic { .. }) => {
@@ -180,6 +210,21 @@ impl Builder<'_, '_> {
             lane.shutdown_exit_ms = Some(exit.at_ms);
         }
         Some(exit)
+    }
+}
+
+impl Builder<'_, '_> {
+    /// Whether the pod's native istio-proxy drains at the deletion (ML406's reading).
+    fn native_istio_drains_at_deletion(&self) -> bool {
+        let Some(decision) = self.decision else {
+            return false;
+        };
+        let context = crate::rules::Context {
+            workload: self.workload,
+            decision,
+            settings: self.settings,
+        };
+        crate::rules::native_proxy_drains_at_deletion(&context)
     }
 }
 

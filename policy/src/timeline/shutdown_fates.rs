@@ -75,6 +75,10 @@ impl Builder<'_, '_> {
             }
         } else {
             let who = match proxy {
+                Some(proxy) if proxy.refuses_new_from < first_app_sigterm => format!(
+                    "{proxy_name} refuses them from {}, while the app is still in its preStop",
+                    format_seconds(proxy.refuses_new_from)
+                ),
                 Some(proxy) if proxy.refuses_new_from <= first_app_sigterm => {
                     format!("{proxy_name} refuses them from SIGTERM")
                 }

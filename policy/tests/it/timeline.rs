@@ -627,3 +627,44 @@ fn a_linkerd_job_calling_shutdown_completes_only_with_the_endpoint_enabled() {
     let enabled = job(json!({"config.linkerd.io/proxy-admin-shutdown": "enabled"}));
     assert!(enabled.completes, "{}", enabled.why);
 }
+
+/// Istio's native template drains at the deletion (its preStop `pilot-agent request POST
+/// drain`), not after the apps: seen on the real node (docs/rules.md ML406), pilot-agent logged
+/// `handling /drain` within 50 ms of the deletion while the app was still in its shutdown.
+#[test]
+fn a_native_istio_proxy_drains_from_the_deletion_and_closes_inbound_after_drain_duration() {
+    let template = istio(json!({"proxy.istio.io/config": "drainDuration: 5s"}));
+    let timeline = timeline_with(
+        workload(
+            "Deployment",
+            template,
+            json!({"containers": [{"name": "web", "image": "web:1",
+                "lifecycle": {"preStop": {"sleep": {"seconds": 10}}}}]}),
+        ),
+        native(),
+    );
+    assert_eq!(at(&timeline, Phase::Shutdown, EventKind::DrainStart), 0);
+    assert_eq!(at(&timeline, Phase::Shutdown, EventKind::DrainEnd), 5_000);
+    assert_eq!(at(&timeline, Phase::Shutdown, EventKind::ProxyExit), 11_000);
+    let anchor = timeline.anchor_of("ML406", None);
+    let end = timeline
+        .events
+        .iter()
+        .position(|event| event.kind == EventKind::DrainEnd)
+        .unwrap();
+    assert_eq!(anchor, Some(meshlife_policy::timeline::Anchor::Event(end)));
+
+    // With the default drainDuration (45 s) the listeners outlast the app: no close is drawn.
+    let default = timeline_with(
+        workload("Deployment", istio(json!({})), json!({})),
+        native(),
+    );
+    assert_eq!(at(&default, Phase::Shutdown, EventKind::DrainStart), 0);
+    assert!(
+        default
+            .events
+            .iter()
+            .all(|event| event.kind != EventKind::DrainEnd),
+        "{default:#?}"
+    );
+}
