@@ -106,6 +106,12 @@ pub const NATIVE_DRAIN_ENDS_BEFORE_APP: Rule = rule!(
     Warning,
     "Istio's native proxy drains from the pod's deletion and closes its inbound listeners after drainDuration, while the app's preStop still runs."
 );
+pub const IN_PLACE_RESTART_SKIPS_DRAIN: Rule = rule!(
+    "ML407",
+    "in-place-restart-skips-drain",
+    Warning,
+    "A RestartAllContainers restart rule on a meshed pod: the proxy is killed without draining and the init containers run again."
+);
 pub const LINKERD_APP_SHUTDOWN_UNPROTECTED: Rule = rule!(
     "ML403",
     "linkerd-app-shutdown-unprotected",
@@ -161,6 +167,7 @@ pub const RULES: &[Rule] = &[
     LONG_LIVED_STREAMS,
     PRESTOP_EXCEEDS_GRACE,
     NATIVE_DRAIN_ENDS_BEFORE_APP,
+    IN_PLACE_RESTART_SKIPS_DRAIN,
     ROLLOUT_CAPACITY,
     MISSING_READINESS,
     INVALID_MESH_ANNOTATION,

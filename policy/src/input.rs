@@ -395,7 +395,47 @@ pub struct Container<'a> {
     /// Which probes use a `grpc` action (they mark the container as a gRPC server).
     pub grpc_probes: GrpcProbes,
     pub restart_policy: Option<Text<'a>>,
+    /// `restartPolicyRules` (KEP-5307; the action `RestartAllContainers` is KEP-5532's).
+    pub restart_rules: Option<Vec<RestartRule<'a>>>,
     pub security_context: Option<SecurityContext>,
+}
+
+/// One of a container's `restartPolicyRules`.
+#[derive(Default, Debug, Clone)]
+pub struct RestartRule<'a> {
+    pub action: Option<Text<'a>>,
+    pub exit_codes: Option<ExitCodes<'a>>,
+}
+
+/// `exitCodes` of a restart rule: `operator` `In` or `NotIn` over `values`.
+#[derive(Default, Debug, Clone)]
+pub struct ExitCodes<'a> {
+    pub operator: Option<Text<'a>>,
+    pub values: Option<Vec<i64>>,
+}
+
+impl RestartRule<'_> {
+    /// `exits with 88`, `exits with 1 or 2`, `exits with any code but 0`, `exits`.
+    pub fn condition(&self) -> String {
+        let Some(codes) = &self.exit_codes else {
+            return "exits".into();
+        };
+        let values: Vec<String> = codes
+            .values
+            .iter()
+            .flatten()
+            .map(ToString::to_string)
+            .collect();
+        let listed = match values.as_slice() {
+            [] => return "exits".into(),
+            [one] => one.clone(),
+            [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+        };
+        match codes.operator.as_deref() {
+            Some("NotIn") => format!("exits with any code but {listed}"),
+            _ => format!("exits with {listed}"),
+        }
+    }
 }
 
 impl<'a> Container<'a> {
@@ -440,6 +480,20 @@ impl<'a> Container<'a> {
                 ..grpc_probes
             },
             restart_policy: fields.string("restartPolicy")?,
+            restart_rules: fields.objects("restartPolicyRules", |rule| {
+                Ok(RestartRule {
+                    action: rule.string("action")?,
+                    exit_codes: rule.object("exitCodes", |codes| {
+                        Ok(ExitCodes {
+                            operator: codes.string("operator")?,
+                            values: codes.list("values", |item, path| match item {
+                                Node::Int(number) => Ok(*number),
+                                other => Err(type_error(path, "an integer", other)),
+                            })?,
+                        })
+                    })?,
+                })
+            })?,
             security_context: fields.object("securityContext", SecurityContext::read)?,
         })
     }

@@ -80,6 +80,7 @@ const ROLE_MAPS: &[&str] = &[
 
 /// Keys the rules read anywhere in an admission object.
 const RULE_KEYS: &[&str] = &[
+    "action",
     "activeDeadlineSeconds",
     "annotations",
     "apiVersion",
@@ -93,6 +94,7 @@ const RULE_KEYS: &[&str] = &[
     "containers",
     "env",
     "exec",
+    "exitCodes",
     "grpc",
     "hostNetwork",
     "httpGet",
@@ -113,6 +115,7 @@ const RULE_KEYS: &[&str] = &[
     "namespaceObject",
     "object",
     "operation",
+    "operator",
     "ownerReferences",
     "parameters",
     "path",
@@ -125,6 +128,7 @@ const RULE_KEYS: &[&str] = &[
     "replicas",
     "replicatedJobs",
     "restartPolicy",
+    "restartPolicyRules",
     "review",
     "rollingUpdate",
     "runAsUser",
@@ -145,6 +149,7 @@ const RULE_KEYS: &[&str] = &[
     "trialTemplate",
     "type",
     "value",
+    "values",
     "workloadRef",
 ];
 

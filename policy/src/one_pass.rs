@@ -17,9 +17,9 @@
 use std::collections::BTreeMap;
 
 use crate::input::{
-    Container, ContainerPort, EnvVar, ExecAction, Handler, HttpGetAction, IntOrString, Lifecycle,
-    ObjectMeta, OwnerReference, PodSpec, RollingUpdate, SecurityContext, Service, ServicePort,
-    SleepAction, Strategy, Text,
+    Container, ContainerPort, EnvVar, ExecAction, ExitCodes, Handler, HttpGetAction, IntOrString,
+    Lifecycle, ObjectMeta, OwnerReference, PodSpec, RestartRule, RollingUpdate, SecurityContext,
+    Service, ServicePort, SleepAction, Strategy, Text,
 };
 use crate::json_cursor::Cursor;
 use crate::node::parse_parameters;
@@ -476,6 +476,25 @@ fn container_field<'a>(
             probe(cursor).map(|grpc| grpc.unwrap_or(false))
         ),
         "restartPolicy" => field!(container.restart_policy, text(cursor)),
+        "restartPolicyRules" => field!(
+            container.restart_rules,
+            objects(cursor, |rule: &mut RestartRule<'a>, cursor, key| {
+                Some(match key {
+                    "action" => field!(rule.action, text(cursor)),
+                    "exitCodes" => field!(
+                        rule.exit_codes,
+                        fields(cursor, |codes: &mut ExitCodes<'a>, cursor, key| {
+                            Some(match key {
+                                "operator" => field!(codes.operator, text(cursor)),
+                                "values" => field!(codes.values, list(cursor, Cursor::int)),
+                                _ => false,
+                            })
+                        })
+                    ),
+                    _ => false,
+                })
+            })
+        ),
         "securityContext" => field!(container.security_context, security_context(cursor)),
         _ => false,
     })

@@ -232,7 +232,14 @@ fn selection_variants() -> Vec<(String, Value)> {
 /// The parameter sets the comparison runs under: the defaults, each cluster constraint and
 /// the selection variants.
 fn parameter_sets() -> Vec<(String, Value)> {
-    let mut sets = vec![("defaults".to_string(), json!({}))];
+    let mut sets = vec![
+        ("defaults".to_string(), json!({})),
+        // RestartAllContainers (ML407) is on by default from Kubernetes 1.36.
+        (
+            "kubernetes 1.36".to_string(),
+            json!({"kubernetesMinorVersion": 36}),
+        ),
+    ];
     for (file, constraints) in cluster_constraints() {
         for constraint in constraints {
             sets.push((

@@ -157,6 +157,9 @@ enum HelperKind {
     Known(&'static KnownHelper),
     /// Listed in `meshlife.io/sidecars`.
     Marked,
+    /// A regular container with its own `restartPolicy: Always` (KEP-5307): the kubelet
+    /// restarts it on every exit, so it never finishes.
+    RestartedAlways,
 }
 
 /// ML304 over any batch pod, meshed or not; `mesh` is the pod's mesh when it has one (its
@@ -201,7 +204,9 @@ impl Helper<'_> {
             HelperKind::Known(helper) => {
                 format!("container \"{}\" ({})", self.container.name(), helper.what)
             }
-            HelperKind::Marked => format!("container \"{}\"", self.container.name()),
+            HelperKind::Marked | HelperKind::RestartedAlways => {
+                format!("container \"{}\"", self.container.name())
+            }
         }
     }
 }
@@ -242,6 +247,9 @@ pub(crate) fn holding_helpers<'w>(
         }
         if marked.contains(&container.name()) {
             return Some(HelperKind::Marked);
+        }
+        if container.restart_policy.as_deref() == Some("Always") {
+            return Some(HelperKind::RestartedAlways);
         }
         known_helper(container).map(HelperKind::Known)
     };
@@ -333,6 +341,8 @@ fn stopped_by_the_pod(workload: &Workload, settings: &Settings) -> bool {
 fn stops_by_itself(workload: &Workload, container: &Container, kind: &HelperKind) -> Option<bool> {
     let stop = match kind {
         HelperKind::Known(helper) => helper.stop,
+        // The kubelet starts it again whatever it does.
+        HelperKind::RestartedAlways => return Some(false),
         HelperKind::Marked => OwnStop::None,
     };
     let strings: Vec<&str> = container.script_strings().collect();
@@ -382,6 +392,12 @@ fn finding(workload: &Workload, mesh: Option<Mesh>, helper: &Helper, apps: &[Str
             ),
             OwnStop::None,
         ),
+        HelperKind::RestartedAlways => (
+            format!(
+                "container \"{name}\" (restartPolicy: Always, so the kubelet starts it again on every exit)"
+            ),
+            OwnStop::None,
+        ),
     };
     let endpoint = if helper.unused_endpoint {
         " serves /quitquitquit, but no other container calls it, so it"
@@ -398,6 +414,9 @@ fn finding(workload: &Workload, mesh: Option<Mesh>, helper: &Helper, apps: &[Str
         "Move \"{name}\" to initContainers with restartPolicy: Always (a native sidecar, Kubernetes 1.29 or newer): the kubelet stops it once the app containers have finished"
     );
     let fix = match stop {
+        _ if matches!(helper.kind, HelperKind::RestartedAlways) => format!(
+            "Set restartPolicy: Never or OnFailure on \"{name}\" (or leave it out, so the pod's applies); if it must run beside the app, move it to initContainers as a native sidecar, which the kubelet stops once the app containers have finished."
+        ),
         OwnStop::QuitEndpoint { call, .. } if helper.unused_endpoint => {
             format!("{native}; or end the app's command with {call}.")
         }

@@ -5,13 +5,14 @@ mod annotations;
 pub(crate) mod batch;
 pub(crate) mod batch_helpers;
 mod init;
+mod restarts;
 mod rollout;
 mod shutdown;
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) use shutdown::native_proxy_drains_at_deletion;
 mod startup;
 
-use crate::catalogue::{INVALID_MESH_ANNOTATION, Rule};
+use crate::catalogue::{IN_PLACE_RESTART_SKIPS_DRAIN, INVALID_MESH_ANNOTATION, Rule};
 use crate::input::{Container, Handler};
 use crate::mesh::{Mesh, MeshDecision, Placement};
 use crate::params::Settings;
@@ -187,6 +188,11 @@ pub fn run_all(context: &Context) -> Vec<Finding> {
     init::check(context, &mut findings);
     batch::check(context, &mut findings);
     shutdown::check(context, &mut findings);
+    context.run(
+        &IN_PLACE_RESTART_SKIPS_DRAIN,
+        &mut findings,
+        restarts::check,
+    );
     rollout::check(context, &mut findings);
     findings
 }

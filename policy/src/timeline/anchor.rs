@@ -84,6 +84,11 @@ fn places_of_rule(rule: &str) -> Option<&'static [Place]> {
             Place::Event(Shutdown, Sigkill),
         ],
         "ML402" => &[Place::Event(Shutdown, ProxyExit)],
+        // The drain an in-place restart skips.
+        "ML407" => &[
+            Place::Event(Shutdown, DrainStart),
+            Place::Event(Shutdown, ProxyExit),
+        ],
         "ML406" => &[
             Place::Event(Shutdown, DrainEnd),
             Place::Event(Shutdown, DrainStart),
