@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use meshlife_policy::mesh::NotMeshed;
 use meshlife_policy::verdicts::{MeshVerdict, PodSpecVerdict};
 use meshlife_policy::{Details, Severity, Violation};
 use rayon::prelude::*;
@@ -325,6 +326,20 @@ impl Judgement {
                         .push(coverage::misplaced_notice(&listed, misplaced));
                 }
                 match &verdict.verdict {
+                    // Meshed, with no proxy in the pod: said apart from the unmeshed, and no
+                    // `--require-mesh` finding.
+                    MeshVerdict::NotMeshed(reason @ NotMeshed::Ambient { .. }) => {
+                        let reason = coverage::not_meshed_reason(reason, &namespace);
+                        let listed = match (&verdict.path, verdicts.len()) {
+                            (Some(pod_spec), 2..) => format!("{listed} at {pod_spec}"),
+                            _ => listed.clone(),
+                        };
+                        self.coverage
+                            .ambient
+                            .entry(reason)
+                            .or_default()
+                            .push(listed);
+                    }
                     MeshVerdict::NotMeshed(reason) => {
                         let reason = coverage::not_meshed_reason(reason, &namespace);
                         let pod_spec = verdict.path.as_deref().unwrap_or("");

@@ -148,6 +148,12 @@ pub const INVALID_MESH_ANNOTATION: Rule = rule!(
     Warning,
     "A lifecycle annotation the mesh would ignore or reject."
 );
+pub const AMBIENT_WITH_SIDECAR: Rule = rule!(
+    "ML602",
+    "ambient-with-sidecar",
+    Warning,
+    "A pod asks for both Istio ambient and a sidecar: the sidecar wins and ambient leaves the pod out."
+);
 
 pub const RULES: &[Rule] = &[
     INVALID_INPUT,
@@ -171,6 +177,7 @@ pub const RULES: &[Rule] = &[
     ROLLOUT_CAPACITY,
     MISSING_READINESS,
     INVALID_MESH_ANNOTATION,
+    AMBIENT_WITH_SIDECAR,
 ];
 
 /// Looks a rule up by id (`ML101`, any case) or name (`startup-no-hold`).

@@ -653,7 +653,7 @@ fn linkerd_predicted(workload: &Workload, settings: &Settings) -> Result<(), Not
     }
 }
 
-fn in_list(list: &[String], namespace: &str) -> bool {
+pub(crate) fn in_list(list: &[String], namespace: &str) -> bool {
     listed(list, namespace) != Listed::No
 }
 

@@ -13,7 +13,7 @@ use crate::inputs::manifests::Skipped;
 /// Objects the run did not judge, for one reason.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct NotJudgedGroup {
-    /// `outside-constraints`, `control-plane` or `not-meshed`.
+    /// `outside-constraints`, `control-plane`, `not-meshed` or `ambient`.
     pub kind: &'static str,
     pub reason: String,
     /// `file: document N: Kind namespace/name`, as the notes name them.
@@ -31,6 +31,9 @@ pub struct Coverage {
     pub unmatched: BTreeMap<String, Vec<String>>,
     /// Reason → workloads judged as not meshed.
     pub not_meshed: BTreeMap<String, Vec<String>>,
+    /// Reason → workloads in Istio's ambient mode: meshed, but with no proxy in the pod, so the
+    /// sidecar rules do not apply to them.
+    pub ambient: BTreeMap<String, Vec<String>>,
     /// Workloads in a mesh's own control-plane namespace, not judged (`check
     /// --include-control-planes` judges them).
     pub control_plane: Vec<String>,
@@ -39,6 +42,10 @@ pub struct Coverage {
 impl Coverage {
     pub fn not_meshed_count(&self) -> usize {
         self.not_meshed.values().map(Vec::len).sum()
+    }
+
+    fn ambient_count(&self) -> usize {
+        self.ambient.values().map(Vec::len).sum()
     }
 
     fn unmatched_count(&self) -> usize {
@@ -66,6 +73,12 @@ impl Coverage {
         if self.not_meshed_count() > 0 {
             parts.push(
                 plural(self.not_meshed_count(), "workload", "workloads") + " judged as not meshed",
+            );
+        }
+        if self.ambient_count() > 0 {
+            parts.push(
+                plural(self.ambient_count(), "workload", "workloads")
+                    + " in ambient mode (no sidecar rule applies)",
             );
         }
         if parts.is_empty() {
@@ -98,6 +111,13 @@ impl Coverage {
         for (reason, objects) in &self.not_meshed {
             groups.push(NotJudgedGroup {
                 kind: "not-meshed",
+                reason: reason.clone(),
+                objects: objects.clone(),
+            });
+        }
+        for (reason, objects) in &self.ambient {
+            groups.push(NotJudgedGroup {
+                kind: "ambient",
                 reason: reason.clone(),
                 objects: objects.clone(),
             });
@@ -147,6 +167,11 @@ impl Coverage {
         grouped(
             "judged as not meshed, so no mesh rule applies",
             &self.not_meshed,
+        );
+        grouped(
+            "in Istio's ambient mode, so no sidecar rule applies (ztunnel captures the pod's \
+             traffic before its first container starts, init containers included)",
+            &self.ambient,
         );
         notes
     }
@@ -221,11 +246,11 @@ pub fn not_meshed_reason(reason: &NotMeshed, namespace_facts: &NamespaceFacts) -
             format!("in {namespace}, which the injectors leave alone")
         }
         NotMeshed::Ambient { by_pod_label: true } => {
-            "ambient mode by its istio.io/dataplane-mode label (no sidecar)".into()
+            "its istio.io/dataplane-mode: ambient label".into()
         }
         NotMeshed::Ambient {
             by_pod_label: false,
-        } => "in an ambient namespace without a sidecar request (no sidecar)".into(),
+        } => "in an ambient namespace, without a sidecar request".into(),
         NotMeshed::CustomTemplate { templates } => format!(
             "inject.istio.io/templates: {templates:?} names no sidecar template, so the proxy \
              cannot be predicted"

@@ -1,6 +1,7 @@
 //! The rule families, one file each. Every rule is a pure function of the reviewed workload,
 //! the mesh decision and the settings, returning findings.
 
+mod ambient;
 mod annotations;
 pub(crate) mod batch;
 pub(crate) mod batch_helpers;
@@ -12,7 +13,9 @@ mod shutdown;
 pub(crate) use shutdown::native_proxy_drains_at_deletion;
 mod startup;
 
-use crate::catalogue::{IN_PLACE_RESTART_SKIPS_DRAIN, INVALID_MESH_ANNOTATION, Rule};
+use crate::catalogue::{
+    AMBIENT_WITH_SIDECAR, IN_PLACE_RESTART_SKIPS_DRAIN, INVALID_MESH_ANNOTATION, Rule,
+};
 use crate::input::{Container, Handler};
 use crate::mesh::{Mesh, MeshDecision, Placement};
 use crate::params::Settings;
@@ -180,6 +183,7 @@ impl Finding {
 pub fn run_all(context: &Context) -> Vec<Finding> {
     let mut findings = Vec::new();
     context.run(&INVALID_MESH_ANNOTATION, &mut findings, annotations::check);
+    context.run(&AMBIENT_WITH_SIDECAR, &mut findings, ambient::check);
     startup::check(context, &mut findings);
     if context.decision.placement == Placement::BrokenInit {
         // The pod cannot start at all; every other lifecycle finding would be noise.

@@ -73,7 +73,7 @@ fn places_of_rule(rule: &str) -> Option<&'static [Place]> {
             Place::Event(Startup, ProxyReady),
             Place::Fate(Request::StartupOutbound),
         ],
-        "ML104" | "ML601" => &[Place::Mode],
+        "ML104" | "ML601" | "ML602" => &[Place::Mode],
         "ML201" | "ML202" => &[
             Place::Event(Startup, InitContainer),
             Place::Event(Startup, CaptureInstalled),

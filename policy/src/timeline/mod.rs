@@ -280,6 +280,12 @@ pub fn timeline(workload: &Workload, settings: &Settings, assumptions: &Assumpti
     let decided = crate::mesh::decide(workload, settings);
     let mode = match &decided {
         Decision::Gateway => "an Istio gateway: the proxy is the workload".to_string(),
+        // Meshed, but not by a proxy in the pod: no sidecar rule applies.
+        Decision::NotMeshed(NotMeshed::Ambient { .. }) => {
+            "Istio ambient: no proxy in the pod (ztunnel captures its traffic before its first \
+             container starts), so no sidecar rule applies"
+                .to_string()
+        }
         Decision::NotMeshed(reason) => format!("not meshed: {}", not_meshed_phrase(reason)),
         Decision::Meshed(decision) => match decision.placement {
             Placement::Native => "native sidecar".to_string(),
