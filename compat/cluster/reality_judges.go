@@ -131,9 +131,13 @@ func (r *reality) judge(ctx context.Context, result *scenarioResult, pod *corev1
 	// A cut stream is never ruled out from the server's logs alone, and only its clients
 	// could confirm it (docs/cli.md): either answer but ruled-out agrees.
 	streamsUndecided := rule == "ML404" && broken && status == "cannot-tell"
+	// diagnose has no conclusion for ML406 yet: its absence is said, not held against the pod.
+	undiagnosed := rule == "ML406" && status == "absent"
 	switch {
 	case err != nil:
 		result.diagnose, result.ok = err.Error(), false
+	case undiagnosed:
+		result.diagnose = fmt.Sprintf("%s not judged (diagnose draws no conclusion about it yet)", rule)
 	case status == want || streamsUndecided:
 		result.diagnose = fmt.Sprintf("%s %s (%s)", rule, status, summary)
 	default:
@@ -458,6 +462,8 @@ func (r *reality) explainAgrees(ctx context.Context, t *explainedTimeline, pod *
 			map[bool]string{true: "counts as ready at once", false: "ready after it starts"}[predictedAtOnce], readyAt, startedAt,
 			readySince(pod).UTC().Format("15:04:05"), listening.at.UTC().Format("15:04:05.000"))
 		return said, predictedAtOnce == observedBefore && predictedAtOnce == broken
+	case "ML406":
+		return r.listenersAgree(t, pod, broken)
 	case "ML404":
 		for _, fate := range t.Fates {
 			if fate.Request == "long-lived-stream" {

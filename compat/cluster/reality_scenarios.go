@@ -35,6 +35,7 @@ func realityScenarios() []realityScenario {
 		{"ML201", (*reality).initWithoutNetwork},
 		{"ML202", (*reality).initAfterRedirect},
 		{"ML402", (*reality).proxyGoneFirst},
+		{"ML406", (*reality).listenersClose},
 		{"ML405", (*reality).preStopPastGrace},
 		{"ML502", (*reality).readinessGate},
 	}

@@ -100,11 +100,11 @@ pub const PROXY_EXITS_BEFORE_APP: Rule = rule!(
     Warning,
     "The app's preStop outlasts Istio's drain: the proxy exits while the app still works."
 );
-pub const NATIVE_DRAIN_ENDS_BEFORE_APP: Rule = rule!(
+pub const LISTENERS_CLOSE_BEFORE_APP: Rule = rule!(
     "ML406",
-    "native-drain-ends-before-app",
+    "listeners-close-before-app",
     Warning,
-    "Istio's native proxy drains from the pod's deletion and closes its inbound listeners after drainDuration, while the app's preStop still runs."
+    "A classic Istio proxy closes its inbound listeners after drainDuration while terminationDrainDuration keeps it running and the app still serves."
 );
 pub const IN_PLACE_RESTART_SKIPS_DRAIN: Rule = rule!(
     "ML407",
@@ -172,7 +172,7 @@ pub const RULES: &[Rule] = &[
     LINKERD_APP_SHUTDOWN_UNPROTECTED,
     LONG_LIVED_STREAMS,
     PRESTOP_EXCEEDS_GRACE,
-    NATIVE_DRAIN_ENDS_BEFORE_APP,
+    LISTENERS_CLOSE_BEFORE_APP,
     IN_PLACE_RESTART_SKIPS_DRAIN,
     ROLLOUT_CAPACITY,
     MISSING_READINESS,

@@ -135,15 +135,21 @@ fn job_sidecar_never_exits(context: &Context, findings: &mut Vec<Finding>) {
         }
         Mesh::Linkerd => "",
     };
+    // A helper that never finishes either (ML304's) is not among the containers that finish.
+    let helpers: Vec<&str> =
+        super::batch_helpers::holding_helpers(context.workload, context.settings)
+            .map(|holders| holders.helpers.iter().map(|helper| helper.name()).collect())
+            .unwrap_or_default();
+    let finishing: Vec<String> = context
+        .app_containers()
+        .filter(|(_, container)| !helpers.contains(&container.name()))
+        .map(|(_, container)| format!("\"{}\"", container.name()))
+        .collect();
     let message = format!(
         "{} keeps running once {} {} finished, so the pod never completes and {} never succeeds{not_a_fix}.",
         capitalised(&context.proxy_phrase()),
-        context.app_containers_phrase(),
-        if context.app_containers().count() == 1 {
-            "has"
-        } else {
-            "have"
-        },
+        super::counted("container", &finishing),
+        if finishing.len() == 1 { "has" } else { "have" },
         kind_phrase(context)
     );
     let fix = match context.mesh() {

@@ -196,7 +196,11 @@ pub(crate) struct Helper<'w> {
     unused_endpoint: bool,
 }
 
-impl Helper<'_> {
+impl<'w> Helper<'w> {
+    pub(crate) fn name(&self) -> &'w str {
+        self.container.name()
+    }
+
     /// `container "cloud-sql-proxy" (the Cloud SQL Auth Proxy)`, for the timeline.
     #[cfg(not(target_arch = "wasm32"))]
     pub(crate) fn phrase(&self) -> String {

@@ -10,7 +10,7 @@ mod restarts;
 mod rollout;
 mod shutdown;
 #[cfg(not(target_arch = "wasm32"))]
-pub(crate) use shutdown::native_proxy_drains_at_deletion;
+pub(crate) use shutdown::{classic_listeners_close_ms, native_proxy_drains_at_deletion};
 mod startup;
 
 use crate::catalogue::{

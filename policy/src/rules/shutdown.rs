@@ -3,8 +3,8 @@
 
 use super::{Context, Finding, prestop_delay_seconds};
 use crate::catalogue::{
-    DRAIN_EXCEEDS_GRACE, LINKERD_APP_SHUTDOWN_UNPROTECTED, LONG_LIVED_STREAMS,
-    NATIVE_DRAIN_ENDS_BEFORE_APP, PRESTOP_EXCEEDS_GRACE, PROXY_EXITS_BEFORE_APP,
+    DRAIN_EXCEEDS_GRACE, LINKERD_APP_SHUTDOWN_UNPROTECTED, LISTENERS_CLOSE_BEFORE_APP,
+    LONG_LIVED_STREAMS, PRESTOP_EXCEEDS_GRACE, PROXY_EXITS_BEFORE_APP,
 };
 use crate::duration::format_ms;
 use crate::input::{Container, IntOrString};
@@ -17,12 +17,12 @@ pub fn check(context: &Context, findings: &mut Vec<Finding>) {
         Mesh::Istio if classic => {
             context.run(&DRAIN_EXCEEDS_GRACE, findings, drain_exceeds_grace);
             context.run(&PROXY_EXITS_BEFORE_APP, findings, proxy_exits_before_app);
+            context.run(
+                &LISTENERS_CLOSE_BEFORE_APP,
+                findings,
+                listeners_close_before_app,
+            );
         }
-        Mesh::Istio if context.decision.is_native() => context.run(
-            &NATIVE_DRAIN_ENDS_BEFORE_APP,
-            findings,
-            native_drain_ends_before_app,
-        ),
         Mesh::Linkerd if classic => context.run(
             &LINKERD_APP_SHUTDOWN_UNPROTECTED,
             findings,
@@ -178,7 +178,8 @@ fn proxy_exits_before_app(context: &Context, findings: &mut Vec<Finding>) {
 
 /// Whether the native istio-proxy drains at the pod's deletion: Istio's native template gives it
 /// the preStop `pilot-agent request POST drain`; an injected proxy without it (an older
-/// template, a custom one) drains only at its SIGTERM, after the apps.
+/// template, a custom one) drains only at its SIGTERM, after the apps. For the timeline.
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn native_proxy_drains_at_deletion(context: &Context) -> bool {
     match context.decision.proxy(context.workload) {
         Some(proxy) => proxy.pre_stop().is_some_and(|hook| {
@@ -190,22 +191,38 @@ pub(crate) fn native_proxy_drains_at_deletion(context: &Context) -> bool {
     }
 }
 
-/// ML406. The native proxy's preStop starts Envoy's drain (`drain_listeners?inboundonly&graceful`,
-/// `--drain-strategy immediate`) at the deletion, beside the app's own preStop; after
-/// drainDuration the inbound listeners close. An app still in a known preStop delay then
-/// (waiting for its endpoint to leave the load balancers) has new connections refused.
-fn native_drain_ends_before_app(context: &Context, findings: &mut Vec<Finding>) {
-    if !native_proxy_drains_at_deletion(context) {
-        return;
-    }
+/// When a classic Istio proxy's inbound listeners close: pilot-agent answers SIGTERM with
+/// Envoy's `drain_listeners?inboundonly&graceful` (no `skip_exit`), so Envoy stops them after
+/// `--drain-time-s` = drainDuration, while the agent keeps Envoy for terminationDrainDuration.
+/// `None` when the proxy leaves first, or waits for connections (EXIT_ON_ZERO_ACTIVE_CONNECTIONS),
+/// or has a preStop of its own. Native proxies drain with `skip_exit` and never close them.
+pub(crate) fn classic_listeners_close_ms(context: &Context) -> Option<u64> {
     let decision = context.decision;
-    let drain_ms = decision.envoy_drain_ms;
-    let grace_ms = (grace_seconds(context).max(0) as u64).saturating_mul(1000);
-    if drain_ms >= grace_ms {
-        // The kubelet kills the pod before the listeners would close.
-        return;
+    if !decision.is_classic() || decision.exit_on_zero_active_connections {
+        return None;
     }
-    let drain = format_ms(drain_ms);
+    if decision
+        .proxy(context.workload)
+        .is_some_and(|proxy| proxy.pre_stop().is_some())
+    {
+        return None;
+    }
+    let grace_ms = (grace_seconds(context).max(0) as u64).saturating_mul(1000);
+    (decision.envoy_drain_ms < decision.drain_ms.min(grace_ms)).then_some(decision.envoy_drain_ms)
+}
+
+/// ML406. Seen on the real node: drainDuration 4s under terminationDrainDuration 12s refused
+/// every new connection from 4.3 s until the proxy left at 12 s, while the app slept in its
+/// preStop.
+fn listeners_close_before_app(context: &Context, findings: &mut Vec<Finding>) {
+    let Some(close_ms) = classic_listeners_close_ms(context) else {
+        return;
+    };
+    let decision = context.decision;
+    let grace_ms = (grace_seconds(context).max(0) as u64).saturating_mul(1000);
+    let proxy_exit_ms = decision.drain_ms.min(grace_ms);
+    let drain = format_ms(close_ms);
+    let termination = format_ms(decision.drain_ms);
     let source = if decision.envoy_drain_from_annotation {
         "from proxy.istio.io/config"
     } else {
@@ -213,23 +230,22 @@ fn native_drain_ends_before_app(context: &Context, findings: &mut Vec<Finding>) 
     };
     for (index, container, delay) in known_prestop_delays(context) {
         let delay_ms = (delay.max(0) as u64).saturating_mul(1000);
-        if delay_ms <= drain_ms {
+        if delay_ms <= close_ms {
             continue;
         }
         let name = container.name();
-        let open_for = format_ms(delay_ms.min(grace_ms) - drain_ms);
+        let refused_until = format_ms(delay_ms.min(proxy_exit_ms));
         let message = format!(
-            "container \"{name}\" waits {delay}s in preStop, but {} starts draining at the pod's deletion and closes its inbound listeners after drainDuration {drain} ({source}), so for the last {open_for} of that wait new connections to the app are refused while its endpoint may still be in rotation.",
+            "container \"{name}\" waits {delay}s in preStop, but {} closes its inbound listeners after drainDuration {drain} ({source}) while terminationDrainDuration {termination} keeps it running, so from {drain} to {refused_until} new connections to the app are refused although it still serves.",
             context.proxy_phrase()
         );
         let fix = format!(
-            "Set drainDuration in proxy.istio.io/config above {delay}s (for example drainDuration: {}s), or shorten the app's preStop below {drain}.",
-            delay + 5
+            "Set drainDuration in proxy.istio.io/config to at least terminationDrainDuration ({termination}), or use native sidecars, whose drain keeps the listeners open until the proxy exits."
         );
         findings.push(
             context
                 .finding(
-                    &NATIVE_DRAIN_ENDS_BEFORE_APP,
+                    &LISTENERS_CLOSE_BEFORE_APP,
                     prestop_path(context, index),
                     message,
                     fix,

@@ -90,7 +90,7 @@ fn places_of_rule(rule: &str) -> Option<&'static [Place]> {
             Place::Event(Shutdown, ProxyExit),
         ],
         "ML406" => &[
-            Place::Event(Shutdown, DrainEnd),
+            Place::Event(Shutdown, ListenersClosed),
             Place::Event(Shutdown, DrainStart),
         ],
         "ML403" => &[

@@ -103,6 +103,8 @@ pub enum EventKind {
     EndpointRemoved,
     PreStop,
     DrainStart,
+    /// A classic Istio proxy's inbound listeners close (drainDuration) before it exits.
+    ListenersClosed,
     DrainEnd,
     AppExit,
     ProxyExit,

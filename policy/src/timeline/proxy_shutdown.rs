@@ -22,50 +22,26 @@ impl Builder<'_, '_> {
                 // Native sidecars get SIGTERM after the app containers exit (Kubernetes 1.29+),
                 // and leave at once.
                 let exit = last_app_exit.min(grace_ms);
-                let mut refuses_new_from = exit;
                 let drain_note = match mesh {
                     Mesh::Istio if self.native_istio_drains_at_deletion() => {
-                        // The preStop starts Envoy's drain at the deletion: inbound responses
-                        // carry Connection: close at once, and the inbound listeners close after
-                        // drainDuration, outbound keeps working.
-                        let drain_ms = decision.envoy_drain_ms;
-                        let source = if decision.envoy_drain_from_annotation {
-                            Source::Manifest(self.workload.annotation_path("proxy.istio.io/config"))
-                        } else {
-                            Source::Default(format!(
-                                "Istio's drainDuration {} (pilot-agent drain in the native \
-                                 preStop)",
-                                format_seconds(drain_ms)
-                            ))
-                        };
-                        let closes = drain_ms < exit;
+                        // The preStop starts Envoy's drain at the deletion with `skip_exit`:
+                        // inbound responses carry Connection: close at once, and the listeners
+                        // stay open until the proxy exits (seen on the real node).
                         self.event(
                             Phase::Shutdown,
                             EventKind::DrainStart,
-                            (0, Some(drain_ms.min(exit))),
+                            (0, Some(exit)),
                             Some(proxy),
                             format!(
                                 "{proxy} preStop starts Envoy's drain at the deletion: inbound \
-                                 responses carry Connection: close (HTTP/2: GOAWAY); outbound \
-                                 keeps working"
+                                 responses carry Connection: close (HTTP/2: GOAWAY); listeners \
+                                 and outbound stay open until it exits"
                             ),
-                            source.clone(),
+                            Source::Default(
+                                "Istio's native sidecar preStop (pilot-agent drain, skip_exit)"
+                                    .into(),
+                            ),
                         );
-                        if closes {
-                            self.event(
-                                Phase::Shutdown,
-                                EventKind::DrainEnd,
-                                (drain_ms, None),
-                                Some(proxy),
-                                format!(
-                                    "{proxy} closes its inbound listeners after drainDuration \
-                                     {}: new connections to the app are refused",
-                                    format_seconds(drain_ms)
-                                ),
-                                source,
-                            );
-                            refuses_new_from = drain_ms;
-                        }
                         "Envoy already drained"
                     }
                     Mesh::Istio => "drains only now, after the apps",
@@ -85,7 +61,7 @@ impl Builder<'_, '_> {
                 );
                 ProxyExit {
                     at_ms: exit,
-                    refuses_new_from,
+                    refuses_new_from: exit,
                 }
             }
             (Mesh::Istio, Placement::Classic { .. }) => {
@@ -159,9 +135,34 @@ impl Builder<'_, '_> {
                     format!("{proxy} gone: the app's inbound and outbound traffic stop"),
                     Source::Derived("the drain's end".into()),
                 );
+                // Envoy stops the inbound listeners after drainDuration (no skip_exit on the
+                // SIGTERM path), while the agent keeps it for terminationDrainDuration.
+                let listeners_close = self.classic_listeners_close().filter(|at| *at < exit);
+                if let Some(at) = listeners_close {
+                    let source = if decision.envoy_drain_from_annotation {
+                        Source::Manifest(self.workload.annotation_path("proxy.istio.io/config"))
+                    } else {
+                        Source::Default(format!(
+                            "Istio's drainDuration {} (Envoy's --drain-time-s)",
+                            format_seconds(at)
+                        ))
+                    };
+                    self.event(
+                        Phase::Shutdown,
+                        EventKind::ListenersClosed,
+                        (at, None),
+                        Some(proxy),
+                        format!(
+                            "{proxy} closes its inbound listeners after drainDuration {}: new \
+                             connections to the app are refused",
+                            format_seconds(at)
+                        ),
+                        source,
+                    );
+                }
                 ProxyExit {
                     at_ms: exit,
-                    refuses_new_from: exit,
+                    refuses_new_from: listeners_close.unwrap_or(exit),
                 }
             }
             (Mesh::Linkerd, Placement::Classic { .. }) => {
@@ -214,7 +215,7 @@ impl Builder<'_, '_> {
 }
 
 impl Builder<'_, '_> {
-    /// Whether the pod's native istio-proxy drains at the deletion (ML406's reading).
+    /// Whether the pod's native istio-proxy drains at the deletion.
     fn native_istio_drains_at_deletion(&self) -> bool {
         let Some(decision) = self.decision else {
             return false;
@@ -225,6 +226,16 @@ impl Builder<'_, '_> {
             settings: self.settings,
         };
         crate::rules::native_proxy_drains_at_deletion(&context)
+    }
+
+    /// When a classic Istio proxy's inbound listeners close (ML406's reading).
+    fn classic_listeners_close(&self) -> Option<u64> {
+        let context = crate::rules::Context {
+            workload: self.workload,
+            decision: self.decision?,
+            settings: self.settings,
+        };
+        crate::rules::classic_listeners_close_ms(&context)
     }
 }
 

@@ -629,10 +629,11 @@ fn a_linkerd_job_calling_shutdown_completes_only_with_the_endpoint_enabled() {
 }
 
 /// Istio's native template drains at the deletion (its preStop `pilot-agent request POST
-/// drain`), not after the apps: seen on the real node (docs/rules.md ML406), pilot-agent logged
-/// `handling /drain` within 50 ms of the deletion while the app was still in its shutdown.
+/// drain`), not after the apps, and keeps its listeners open (`skip_exit`): seen on the real
+/// node (docs/rules.md ML406), pilot-agent logged `handling /drain` when the kubelet ran the
+/// preStops, and every new connection was answered until the app's SIGTERM 12 s later.
 #[test]
-fn a_native_istio_proxy_drains_from_the_deletion_and_closes_inbound_after_drain_duration() {
+fn a_native_istio_proxy_drains_from_the_deletion_and_keeps_its_listeners() {
     let template = istio(json!({"proxy.istio.io/config": "drainDuration: 5s"}));
     let timeline = timeline_with(
         workload(
@@ -644,27 +645,45 @@ fn a_native_istio_proxy_drains_from_the_deletion_and_closes_inbound_after_drain_
         native(),
     );
     assert_eq!(at(&timeline, Phase::Shutdown, EventKind::DrainStart), 0);
-    assert_eq!(at(&timeline, Phase::Shutdown, EventKind::DrainEnd), 5_000);
     assert_eq!(at(&timeline, Phase::Shutdown, EventKind::ProxyExit), 11_000);
-    let anchor = timeline.anchor_of("ML406", None);
-    let end = timeline
-        .events
-        .iter()
-        .position(|event| event.kind == EventKind::DrainEnd)
-        .unwrap();
-    assert_eq!(anchor, Some(meshlife_policy::timeline::Anchor::Event(end)));
-
-    // With the default drainDuration (45 s) the listeners outlast the app: no close is drawn.
-    let default = timeline_with(
-        workload("Deployment", istio(json!({})), json!({})),
-        native(),
-    );
-    assert_eq!(at(&default, Phase::Shutdown, EventKind::DrainStart), 0);
     assert!(
-        default
+        timeline
             .events
             .iter()
-            .all(|event| event.kind != EventKind::DrainEnd),
-        "{default:#?}"
+            .all(|event| event.kind != EventKind::ListenersClosed),
+        "{timeline:#?}"
+    );
+}
+
+/// A classic proxy's SIGTERM drain has no `skip_exit`: Envoy stops the inbound listeners after
+/// drainDuration while pilot-agent keeps it for terminationDrainDuration (ML406; seen on the
+/// real node: refused from 4.3 s to 12 s).
+#[test]
+fn a_classic_istio_proxy_closes_its_listeners_after_drain_duration() {
+    let template = istio(json!({"proxy.istio.io/config":
+        "drainDuration: 4s\nterminationDrainDuration: 12s"}));
+    let timeline = timeline_with(
+        workload(
+            "Deployment",
+            template,
+            json!({"containers": [{"name": "web", "image": "web:1",
+                "lifecycle": {"preStop": {"sleep": {"seconds": 12}}}}]}),
+        ),
+        classic(),
+    );
+    assert_eq!(at(&timeline, Phase::Shutdown, EventKind::DrainStart), 0);
+    assert_eq!(
+        at(&timeline, Phase::Shutdown, EventKind::ListenersClosed),
+        4_000
+    );
+    assert_eq!(at(&timeline, Phase::Shutdown, EventKind::ProxyExit), 12_000);
+    let closed = timeline
+        .events
+        .iter()
+        .position(|event| event.kind == EventKind::ListenersClosed)
+        .unwrap();
+    assert_eq!(
+        timeline.anchor_of("ML406", None),
+        Some(meshlife_policy::timeline::Anchor::Event(closed))
     );
 }
