@@ -12,6 +12,7 @@ mod kubernetes;
 mod linkerd;
 pub mod reader;
 mod snapshot;
+pub mod webhooks;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -175,6 +176,12 @@ pub fn facts_of(snapshot: &Snapshot, flags: &ClusterFactArgs) -> Result<ClusterF
                 .into(),
         );
     }
+    notes.extend(native_sidecar_notices(
+        snapshot,
+        &kubernetes.value,
+        istio.as_ref(),
+        linkerd.as_ref(),
+    ));
     Ok(ClusterFacts {
         cluster: snapshot.cluster.clone(),
         kubernetes,
@@ -187,6 +194,51 @@ pub fn facts_of(snapshot: &Snapshot, flags: &ClusterFactArgs) -> Result<ClusterF
             .collect(),
         notes,
     })
+}
+
+/// One line per mutating webhook that runs after a mesh's injector while it injects native
+/// sidecars (its default: ENABLE_NATIVE_SIDECARS or `proxy.nativeSidecar` when set, else what
+/// the version does on these kubelets), and takes Pod CREATE: such a webhook can remove the
+/// proxy's `restartPolicy`, and then every meshed pod is refused (ML104). Known offenders are
+/// named as such; the others are said neutrally. A mesh that injects classic sidecars gets
+/// none: a webhook after it cannot do this to a pod that does not opt into native sidecars.
+fn native_sidecar_notices(
+    snapshot: &Snapshot,
+    kubernetes: &KubernetesVersion,
+    istio: Option<&IstioInstall>,
+    linkerd: Option<&LinkerdInstall>,
+) -> Vec<String> {
+    let mut injectors = Vec::new();
+    if let Some(istio) = istio {
+        let revisions: Vec<String> = istio
+            .revisions
+            .iter()
+            .filter(|revision| {
+                revision.native_sidecars.as_ref().map_or_else(
+                    || revision.version.value.native_by_default(kubernetes),
+                    |fact| fact.value,
+                )
+            })
+            .map(|revision| revision.name.clone())
+            .collect();
+        if !revisions.is_empty() {
+            injectors.push(webhooks::Injector::Istio { revisions });
+        }
+    }
+    if let Some(linkerd) = linkerd {
+        let native = linkerd.native_sidecars.as_ref().map_or_else(
+            || linkerd.version.value.native_by_default(),
+            |fact| fact.value,
+        );
+        if native {
+            injectors.push(webhooks::Injector::Linkerd);
+        }
+    }
+    injectors
+        .iter()
+        .flat_map(|injector| webhooks::webhooks_after(&snapshot.mutating_webhooks, injector))
+        .map(|later| later.notice())
+        .collect()
 }
 
 /// One set of facts, for the namespaces of its scope (all of them without one).

@@ -72,7 +72,8 @@ pub const PERMISSIONS: [Permission; 6] = [
         group: "admissionregistration.k8s.io",
         resource: "mutatingwebhookconfigurations",
         verbs: &["list"],
-        why: "the injectors' namespace and object selectors, Istio's revision tags",
+        why: "the injectors' namespace and object selectors, Istio's revision tags, and the \
+              webhooks that run after the injectors",
     },
 ];
 

@@ -194,6 +194,16 @@ pub struct IstioVersion {
     pub text: String,
 }
 
+impl IstioVersion {
+    /// Whether istiod injects native sidecars when ENABLE_NATIVE_SIDECARS is not set: `auto`
+    /// from 1.27, which is native only when every kubelet (the lowest, `kubernetes`) is 1.33 or
+    /// later; classic before 1.27. The same reading `meshlife constraint` writes the parameter by.
+    pub fn native_by_default(&self, kubernetes: &KubernetesVersion) -> bool {
+        self.minor >= super::parameters::ISTIO_AUTO_NATIVE_SINCE
+            && kubernetes.minor >= super::generate::ISTIO_AUTO_NATIVE_MIN_KUBERNETES
+    }
+}
+
 impl fmt::Display for IstioVersion {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str(&self.text)

@@ -6,6 +6,10 @@ use crate::cli_support;
 
 use cli_support::*;
 
+/// An API server on a real socket, for the tests that read a cluster (here and in
+/// `cli_diagnose.rs`, which uses it from here: a file is loaded as one module).
+use crate::fake_api_server;
+
 /// What `helm template` prints: no `metadata.namespace`, a `# Source:` comment.
 const HELM_JOB: &str = r#"---
 # Source: shop/templates/migrate.yaml
@@ -567,4 +571,86 @@ fn the_facts_reader_cluster_role_is_what_the_reader_reads() {
     let bad = workspace.run(&["install", "facts-reader", "--service-account", "deployer"]);
     assert_eq!(bad.code, 2, "{bad:?}");
     assert!(bad.stderr.contains("NAMESPACE/NAME"), "{bad:?}");
+}
+
+/// `meshlife constraint --kubeconfig` and `check --kubeconfig` against an API server on a real
+/// socket: a native Istio install and the webhooks beside it. Each webhook that sees pods after
+/// the injector is said on one line, naming its configuration and webhook; none fails the run.
+#[test]
+fn reading_a_cluster_names_the_webhooks_after_a_native_injector_without_failing() {
+    let fixture = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/mesh-installs/istio-1.27-native-webhooks.yaml"
+    ))
+    .unwrap();
+    let server = fake_api_server::FakeApiServer::serve(&fixture, "v1.33.2");
+    let workspace = Workspace::new();
+    let kubeconfig = server.kubeconfig(workspace.path());
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    let notices = |outcome: &Outcome| -> Vec<String> {
+        outcome
+            .stderr
+            .lines()
+            .filter_map(|line| line.strip_prefix("meshlife: note: native sidecars: "))
+            .map(str::to_string)
+            .collect()
+    };
+
+    let outcome = workspace.run(&[
+        "constraint",
+        "--kubeconfig",
+        kubeconfig,
+        "-o",
+        "constraint.yaml",
+    ]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    let said = notices(&outcome);
+    assert_eq!(said.len(), 3, "{outcome:?}");
+    assert!(
+        said[0].starts_with(
+            "MutatingWebhookConfiguration datadog-webhook, webhook datadog.webhook.agent.config: \
+             matches Pod CREATE and sorts before Istio's injector (istio-sidecar-injector) but \
+             has reinvocationPolicy: IfNeeded, so it runs again after it; the Datadog Cluster \
+             Agent's admission controller"
+        ),
+        "{said:#?}"
+    );
+    assert!(
+        said[1].starts_with(
+            "MutatingWebhookConfiguration pod-identity-webhook, webhook \
+             iam-for-pods.amazonaws.com: matches Pod CREATE and runs after Istio's injector \
+             (istio-sidecar-injector); the EKS pod identity webhook"
+        ),
+        "{said:#?}"
+    );
+    assert_eq!(
+        said[2],
+        "MutatingWebhookConfiguration vault-agent-injector-cfg, webhook vault.hashicorp.com: \
+         matches Pod CREATE and runs after Istio's injector (istio-sidecar-injector); it may \
+         change pods after the injector; if pods fail with \"may not be set for init containers \
+         without restartPolicy=Always\", check it"
+    );
+    assert!(
+        !outcome
+            .stderr
+            .contains("gatekeeper-mutating-webhook-configuration")
+            && !outcome.stderr.contains("service-defaults-webhook"),
+        "{outcome:?}"
+    );
+    // The facts were read over the socket, the webhooks among them.
+    let requests = server.requests();
+    assert!(
+        requests.iter().any(|request| request
+            .starts_with("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations")),
+        "{requests:#?}"
+    );
+    let written = std::fs::read_to_string(workspace.path().join("constraint.yaml")).unwrap();
+    assert!(written.contains("nativeSidecars: true"), "{written}");
+
+    // `check` says the same, and a workload without findings still passes: notices never fail
+    // a run.
+    workspace.write("web.yaml", &plain_deployment("web", "tools"));
+    let outcome = workspace.run(&["check", "web.yaml", "--kubeconfig", kubeconfig]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    assert_eq!(notices(&outcome).len(), 3, "{outcome:?}");
 }

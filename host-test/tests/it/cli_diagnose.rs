@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use crate::cli_support::{self, Outcome, Workspace};
+use crate::fake_api_server;
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/diagnose");
 
@@ -1555,4 +1556,449 @@ fn a_proxy_drain_shorter_than_the_apps_prestop_leaves_it_without_a_proxy() {
     );
     let running = json_run(&case_files("istio-real-order-proxy-first"));
     assert_eq!(status_of(&running, "ML402"), "cannot-tell", "{running:?}");
+}
+
+/// The one diagnosis of a workload whose pods the API server refused, in a `-o json` run.
+fn refused_diagnosis(outcome: &Outcome) -> Value {
+    let run = outcome.json_envelope();
+    let refused: Vec<&Value> = run["diagnoses"]
+        .as_array()
+        .expect("diagnoses")
+        .iter()
+        .filter(|diagnosis| diagnosis.get("refused").is_some())
+        .collect();
+    assert_eq!(refused.len(), 1, "{outcome:?}");
+    refused[0].clone()
+}
+
+/// The ML104 conclusion of a refused workload's diagnosis: its only one.
+fn ml104_of(diagnosis: &Value) -> Value {
+    let conclusions = diagnosis["conclusions"].as_array().unwrap();
+    assert_eq!(conclusions.len(), 1, "{diagnosis:#}");
+    assert_eq!(conclusions[0]["rule"], "ML104", "{diagnosis:#}");
+    conclusions[0].clone()
+}
+
+/// What a conclusion's evidence shows, each as `place: shows`.
+fn evidence_lines(conclusion: &Value) -> Vec<String> {
+    conclusion["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|cited| {
+            format!(
+                "{} {}: {}",
+                cited["file"].as_str().unwrap_or(""),
+                cited["field"]
+                    .as_str()
+                    .map(str::to_string)
+                    .or_else(|| cited["line"].as_u64().map(|line| line.to_string()))
+                    .unwrap_or_default(),
+                cited["shows"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_replicasets_failed_creates_alone_confirm_ml104_and_say_what_is_missing() {
+    let outcome = json_run(&case_files("istio-native-restartpolicy-removed"));
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    // Only the workload's events: no pod is diagnosed beside it.
+    assert_eq!(
+        outcome.json_envelope()["diagnoses"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1,
+        "{outcome:?}"
+    );
+    let diagnosis = refused_diagnosis(&outcome);
+    assert_eq!(
+        diagnosis["pod"],
+        "the pods of ReplicaSet shop/web-7d9c5f8b4"
+    );
+    let refused = &diagnosis["refused"];
+    assert_eq!(refused["workload"], "ReplicaSet shop/web-7d9c5f8b4");
+    assert_eq!(refused["events"][1]["count"], 13);
+    assert_eq!(refused["events"][1]["pod"], "web-7d9c5f8b4-q9zt6");
+    assert_eq!(
+        refused["events"][1]["initContainers"],
+        serde_json::json!([{"index": 1, "fields": ["readinessProbe", "startupProbe"]}])
+    );
+    assert_eq!(
+        refused["events"][1]["time"],
+        serde_json::json!({"earliest": "2026-03-02T10:14:17.000Z", "latest": "2026-03-02T10:37:52.000Z"})
+    );
+    let ml104 = ml104_of(&diagnosis);
+    assert_eq!(ml104["status"], "confirmed");
+    assert_eq!(
+        ml104["summary"],
+        "the API server refused the pods of ReplicaSet shop/web-7d9c5f8b4 14 times, from \
+         10:14:07 to 10:37:52: spec.initContainers[1] (which container is not told: Istio and \
+         Linkerd put their proxy (istio-proxy, linkerd-proxy) there, after their own init \
+         container, but nothing in the data says which mesh injects these pods) holds \
+         readinessProbe and startupProbe, which only a native sidecar may, but not \
+         restartPolicy: Always. The mesh's injector sets it, so a mutating webhook that runs \
+         after the injector removed it (one built on a k8s.io/api older than 0.28, whose \
+         Container has no restartPolicy, drops the field as it encodes the pod again), unless \
+         the API server lacks the SidecarContainers feature (Kubernetes 1.28 and older) and \
+         drops the field itself"
+    );
+    let evidence = evidence_lines(&ml104);
+    assert!(
+        evidence[0].ends_with(
+            "events.json items[1]: the API server refused pod web-7d9c5f8b4-x7k2p: \
+             spec.initContainers[1] holds readinessProbe and startupProbe without restartPolicy: \
+             Always"
+        ),
+        "{evidence:#?}"
+    );
+    assert!(
+        evidence[1].ends_with("without restartPolicy: Always (13 times)"),
+        "{evidence:#?}"
+    );
+    let missing = ml104["missing"].to_string();
+    assert!(
+        missing.contains("which mesh injects these pods")
+            && missing.contains("the MutatingWebhookConfigurations that run after the injector"),
+        "{missing}"
+    );
+    let fix = ml104["fix"].as_str().unwrap();
+    assert!(
+        fix.starts_with(
+            "make the mutating webhook that removes it keep the field, or keep it off the meshed \
+             pods: run a release of it built on k8s.io/api 0.28 or later"
+        ) && fix.contains("objectSelector or namespaceSelector")
+            && fix.contains("reinvocationPolicy: Never")
+            && fix.ends_with(
+                "take the workload off native sidecars: `sidecar.istio.io/nativeSidecar: \
+                 \"false\"` (Istio) or `config.linkerd.io/proxy-enable-native-sidecar: \
+                 \"false\"` (Linkerd) on the pod template"
+            ),
+        "{fix}"
+    );
+}
+
+#[test]
+fn a_replicasets_describe_names_istio_proxy_from_the_template_it_asks_istio_for() {
+    let describe = format!("{DATA}/istio-native-restartpolicy-removed-describe/describe.txt");
+    let outcome = json_run(std::slice::from_ref(&describe));
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains(
+            "`kubectl describe` of ReplicaSet shop/web-7d9c5f8b4 (its pod template, 0 init \
+             container(s) of its own, 2 event(s))"
+        ),
+        "{outcome:?}"
+    );
+    let diagnosis = refused_diagnosis(&outcome);
+    assert_eq!(diagnosis["refused"]["mesh"], "istio");
+    let ml104 = ml104_of(&diagnosis);
+    let summary = ml104["summary"].as_str().unwrap();
+    // describe's table gives ages, not times: no time is said.
+    assert!(
+        summary.starts_with(
+            "the API server refused the pods of ReplicaSet shop/web-7d9c5f8b4 14 times: \
+             spec.initContainers[1], istio-proxy, where Istio's injector puts its native sidecar \
+             after istio-init (istio-validation under istio-cni), holds readinessProbe and \
+             startupProbe, which only a native sidecar may, but not restartPolicy: Always. \
+             Istio's injector sets it, so a mutating webhook that runs after the injector \
+             removed it"
+        ),
+        "{summary}"
+    );
+    let evidence = evidence_lines(&ml104);
+    assert!(
+        evidence.iter().any(|line| line.ends_with(
+            "describe.txt 16: the pods ask for Istio's injection: the pod template's label \
+             sidecar.istio.io/inject: \"true\""
+        )),
+        "{evidence:#?}"
+    );
+    assert!(
+        evidence.iter().any(|line| line
+            .ends_with("describe.txt 13: the pod template has no init container of its own")),
+        "{evidence:#?}"
+    );
+    // Only Istio's way off native sidecars.
+    let fix = ml104["fix"].as_str().unwrap();
+    assert!(
+        fix.ends_with("`sidecar.istio.io/nativeSidecar: \"false\"` on the pod template")
+            && !fix.contains("linkerd"),
+        "{fix}"
+    );
+
+    // The text report says it as such.
+    let text = diagnose(std::slice::from_ref(&describe));
+    assert_eq!(text.code, 1, "{text:?}");
+    for said in [
+        "Pods of ReplicaSet shop/web-7d9c5f8b4 (istio mesh): none created, the API server refused \
+         them",
+        "(no time), 13 times: pod web-7d9c5f8b4-q9zt6: spec.initContainers[1] readinessProbe, \
+         startupProbe without restartPolicy: Always  [",
+        "✗ ML104 native-sidecar-unsupported: confirmed: the API server refused the pods of \
+         ReplicaSet shop/web-7d9c5f8b4 14 times: spec.initContainers[1], istio-proxy,",
+        "      fix: make the mutating webhook that removes it keep the field",
+    ] {
+        assert!(text.stdout.contains(said), "{said}\n{text:?}");
+    }
+
+    // Given with the same ReplicaSet's events, it is one workload: the dated events are counted,
+    // describe's undated rows of the same refusals are not counted twice.
+    let mut both = case_files("istio-native-restartpolicy-removed");
+    both.push(describe);
+    let outcome = json_run(&both);
+    let diagnosis = refused_diagnosis(&outcome);
+    assert_eq!(diagnosis["refused"]["mesh"], "istio");
+    let summary = ml104_of(&diagnosis)["summary"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        summary.starts_with(
+            "the API server refused the pods of ReplicaSet shop/web-7d9c5f8b4 14 times, from \
+             10:14:07 to 10:37:52: spec.initContainers[1], istio-proxy,"
+        ),
+        "{summary}"
+    );
+    assert!(
+        outcome
+            .stderr
+            .contains("are left out: the dated events of the same workload were given too"),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn a_jobs_describe_under_linkerd_names_linkerd_proxy_before_the_templates_own_init_container() {
+    let outcome = json_run(&case_files("linkerd-native-restartpolicy-removed-job"));
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    let diagnosis = refused_diagnosis(&outcome);
+    assert_eq!(
+        diagnosis["refused"]["workload"],
+        "Job reports/nightly-report"
+    );
+    assert_eq!(diagnosis["refused"]["mesh"], "linkerd");
+    let ml104 = ml104_of(&diagnosis);
+    assert_eq!(ml104["status"], "confirmed");
+    let summary = ml104["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with(
+            "the API server refused the pods of Job reports/nightly-report 6 times: \
+             spec.initContainers[1], linkerd-proxy, where Linkerd's injector puts its native \
+             sidecar after linkerd-init (linkerd-network-validator under linkerd-cni), holds \
+             livenessProbe, readinessProbe and startupProbe"
+        ),
+        "{summary}"
+    );
+    let evidence = evidence_lines(&ml104);
+    assert!(
+        evidence.iter().any(|line| line
+            .ends_with("the pod template's own init containers, after the mesh's: fetch-config")),
+        "{evidence:#?}"
+    );
+    assert!(
+        evidence
+            .iter()
+            .any(|line| line.ends_with("the pod template's annotation linkerd.io/inject: enabled")),
+        "{evidence:#?}"
+    );
+    let fix = ml104["fix"].as_str().unwrap();
+    assert!(
+        fix.contains("sorts before linkerd-proxy-injector-webhook-config")
+            && fix.ends_with(
+                "`config.linkerd.io/proxy-enable-native-sidecar: \"false\"` on the pod template"
+            ),
+        "{fix}"
+    );
+}
+
+#[test]
+fn other_failed_creates_never_confirm_ml104_and_a_pods_own_diagnosis_is_unchanged() {
+    // A quota exceeded and Pod Security refusing istio-init: not ML104's; the run is what it was.
+    let outcome = json_run(&case_files("failedcreate-other-reasons"));
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    let run = outcome.json_envelope();
+    for diagnosis in run["diagnoses"].as_array().unwrap() {
+        assert!(diagnosis.get("refused").is_none(), "{outcome:?}");
+        assert!(
+            diagnosis["conclusions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|conclusion| conclusion["rule"] != "ML104"),
+            "{outcome:?}"
+        );
+    }
+
+    // A pod's own files with a workload's refusals beside them: the pod is diagnosed as alone,
+    // and the refused pods apart.
+    let pod_files = case_files("istio-startup-race");
+    let alone = json_run(&pod_files);
+    let mut with_refusals = pod_files.clone();
+    with_refusals.extend(case_files("istio-native-restartpolicy-removed"));
+    let beside = json_run(&with_refusals);
+    let diagnoses = beside.json_envelope()["diagnoses"].clone();
+    assert_eq!(diagnoses.as_array().unwrap().len(), 2, "{beside:?}");
+    assert_eq!(
+        diagnoses[0]["conclusions"],
+        alone.json_envelope()["diagnoses"][0]["conclusions"],
+        "{beside:?}"
+    );
+    assert_eq!(
+        diagnoses[1]["pod"],
+        "the pods of ReplicaSet shop/web-7d9c5f8b4"
+    );
+}
+
+/// The cluster of the live cases: Istio 1.27 with native sidecars, its neighbours' webhooks, and
+/// the Deployment shop/web whose newest ReplicaSet created no pod.
+fn live_cluster(keep: impl Fn(&str) -> bool) -> String {
+    let webhooks = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/mesh-installs/istio-1.27-native-webhooks.yaml"
+    ))
+    .unwrap();
+    let workload = std::fs::read_to_string(format!(
+        "{DATA}/istio-native-restartpolicy-removed-live/workload.yaml"
+    ))
+    .unwrap();
+    let documents: Vec<&str> = workload
+        .split("\n---\n")
+        .filter(|document| keep(document))
+        .collect();
+    format!("{webhooks}\n---\n{}", documents.join("\n---\n"))
+}
+
+#[test]
+fn a_deployment_without_pods_is_diagnosed_from_its_newest_replicaset_and_the_cluster_webhooks() {
+    let server = fake_api_server::FakeApiServer::serve(&live_cluster(|_| true), "v1.33.2");
+    let workspace = Workspace::new();
+    let kubeconfig = server.kubeconfig(workspace.path());
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    let outcome = workspace.run(&[
+        "diagnose",
+        "deployment/web",
+        "-n",
+        "shop",
+        "--kubeconfig",
+        kubeconfig,
+        "-o",
+        "json",
+    ]);
+    assert_eq!(outcome.code, 1, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains(
+            "deployment/web: no pod (selector app=web): replicaset/web-7d9c5f8b4's FailedCreate \
+             events say why"
+        ),
+        "{outcome:?}"
+    );
+    // The newest ReplicaSet's events were asked for, not the older one's.
+    let requests = server.requests();
+    assert!(
+        requests.iter().any(
+            |request| request.starts_with("/api/v1/namespaces/shop/events")
+                && request.contains("web-7d9c5f8b4")
+        ),
+        "{requests:#?}"
+    );
+    assert!(
+        !requests
+            .iter()
+            .any(|request| request.contains("web-5f6d8b9c7")),
+        "{requests:#?}"
+    );
+    let diagnosis = refused_diagnosis(&outcome);
+    assert_eq!(
+        diagnosis["refused"]["workload"],
+        "ReplicaSet shop/web-7d9c5f8b4"
+    );
+    // Only the FailedCreate events are read: the ReplicaSet's SuccessfulCreate is no refusal.
+    assert_eq!(
+        diagnosis["refused"]["events"].as_array().unwrap().len(),
+        2,
+        "{diagnosis:#}"
+    );
+    assert_eq!(diagnosis["refused"]["mesh"], "istio");
+    let ml104 = ml104_of(&diagnosis);
+    let summary = ml104["summary"].as_str().unwrap();
+    for said in [
+        "spec.initContainers[1], istio-proxy, where Istio's injector puts its native sidecar \
+         after istio-init (istio-validation under istio-cni), holds readinessProbe and \
+         startupProbe",
+        "; the API server (v1.33.2) keeps the field itself (SidecarContainers is on by default \
+         from Kubernetes 1.29). The webhooks that see the pods after Istio's injector: \
+         datadog-webhook (the Datadog Cluster Agent's admission controller, known to do this), \
+         pod-identity-webhook (the EKS pod identity webhook, known to do this), \
+         vault-agent-injector-cfg",
+    ] {
+        assert!(summary.contains(said), "{said}\n{summary}");
+    }
+    assert!(!summary.contains("gatekeeper"), "{summary}");
+    let evidence = evidence_lines(&ml104);
+    let cluster = format!("context fake (http://{}/)", server.address);
+    for said in [
+        "namespace/shop metadata.labels[istio-injection]: the pods ask for Istio's injection: \
+         namespace shop's label istio-injection=enabled"
+            .to_string(),
+        format!(
+            "MutatingWebhookConfiguration datadog-webhook ({cluster}) webhooks[0]: sorts before \
+             Istio's injector (istio-sidecar-injector) but has reinvocationPolicy: IfNeeded, so \
+             it runs again after it; the Datadog Cluster Agent's admission controller, whose \
+             releases built on k8s.io/api older than 0.28 remove restartPolicy from native \
+             sidecars"
+        ),
+        format!("{cluster} /version gitVersion: the API server is v1.33.2"),
+        "replicaset/web-7d9c5f8b4 (API server) spec.template: the pod template has no init \
+         container of its own"
+            .to_string(),
+    ] {
+        assert!(
+            evidence.iter().any(|line| line.starts_with(&said)),
+            "{said}\n{evidence:#?}"
+        );
+    }
+    assert!(ml104.get("missing").is_none(), "{ml104:#}");
+    let fix = ml104["fix"].as_str().unwrap();
+    assert!(
+        fix.starts_with(
+            "make datadog-webhook, pod-identity-webhook, vault-agent-injector-cfg keep the field"
+        ) && fix.contains("a configuration name that sorts before istio-sidecar-injector"),
+        "{fix}"
+    );
+}
+
+#[test]
+fn a_deployment_with_no_pod_and_no_refusal_is_still_an_error() {
+    let server = fake_api_server::FakeApiServer::serve(
+        &live_cluster(|document| !document.contains("reason: FailedCreate")),
+        "v1.33.2",
+    );
+    let workspace = Workspace::new();
+    let kubeconfig = server.kubeconfig(workspace.path());
+    let outcome = workspace.run(&[
+        "diagnose",
+        "deployment/web",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+    ]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains(
+            "deployment/web has no pod (selector app=web), and replicaset/web-7d9c5f8b4 records \
+             no FailedCreate event saying why"
+        ),
+        "{outcome:?}"
+    );
+    // Nothing refused: the cluster's webhooks are not read.
+    assert!(
+        !server
+            .requests()
+            .iter()
+            .any(|request| request.contains("mutatingwebhookconfigurations")),
+        "{:#?}",
+        server.requests()
+    );
 }

@@ -548,3 +548,152 @@ fn two_meshes_at_once_are_both_written_and_said() {
     assert_eq!(parameters["istio"]["nativeSidecars"], false);
     assert_eq!(parameters["linkerd"]["proxyAwait"], true);
 }
+
+/// The notices of webhooks that see pods after a mesh's injector: one line each, starting so.
+fn webhook_notices(facts: &ClusterFacts) -> Vec<String> {
+    facts
+        .notes
+        .iter()
+        .filter(|note| note.starts_with("native sidecars: "))
+        .cloned()
+        .collect()
+}
+
+/// A document of `name` from a fixture's stream.
+fn document_named(text: &str, name: &str) -> String {
+    text.split("\n---\n")
+        .find(|document| document.contains(&format!("\n  name: {name}\n")))
+        .unwrap_or_else(|| panic!("no document named {name}"))
+        .to_string()
+}
+
+#[test]
+fn webhooks_that_see_pods_after_a_native_injector_are_named_one_line_each() {
+    let facts = facts("istio-1.27-native-webhooks.yaml");
+    let notices = webhook_notices(&facts);
+    // In the API server's order: datadog-webhook sorts before istio-sidecar-injector but is
+    // called again after it (IfNeeded); pod-identity-webhook and vault-agent-injector-cfg sort
+    // after it. Gatekeeper's (before it, Never) and service-defaults-webhook (Services only)
+    // never see an injected pod.
+    assert_eq!(
+        notices,
+        [
+            "native sidecars: MutatingWebhookConfiguration datadog-webhook, webhook \
+             datadog.webhook.agent.config: matches Pod CREATE and sorts before Istio's injector \
+             (istio-sidecar-injector) but has reinvocationPolicy: IfNeeded, so it runs again \
+             after it; the Datadog Cluster Agent's admission controller, whose releases built \
+             on k8s.io/api older than 0.28 remove restartPolicy from native sidecars \
+             (DataDog/datadog-agent#37837, DataDog/datadog-operator#1116), and the API server \
+             then refuses every meshed pod it sees (\"may not be set for init containers without \
+             restartPolicy=Always\"): run a release built on k8s.io/api 0.28 or later, or leave \
+             the meshed pods out with its objectSelector or namespaceSelector",
+            "native sidecars: MutatingWebhookConfiguration pod-identity-webhook, webhook \
+             iam-for-pods.amazonaws.com: matches Pod CREATE and runs after Istio's injector \
+             (istio-sidecar-injector); the EKS pod identity webhook, whose releases built on \
+             k8s.io/api older than 0.28 remove restartPolicy from native sidecars \
+             (aws/amazon-eks-pod-identity-webhook#208), and the API server then refuses every \
+             meshed pod it sees (\"may not be set for init containers without restartPolicy=Always\"): \
+             run a release built on k8s.io/api 0.28 or later, or leave the meshed pods out with \
+             its objectSelector or namespaceSelector",
+            "native sidecars: MutatingWebhookConfiguration vault-agent-injector-cfg, webhook \
+             vault.hashicorp.com: matches Pod CREATE and runs after Istio's injector \
+             (istio-sidecar-injector); it may change pods after the injector; if pods fail with \
+             \"may not be set for init containers without restartPolicy=Always\", check it",
+        ],
+        "{:#?}",
+        facts.notes
+    );
+    for quiet in ["gatekeeper", "service-defaults-webhook"] {
+        assert!(
+            !notices.iter().any(|notice| notice.contains(quiet)),
+            "{quiet}: {notices:#?}"
+        );
+    }
+    // The constraint file says them too, among what was read and no parameter carries.
+    let (yaml, documents) = constraint_pair(&facts);
+    assert!(
+        comments(&yaml).contains(
+            "MutatingWebhookConfiguration vault-agent-injector-cfg, webhook vault.hashicorp.com"
+        ),
+        "{yaml}"
+    );
+    // Notices, not facts: the parameters are the native install's.
+    assert_eq!(
+        documents[0]["spec"]["parameters"]["istio"]["nativeSidecars"],
+        true
+    );
+}
+
+#[test]
+fn webhooks_after_an_injector_of_classic_sidecars_are_not_said() {
+    let text = std::fs::read_to_string(
+        repo().join("host-test/tests/data/mesh-installs/istio-1.27-native-webhooks.yaml"),
+    )
+    .unwrap();
+    // Istio 1.27's auto on a kubelet 1.31: classic sidecars, nothing to remove.
+    let classic_kubelet = text.replace("kubeletVersion: v1.33.2", "kubeletVersion: v1.31.4");
+    let facts = facts_of(
+        &snapshot_of("classic", &classic_kubelet),
+        &ClusterFactArgs::default(),
+    )
+    .unwrap();
+    assert!(webhook_notices(&facts).is_empty(), "{:#?}", facts.notes);
+    // ENABLE_NATIVE_SIDECARS=true on istiod asks for native sidecars there all the same.
+    let forced = classic_kubelet.replace(
+        "        - {name: REVISION, value: default}\n",
+        "        - {name: REVISION, value: default}\n        - {name: ENABLE_NATIVE_SIDECARS, value: \"true\"}\n",
+    );
+    let facts = facts_of(&snapshot_of("forced", &forced), &ClusterFactArgs::default()).unwrap();
+    assert_eq!(webhook_notices(&facts).len(), 3, "{:#?}", facts.notes);
+}
+
+#[test]
+fn webhooks_after_linkerds_native_injector_are_said_with_its_configuration() {
+    let linkerd = std::fs::read_to_string(
+        repo().join("host-test/tests/data/mesh-installs/linkerd-2.20-native.yaml"),
+    )
+    .unwrap();
+    let webhooks = std::fs::read_to_string(
+        repo().join("host-test/tests/data/mesh-installs/istio-1.27-native-webhooks.yaml"),
+    )
+    .unwrap();
+    let cluster = format!(
+        "{linkerd}\n---\n{}\n---\n{}",
+        document_named(&webhooks, "datadog-webhook"),
+        document_named(&webhooks, "vault-agent-injector-cfg")
+    );
+    let facts = facts_of(
+        &snapshot_of("linkerd", &cluster),
+        &ClusterFactArgs::default(),
+    )
+    .unwrap();
+    let notices = webhook_notices(&facts);
+    assert_eq!(notices.len(), 2, "{:#?}", facts.notes);
+    assert!(
+        notices[0].contains(
+            "datadog-webhook, webhook datadog.webhook.agent.config: matches Pod CREATE and sorts \
+             before Linkerd's injector (linkerd-proxy-injector-webhook-config) but has \
+             reinvocationPolicy: IfNeeded"
+        ),
+        "{notices:#?}"
+    );
+    assert!(
+        notices[1].contains(
+            "vault-agent-injector-cfg, webhook vault.hashicorp.com: matches Pod CREATE and runs \
+             after Linkerd's injector (linkerd-proxy-injector-webhook-config); it may change pods"
+        ),
+        "{notices:#?}"
+    );
+    // Linkerd 2.19 injects classic sidecars: nothing said.
+    let classic = cluster.replace(
+        "linkerdVersion: enterprise-2.20.0",
+        "linkerdVersion: enterprise-2.19.0",
+    );
+    assert_ne!(classic, cluster, "the fixture names its version");
+    let facts = facts_of(
+        &snapshot_of("classic", &classic),
+        &ClusterFactArgs::default(),
+    )
+    .unwrap();
+    assert!(webhook_notices(&facts).is_empty(), "{:#?}", facts.notes);
+}

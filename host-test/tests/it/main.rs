@@ -4,6 +4,7 @@
 
 mod cli_support;
 mod common;
+mod fake_api_server;
 mod serve_support;
 
 mod abi_artefact;

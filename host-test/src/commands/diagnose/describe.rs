@@ -4,10 +4,13 @@
 //! container times as `Mon, 02 Jan 2006 15:04:05 -0700` in the reader's local time, and the
 //! Events table with ages, not times: its events are evidence of what happened, not when.
 
+use std::collections::BTreeSet;
+
 use super::clock;
-use super::events::{self, EventRecord};
+use super::events::{self, About, EventRecord};
 use super::evidence::Evidence;
 use super::pod::{ContainerRecord, Placement, PodRecord, State, Termination};
+use super::workload::{Entry, TemplateInit, WorkloadRecord};
 
 /// Whether `text` looks like describe output: a `Name:` line, and a `Namespace:` line or a
 /// containers section (a paste cut short may hold only the head).
@@ -43,6 +46,191 @@ pub fn each_pod(text: &str) -> Vec<(usize, &str)> {
         })
         .filter(|(_, one)| !one.trim().is_empty())
         .collect()
+}
+
+/// Whether one object's describe text is a workload's (a ReplicaSet, a Job...), not a pod's:
+/// kubectl writes a workload's pod template under a `Pod Template:` line (`DescribePodTemplate`,
+/// for ReplicaSets, Jobs, StatefulSets, DaemonSets, ReplicationControllers and Deployments), and
+/// a pod's containers at the top level.
+pub fn is_workload(text: &str) -> bool {
+    text.lines()
+        .take(400)
+        .any(|line| line.trim_end() == "Pod Template:")
+}
+
+/// A workload's describe: its name, its pod template (labels, annotations, init containers),
+/// its events (about it) and notes on what could not be read; `first_line` is where `text`
+/// starts in its file.
+pub fn workload_of(
+    text: &str,
+    file: &str,
+    first_line: usize,
+) -> (WorkloadRecord, Vec<EventRecord>, Vec<String>) {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut workload = WorkloadRecord {
+        about: About {
+            kind: String::new(),
+            namespace: String::new(),
+            name: String::new(),
+        },
+        labels: Default::default(),
+        annotations: Default::default(),
+        init_containers: Vec::new(),
+        evidence: Evidence::line(file, first_line, lines.first().copied().unwrap_or("")),
+    };
+    let mut notes = Vec::new();
+    // The top-level fields seen, which tell the kind.
+    let mut fields = BTreeSet::new();
+    let mut section = "";
+    let mut template_part = "";
+    let mut events = Vec::new();
+    let mut has_events = false;
+    for (index, line) in lines.iter().enumerate() {
+        let number = first_line + index;
+        let trimmed = line.trim();
+        let indent = line.len() - line.trim_start().len();
+        if trimmed.is_empty() {
+            continue;
+        }
+        if indent == 0 {
+            let (key, value) = split_field(trimmed);
+            section = key;
+            template_part = "";
+            match key {
+                "Name" => workload.about.name = value.to_string(),
+                "Namespace" => workload.about.namespace = value.to_string(),
+                "Pod Template" => workload.evidence = Evidence::line(file, number, line),
+                "Events" => {
+                    has_events = true;
+                    match events::table_of(&lines[index + 1..], number + 1, file) {
+                        Some(read) => events = read,
+                        None if !value.contains("<none>") => notes.push(format!(
+                            "{file}:{number}: the Events section has no `Type Reason Age From \
+                             Message` header: its events are not read"
+                        )),
+                        None => {}
+                    }
+                    break;
+                }
+                _ => {
+                    fields.insert((key.to_string(), value.to_string()));
+                }
+            }
+            continue;
+        }
+        if section != "Pod Template" {
+            continue;
+        }
+        if indent == 2 {
+            let (key, value) = split_field(trimmed);
+            template_part = key;
+            match key {
+                "Labels" => template_entry(&mut workload.labels, value, '=', file, number, line),
+                "Annotations" => {
+                    template_entry(&mut workload.annotations, value, ':', file, number, line)
+                }
+                _ => {}
+            }
+            continue;
+        }
+        match template_part {
+            // Further labels and annotations, aligned under the first one's value.
+            "Labels" => template_entry(&mut workload.labels, trimmed, '=', file, number, line),
+            "Annotations" => {
+                template_entry(&mut workload.annotations, trimmed, ':', file, number, line)
+            }
+            // A container's name, one space deeper than the section (describeContainerBasicInfo's
+            // nameIndent), its fields deeper still.
+            "Init Containers" if indent == 3 && trimmed.ends_with(':') => {
+                let name = trimmed.trim_end_matches(':');
+                if is_container_name(name) {
+                    workload.init_containers.push(TemplateInit {
+                        name: name.to_string(),
+                        native: None,
+                    });
+                }
+            }
+            "Init Containers" if indent >= 4 => {
+                let (key, value) = split_field(trimmed);
+                if key == "Restart Policy"
+                    && let Some(init) = workload.init_containers.last_mut()
+                {
+                    init.native = Some(value == "Always");
+                }
+            }
+            _ => {}
+        }
+    }
+    workload.about.kind = workload_kind(&fields).to_string();
+    if workload.about.name.is_empty() {
+        workload.about.name = "<unnamed>".into();
+    }
+    if !has_events {
+        notes.push(format!(
+            "{file}: no Events section (paste the whole `kubectl describe` output for them)"
+        ));
+    }
+    for event in &mut events {
+        event.about = Some(workload.about.clone());
+    }
+    (workload, events, notes)
+}
+
+/// The kind of a workload's describe, by the fields kubectl's describer for it writes
+/// (describe.go: `describeJob`'s `Completions`, `describeDeployment`'s `StrategyType`,
+/// `describeDaemonSet`'s `Desired Number of Nodes Scheduled`, `describeStatefulSet`'s `Update
+/// Strategy`, `describeCronJob`'s `Schedule`). A ReplicaSet and a ReplicationController print
+/// the same fields: a ReplicaSet is known by its Deployment (`Controlled By: Deployment/...`) or
+/// the `pod-template-hash` the Deployment controller selects it by; else the kind is not told.
+fn workload_kind(fields: &BTreeSet<(String, String)>) -> &'static str {
+    let has = |wanted: &str| fields.iter().any(|(key, _)| key == wanted);
+    let value_of = |wanted: &str| {
+        fields
+            .iter()
+            .find(|(key, _)| key == wanted)
+            .map_or("", |(_, value)| value.as_str())
+    };
+    if has("Completions") || has("Parallelism") || has("Pods Statuses") {
+        "Job"
+    } else if has("Schedule") {
+        "CronJob"
+    } else if has("StrategyType") || has("NewReplicaSet") {
+        "Deployment"
+    } else if has("Desired Number of Nodes Scheduled") {
+        "DaemonSet"
+    } else if has("Update Strategy") {
+        "StatefulSet"
+    } else if value_of("Controlled By").starts_with("Deployment/")
+        || value_of("Selector").contains("pod-template-hash=")
+    {
+        "ReplicaSet"
+    } else {
+        About::ANY_KIND
+    }
+}
+
+/// One `key=value` label or `key: value` annotation of a pod template's describe.
+fn template_entry(
+    entries: &mut std::collections::BTreeMap<String, Entry>,
+    text: &str,
+    separator: char,
+    file: &str,
+    number: usize,
+    line: &str,
+) {
+    let text = text.trim();
+    if text.is_empty() || text == "<none>" {
+        return;
+    }
+    if let Some((key, value)) = text.split_once(separator) {
+        entries.insert(
+            key.trim().to_string(),
+            Entry {
+                value: value.trim().to_string(),
+                evidence: Evidence::line(file, number, line),
+            },
+        );
+    }
 }
 
 /// Whether `text` is one or more container blocks of a describe pasted alone (`istio-proxy:`,

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use super::clock::{self, Bound, Millis};
 use super::conclusions::{Conclusion, Status};
 use super::observed::{ContainerTimeline, Moment, MomentKind, Observed};
+use super::refused::RefusedPods;
 use super::{DiagnoseRun, Diagnosis};
 use crate::commands::explain;
 use crate::report::xml_escape;
@@ -119,6 +120,9 @@ pub fn text(run: &DiagnoseRun, colour: bool) -> String {
 }
 
 fn diagnosis_text(out: &mut String, diagnosis: &Diagnosis, colour: bool) {
+    if let Some(refused) = &diagnosis.refused {
+        return refused_text(out, diagnosis, refused, colour);
+    }
     let observed = &diagnosis.observed;
     let _ = writeln!(
         out,
@@ -213,6 +217,56 @@ fn diagnosis_text(out: &mut String, diagnosis: &Diagnosis, colour: bool) {
     out.push('\n');
 }
 
+/// A workload whose pods were never created: its refusals, then the conclusions.
+fn refused_text(out: &mut String, diagnosis: &Diagnosis, refused: &RefusedPods, colour: bool) {
+    let _ = writeln!(
+        out,
+        "Pods of {}{}: none created, the API server refused them",
+        refused.workload,
+        refused
+            .mesh
+            .map_or(String::new(), |mesh| format!(" ({mesh:?} mesh)")
+                .to_lowercase())
+    );
+    let _ = writeln!(out, "\nRefused (times UTC):");
+    for event in &refused.events {
+        let refused_inits: Vec<String> = event
+            .init_containers
+            .iter()
+            .map(|init| {
+                format!(
+                    "spec.initContainers[{}] {}",
+                    init.index,
+                    init.fields.join(", ")
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {}{}: {}{} without restartPolicy: Always  [{}]",
+            event
+                .time
+                .map_or_else(|| "(no time)".to_string(), |time| time.phrase()),
+            if event.count > 1 {
+                format!(", {} times", event.count)
+            } else {
+                String::new()
+            },
+            event
+                .pod
+                .as_ref()
+                .map_or_else(String::new, |pod| format!("pod {pod}: ")),
+            refused_inits.join("; "),
+            event.evidence.place()
+        );
+    }
+    let _ = writeln!(out, "\nConclusions:");
+    for conclusion in &diagnosis.conclusions {
+        conclusion_text(out, conclusion, colour);
+    }
+    out.push('\n');
+}
+
 fn conclusion_text(out: &mut String, conclusion: &Conclusion, colour: bool) {
     let _ = writeln!(
         out,
@@ -289,14 +343,26 @@ pub fn svg(diagnosis: &Diagnosis) -> String {
     let conclusions_height = 20.0 * diagnosis.conclusions.len() as f64;
     let height = 70.0 + rows * SVG_ROW + 30.0 + conclusions_height + 10.0;
     let mut body = String::new();
-    let _ = writeln!(
-        body,
-        r#"<text x="10" y="22" class="title">Observed: pod {} ({} to {} UTC, {})</text>"#,
-        xml_escape(&diagnosis.pod),
-        clock::clock(start),
-        clock::clock(end),
-        clock::span(end - start)
-    );
+    if let Some(refused) = &diagnosis.refused {
+        let _ = writeln!(
+            body,
+            r#"<text x="10" y="22" class="title">No pod of {} created: the API server refused them ({})</text>"#,
+            xml_escape(&refused.workload),
+            match refused.refusals() {
+                1 => "once".to_string(),
+                count => format!("{count} times"),
+            }
+        );
+    } else {
+        let _ = writeln!(
+            body,
+            r#"<text x="10" y="22" class="title">Observed: pod {} ({} to {} UTC, {})</text>"#,
+            xml_escape(&diagnosis.pod),
+            clock::clock(start),
+            clock::clock(end),
+            clock::span(end - start)
+        );
+    }
     for (row, container) in observed.containers.iter().enumerate() {
         let y = 50.0 + row as f64 * SVG_ROW;
         let _ = writeln!(
@@ -393,11 +459,14 @@ pub fn html(run: &DiagnoseRun) -> String {
          small { color: #57606f; }</style>\n</head>\n<body>\n<h1>meshlife diagnose</h1>\n",
     );
     for diagnosis in &run.diagnoses {
-        let _ = writeln!(
-            out,
-            "<section>\n<h2>Pod {}</h2>\n<ul>",
-            xml_escape(&diagnosis.pod)
-        );
+        let heading = match &diagnosis.refused {
+            Some(refused) => format!(
+                "No pod of {} created: the API server refused them",
+                refused.workload
+            ),
+            None => format!("Pod {}", diagnosis.pod),
+        };
+        let _ = writeln!(out, "<section>\n<h2>{}</h2>\n<ul>", xml_escape(&heading));
         for conclusion in &diagnosis.conclusions {
             let class = match conclusion.status {
                 Status::Confirmed => "confirmed",

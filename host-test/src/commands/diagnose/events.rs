@@ -6,7 +6,9 @@
 //! `Started` "Started container NAME", `Killing` "Stopping container NAME", `Unhealthy`
 //! "Readiness probe failed: ...", `BackOff` "Back-off restarting failed container NAME ...".
 //! An event about one container names it in `involvedObject.fieldPath`
-//! (`spec.containers{istio-proxy}`, `spec.initContainers{istio-init}`).
+//! (`spec.containers{istio-proxy}`, `spec.initContainers{istio-init}`). A controller's events
+//! are about the controller (`involvedObject.kind: ReplicaSet`), as its `FailedCreate` when the
+//! API server refuses the pods it creates.
 
 use serde_json::Value;
 
@@ -19,12 +21,77 @@ pub struct EventRecord {
     pub message: String,
     /// The pod it is about (`involvedObject.name`), when the input says.
     pub pod: Option<String>,
+    /// The object it is about, whatever its kind (a pod, or the ReplicaSet or Job that creates
+    /// them), when the input says.
+    pub about: Option<About>,
     pub container: Option<String>,
     /// First and last occurrence; `None` for describe's table, which gives only ages.
     pub first: Option<Millis>,
     pub last: Option<Millis>,
     pub count: u64,
     pub evidence: Evidence,
+}
+
+/// The object an event is about: `involvedObject` (core/v1), `regarding` (events.k8s.io/v1), the
+/// OBJECT column of a table, or the object a describe text is of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct About {
+    /// `ReplicaSet`, `Job`, `Pod`: as the API spells it.
+    pub kind: String,
+    /// Empty when the input does not say (a table without its NAMESPACE column).
+    pub namespace: String,
+    pub name: String,
+}
+
+impl About {
+    /// The kind of a workload whose describe text does not tell it (a ReplicaSet and a
+    /// ReplicationController print the same fields): it matches either.
+    pub const ANY_KIND: &'static str = "workload";
+
+    /// `ReplicaSet shop/web-7d9c5f8b4`, `ReplicaSet web-7d9c5f8b4`.
+    pub fn title(&self) -> String {
+        if self.namespace.is_empty() {
+            format!("{} {}", self.kind, self.name)
+        } else {
+            format!("{} {}/{}", self.kind, self.namespace, self.name)
+        }
+    }
+
+    /// The same object, where one side may not know the namespace.
+    pub fn same_as(&self, other: &About) -> bool {
+        (self.kind == other.kind || self.kind == About::ANY_KIND || other.kind == About::ANY_KIND)
+            && self.name == other.name
+            && (self.namespace.is_empty()
+                || other.namespace.is_empty()
+                || self.namespace == other.namespace)
+    }
+
+    /// `replicaset/web-7d9c5f8b4` (`kubectl get events`' OBJECT column; `kubectl events` writes
+    /// `ReplicaSet/web-7d9c5f8b4`), in `namespace` (empty when the table does not say).
+    fn of_column(object: &str, namespace: &str) -> Option<About> {
+        let (kind, name) = object.split_once('/')?;
+        if kind.is_empty() || name.is_empty() {
+            return None;
+        }
+        // The kinds whose events meshlife reads, as the API spells them; another kind is kept
+        // as the table wrote it.
+        let kind = match kind.to_ascii_lowercase().as_str() {
+            "pod" => "Pod",
+            "replicaset" => "ReplicaSet",
+            "job" => "Job",
+            "deployment" => "Deployment",
+            "statefulset" => "StatefulSet",
+            "daemonset" => "DaemonSet",
+            "replicationcontroller" => "ReplicationController",
+            "cronjob" => "CronJob",
+            _ => kind,
+        };
+        Some(About {
+            kind: kind.to_string(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        })
+    }
 }
 
 /// The events of a parsed document: an Event, or the Events of a List. `None` when it holds none.
@@ -97,6 +164,16 @@ fn event_of(event: &Value, file: &str, field: &str) -> Option<EventRecord> {
             .filter(|about| about.get("kind").and_then(Value::as_str) == Some("Pod"))
             .and_then(|about| text(about, "/name"))
             .map(str::to_string),
+        about: about.and_then(|about| {
+            Some(About {
+                kind: text(about, "/kind")?.to_string(),
+                namespace: text(about, "/namespace")
+                    .or(text(event, "/metadata/namespace"))
+                    .unwrap_or("")
+                    .to_string(),
+                name: text(about, "/name")?.to_string(),
+            })
+        }),
         message: message.clone(),
         first,
         last,
@@ -138,6 +215,7 @@ pub fn table_of(lines: &[&str], first_line: usize, file: &str) -> Option<Vec<Eve
     let reason_at = column("REASON")?;
     let message_at = column("MESSAGE")?;
     let object_at = column("OBJECT");
+    let namespace_at = column("NAMESPACE");
     let indented = header.starts_with(' ');
     let mut events = Vec::new();
     for (offset, line) in lines.iter().enumerate().skip(header_at + 1) {
@@ -171,6 +249,10 @@ pub fn table_of(lines: &[&str], first_line: usize, file: &str) -> Option<Vec<Eve
             .map(|at| slice(at, next(at)))
             .and_then(|object| object.strip_prefix("pod/"))
             .map(str::to_string);
+        let about = object_at.and_then(|at| {
+            let namespace = namespace_at.map_or("", |at| slice(at, next(at)));
+            About::of_column(slice(at, next(at)), namespace)
+        });
         let count = line
             .split_once("(x")
             .and_then(|(_, rest)| rest.split_whitespace().next())
@@ -180,6 +262,7 @@ pub fn table_of(lines: &[&str], first_line: usize, file: &str) -> Option<Vec<Eve
             reason: reason.to_string(),
             container: container_of_message(&message),
             pod,
+            about,
             message,
             first: None,
             last: None,
@@ -212,6 +295,7 @@ pub fn headerless_rows(lines: &[&str], first_line: usize, file: &str) -> Option<
             events.push(EventRecord {
                 container: container_of_message(&row.message),
                 pod: None,
+                about: None,
                 count: row.count,
                 reason: row.reason.to_string(),
                 message: row.message,

@@ -6,7 +6,9 @@
 //! Reading is kept apart from meaning: `sources` recognises each file (`pod`, `events`, `logs`,
 //! `describe`), `live` reads the same from the API server; `observed` builds each container's
 //! timeline from them (`patterns` says what a proxy's or an app's log line means, `clock` reads
-//! times into bounds); `conclusions` judges it rule by rule; `draw` renders it.
+//! times into bounds); `conclusions` judges it rule by rule; `draw` renders it. Pods the API
+//! server refused to create have no timeline: `refused` reads their workload's `FailedCreate`
+//! events (with its pod template, `workload`), and they are diagnosed apart, per workload.
 
 mod clock;
 mod conclusions;
@@ -19,7 +21,9 @@ mod logs;
 mod observed;
 mod patterns;
 mod pod;
+mod refused;
 mod sources;
+mod workload;
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
@@ -40,9 +44,9 @@ pub use observed::Observed;
 #[derive(Args, Debug)]
 pub struct DiagnoseArgs {
     /// What to read: files (a pod as JSON or YAML, its events, container logs saved with
-    /// `kubectl logs --timestamps`, `kubectl describe pod` text; the kind of each is recognised
-    /// from its content), or one of `pod/NAME`, `job/NAME`, `deployment/NAME` to read them from
-    /// the API server.
+    /// `kubectl logs --timestamps`, `kubectl describe pod` text, `kubectl describe replicaset|job`
+    /// text; the kind of each is recognised from its content), or one of `pod/NAME`, `job/NAME`,
+    /// `deployment/NAME`, `replicaset/NAME` to read them from the API server.
     #[arg(required = true, value_name = "FILE|pod/NAME")]
     pub inputs: Vec<String>,
 
@@ -101,6 +105,10 @@ pub struct Diagnosis {
     pub predicted: Option<Explained>,
     /// Where what was observed and what was predicted part.
     pub differences: Vec<String>,
+    /// For a workload whose pods the API server refused to create (no pod to observe): the
+    /// refusals, read from its events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<refused::RefusedPods>,
 }
 
 /// Everything one run produced.
@@ -184,7 +192,8 @@ pub fn run(args: &DiagnoseArgs) -> u8 {
     }
 }
 
-/// `pod/web`, `job/migrate`, `deployment/web` (and kubectl's other spellings of the three).
+/// `pod/web`, `job/migrate`, `deployment/web`, `replicaset/web-7d9c5f8b4` (and kubectl's other
+/// spellings of them).
 fn live_target(input: &str) -> Option<live::Target> {
     if std::path::Path::new(input).exists() {
         return None;
@@ -195,6 +204,9 @@ fn live_target(input: &str) -> Option<live::Target> {
         "job" | "jobs" | "job.batch" | "jobs.batch" => live::Kind::Job,
         "deployment" | "deployments" | "deploy" | "deployment.apps" | "deployments.apps" => {
             live::Kind::Deployment
+        }
+        "replicaset" | "replicasets" | "rs" | "replicaset.apps" | "replicasets.apps" => {
+            live::Kind::ReplicaSet
         }
         _ => return None,
     };
@@ -230,8 +242,8 @@ pub fn diagnose(args: &DiagnoseArgs) -> Result<DiagnoseRun, String> {
     } else {
         if targets.len() != args.inputs.len() {
             return Err(
-                "give either files or pod/NAME, job/NAME, deployment/NAME to read from the \
-                 cluster, not both"
+                "give either files or pod/NAME, job/NAME, deployment/NAME, replicaset/NAME to \
+                 read from the cluster, not both"
                     .into(),
             );
         }
@@ -241,8 +253,15 @@ pub fn diagnose(args: &DiagnoseArgs) -> Result<DiagnoseRun, String> {
         };
         live::read_blocking(&target, args.namespace.as_deref(), &targets, args.tail)?
     };
+    // Pods the API server refused to create: diagnosed apart, per workload; the events left are
+    // the pods' own.
+    let refused = refused::gather(&mut sources);
     let mut notes = std::mem::take(&mut sources.notes);
-    if sources.pods.is_empty() && sources.logs.is_empty() && sources.events.is_empty() {
+    if sources.pods.is_empty()
+        && sources.logs.is_empty()
+        && sources.events.is_empty()
+        && refused.is_empty()
+    {
         if !sources.errors.is_empty() {
             return Ok(DiagnoseRun {
                 diagnoses: Vec::new(),
@@ -293,7 +312,14 @@ pub fn diagnose(args: &DiagnoseArgs) -> Result<DiagnoseRun, String> {
         None
     };
     let assumptions = args.assumptions.assumptions();
-    let pods: Vec<Option<&pod::PodRecord>> = if sources.pods.is_empty() {
+    // Only a workload's own events beside its refusals: nothing about a pod to diagnose.
+    let only_refusals = !refused.is_empty()
+        && sources.pods.is_empty()
+        && sources.logs.is_empty()
+        && !sources.events.iter().any(about_a_pod);
+    let pods: Vec<Option<&pod::PodRecord>> = if only_refusals {
+        Vec::new()
+    } else if sources.pods.is_empty() {
         notes.push(
             "no pod object or describe text given: the timeline is built from the events and \
              logs alone, and nothing is predicted"
@@ -346,6 +372,19 @@ pub fn diagnose(args: &DiagnoseArgs) -> Result<DiagnoseRun, String> {
             conclusions,
             predicted,
             differences,
+            refused: None,
+        });
+    }
+    for pods in refused {
+        let mut observed = observed::observe(None, &[], &[]);
+        observed.pod = format!("the pods of {}", pods.workload);
+        diagnoses.push(Diagnosis {
+            pod: observed.pod.clone(),
+            observed,
+            conclusions: conclusions::conclude_refused(&pods),
+            predicted: None,
+            differences: Vec::new(),
+            refused: Some(pods),
         });
     }
     Ok(DiagnoseRun {
@@ -353,6 +392,13 @@ pub fn diagnose(args: &DiagnoseArgs) -> Result<DiagnoseRun, String> {
         notes,
         errors: sources.errors,
     })
+}
+
+/// Whether an event is about a pod (or may be): not a workload's own event.
+fn about_a_pod(event: &events::EventRecord) -> bool {
+    event.pod.is_some()
+        || event.container.is_some()
+        || event.about.as_ref().is_none_or(|about| about.kind == "Pod")
 }
 
 /// The explain timeline of the pod's own spec under the facts.
@@ -457,15 +503,19 @@ fn differences(conclusions: &[Conclusion], predicted: Option<&Explained>) -> Vec
 mod tests {
     use proptest::prelude::*;
 
-    use super::{conclusions, observed, sources};
+    use super::{conclusions, observed, refused, sources};
 
-    const FIXTURES: [&str; 6] = [
+    const FIXTURES: [&str; 8] = [
         include_str!("../../../tests/data/diagnose/istio-startup-race/pod.json"),
         include_str!("../../../tests/data/diagnose/istio-drain-killed/events.json"),
         include_str!("../../../tests/data/diagnose/istio-startup-race/istio-proxy.log"),
         include_str!("../../../tests/data/diagnose/linkerd-job-shutdown/linkerd-proxy.log"),
         include_str!("../../../tests/data/diagnose/istio-startup-race-describe/describe.txt"),
         include_str!("../../../tests/data/diagnose/istio-real-startup-hold/pod.json"),
+        include_str!("../../../tests/data/diagnose/istio-native-restartpolicy-removed/events.json"),
+        include_str!(
+            "../../../tests/data/diagnose/linkerd-native-restartpolicy-removed-job/describe.txt"
+        ),
     ];
 
     /// Reads `texts` as files of those names and judges them: what must never panic.
@@ -473,6 +523,10 @@ mod tests {
         let mut read = sources::Sources::default();
         for (name, text) in texts {
             read.add_text(name, text, None);
+        }
+        for refused in refused::gather(&mut read) {
+            let _ = conclusions::conclude_refused(&refused);
+            let _ = serde_json::to_string(&refused).unwrap();
         }
         let pods: Vec<Option<&super::pod::PodRecord>> = if read.pods.is_empty() {
             vec![None]
@@ -511,7 +565,16 @@ mod tests {
             let position = ((damaged.len() - 1) as f64 * at) as usize;
             damaged[position] = byte;
             let damaged = String::from_utf8_lossy(&damaged).into_owned();
-            let names = ["pod.json", "events.json", "istio-proxy.log", "linkerd-proxy.log", "describe.txt", "pod.json"];
+            let names = [
+                "pod.json",
+                "events.json",
+                "istio-proxy.log",
+                "linkerd-proxy.log",
+                "describe.txt",
+                "pod.json",
+                "events.json",
+                "describe.txt",
+            ];
             judge(&[(names[which].to_string(), cut_text)]);
             judge(&[(names[which].to_string(), &damaged), ("web.log".to_string(), FIXTURES[2])]);
         }

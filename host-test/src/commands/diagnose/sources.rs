@@ -1,14 +1,18 @@
 //! The files given to `meshlife diagnose`, each recognised from its content: a pod (JSON or YAML,
-//! alone or in a List), events (an Event List, JSON or YAML), `kubectl describe pod` text, or a
-//! container's log. Nothing is dropped silently: a file that cannot be used is said, with why.
+//! alone or in a List), events (an Event List, JSON or YAML), `kubectl describe pod` text (or a
+//! workload's, `kubectl describe replicaset|job`, for pods never created), or a container's log.
+//! Nothing is dropped silently: a file that cannot be used is said, with why.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::describe;
 use super::events::{self, EventRecord};
+use super::evidence::Evidence;
 use super::logs::{self, LogRecord};
 use super::pod::{self, PodRecord};
+use super::refused::ClusterWebhooks;
+use super::workload::WorkloadRecord;
 
 /// The largest file read; a log beyond it is read from its end (the shutdown is there).
 const MOST_READ: u64 = 64 * 1024 * 1024;
@@ -21,6 +25,14 @@ pub struct Sources {
     pub logs: Vec<LogRecord>,
     /// Namespace objects read with the pods (from the API server), for the prediction.
     pub namespaces: Vec<serde_json::Value>,
+    /// Workloads whose pod template was given (describe text, the API server), for pods their
+    /// events say were never created.
+    pub workloads: Vec<WorkloadRecord>,
+    /// The cluster's MutatingWebhookConfigurations, read from the API server when a workload's
+    /// events say pods were refused.
+    pub webhooks: Option<ClusterWebhooks>,
+    /// The API server's version (`v1.31.4`), read with the webhooks.
+    pub api_server: Option<(String, Evidence)>,
     /// What was read and how it was taken (`pod.json: a Pod`), and what could not be used.
     pub notes: Vec<String>,
     /// Files that could not be read at all.
@@ -92,6 +104,20 @@ impl Sources {
         if describe::is_describe(text) {
             // `kubectl describe pods -l app=web` prints one pod after another.
             for (first_line, one) in describe::each_pod(text) {
+                if describe::is_workload(one) {
+                    let (workload, events, notes) = describe::workload_of(one, file, first_line);
+                    self.notes.push(format!(
+                        "{file}: `kubectl describe` of {} (its pod template, {} init \
+                         container(s) of its own, {} event(s))",
+                        workload.about.title(),
+                        workload.init_containers.len(),
+                        events.len()
+                    ));
+                    self.notes.extend(notes);
+                    self.workloads.push(workload);
+                    self.events.extend(events);
+                    continue;
+                }
                 let (pod, mut events, notes) = describe::describe_of(one, file, first_line);
                 self.notes.push(format!(
                     "{file}: `kubectl describe` of pod {} ({} container(s), {} event(s))",

@@ -3,10 +3,12 @@
 //! on evidence (file, line or field, time). Where the data cannot decide, it says what is
 //! missing, never a guess. One file per rule family, as the policy's own rules: `startup`
 //! (ML101, ML102, ML103), `init` (ML201, ML202), `batch` (ML301), `shutdown` (ML401, ML404),
-//! `proxy_exit` (ML402), `prestop` (ML405), `readiness` (ML502).
+//! `proxy_exit` (ML402), `prestop` (ML405), `readiness` (ML502); and, for pods the API server
+//! refused to create (no pod to observe), `native_unsupported` (ML104).
 
 mod batch;
 mod init;
+mod native_unsupported;
 mod prestop;
 mod proxy_exit;
 mod readiness;
@@ -101,6 +103,12 @@ pub fn conclude(observed: &Observed) -> Vec<Conclusion> {
         prestop::prestop_past_grace(observed),
         readiness::ready_before_serving(observed),
     ]
+}
+
+/// What the refusals of a workload's pods confirm: only ML104 is about pods that were never
+/// created, and it is concluded only where the refusals are in the data.
+pub fn conclude_refused(refused: &super::refused::RefusedPods) -> Vec<Conclusion> {
+    vec![native_unsupported::proxy_lost_restart_policy(refused)]
 }
 
 /// How to see the proxy's own moments.
