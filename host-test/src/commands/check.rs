@@ -226,6 +226,9 @@ pub fn run(args: &CheckArgs) -> u8 {
     for notice in &notices {
         print_warning(notice);
     }
+    if cluster.is_none() && constraints.iter().all(Constraint::is_default) {
+        print_note(Constraint::default_assumptions());
+    }
     for note in coverage.notes() {
         print_note(note);
     }

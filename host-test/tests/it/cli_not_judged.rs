@@ -315,3 +315,45 @@ spec:
     ]);
     assert_eq!(outcome.code, 1, "{outcome:?}");
 }
+
+/// A run given no facts says, in one line, which cluster it judged as (the policy's defaults),
+/// since today's meshes default to native sidecars; a run given facts does not.
+#[test]
+fn a_run_without_facts_says_which_cluster_it_assumed() {
+    let workspace = Workspace::new();
+    workspace.write("web.yaml", ANNOTATION_ONLY);
+    let assumed = |outcome: &Outcome| {
+        outcome
+            .stderr
+            .lines()
+            .filter(|line| line.starts_with("meshlife: note: no cluster facts given"))
+            .count()
+    };
+    let bare = workspace.run(&["check", "web.yaml"]);
+    assert_eq!(assumed(&bare), 1, "{bare:?}");
+    assert!(
+        bare.stderr.contains(
+            "judged under the policy's defaults, Kubernetes 1.33, Istio with classic sidecars \
+             (hold off, a 5s drain), Linkerd with classic sidecars (proxy-await on); today's \
+             Istio (1.27 and later on 1.33 kubelets) and Linkerd (2.20) inject native sidecars \
+             by default"
+        ),
+        "{bare:?}"
+    );
+    let with_facts = workspace.run(&[
+        "check",
+        "web.yaml",
+        "--kubernetes",
+        "1.37",
+        "--istio",
+        "1.31",
+    ]);
+    assert_eq!(assumed(&with_facts), 0, "{with_facts:?}");
+    workspace.write(
+        "constraint.yaml",
+        "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: MeshLifecycle\nmetadata:\n  \
+         name: c\nspec:\n  parameters:\n    kubernetesMinorVersion: 37\n",
+    );
+    let with_constraint = workspace.run(&["check", "web.yaml", "--constraint", "constraint.yaml"]);
+    assert_eq!(assumed(&with_constraint), 0, "{with_constraint:?}");
+}
