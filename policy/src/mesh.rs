@@ -111,6 +111,9 @@ pub struct MeshDecision {
     pub native_unsupported: Option<String>,
     /// Injected: index of the proxy in `containers` (classic) or `initContainers` (native).
     pub proxy_index: Option<usize>,
+    /// Predicted Istio: index in `containers` of an `istio-proxy` declared with `image: auto`,
+    /// which the injector merges over its own container (the declared fields win).
+    pub placeholder_index: Option<usize>,
     /// Injected classic: the proxy carries the hold hook but is not `containers[0]`.
     pub hold_hook_misplaced: bool,
     /// Traffic capture is done by CNI, so it is active before any init container runs.
@@ -157,6 +160,15 @@ impl MeshDecision {
 
     pub fn is_native(&self) -> bool {
         self.placement == Placement::Native
+    }
+
+    /// The proxy container as the manifest declares it: the injected one, else the `image:
+    /// auto` placeholder the injector will merge its own over (the declared fields win).
+    pub fn declared_proxy<'w>(&self, workload: &'w Workload<'w>) -> Option<&'w Container<'w>> {
+        self.proxy(workload).or_else(|| {
+            self.placeholder_index
+                .and_then(|index| workload.spec.containers().get(index))
+        })
     }
 
     /// The injected proxy container, if any.
@@ -349,15 +361,7 @@ fn injected(
         };
         decision.hold_hook_misplaced = has_hook && index != 0;
         if mesh == Mesh::Istio {
-            if let Some(flag) = proxy.env_value("EXIT_ON_ZERO_ACTIVE_CONNECTIONS") {
-                decision.exit_on_zero_active_connections = flag.eq_ignore_ascii_case("true");
-            }
-            if let Some(ms) = proxy
-                .env_value("MINIMUM_DRAIN_DURATION")
-                .and_then(|d| parse_go_duration(d).ok())
-            {
-                decision.minimum_drain_ms = ms;
-            }
+            apply_proxy_env(&mut decision, proxy);
         }
     }
     let (redirect, validator, mesh_cni) = match mesh {
@@ -368,6 +372,19 @@ fn injected(
     decision.cni = has_init(validator).is_some()
         || (mesh_cni && decision.redirect_init_index.is_none() && captures_traffic(workload, mesh));
     decision
+}
+
+/// An Istio proxy's own env: pilot-agent reads its drain settings from it.
+fn apply_proxy_env(decision: &mut MeshDecision, proxy: &Container) {
+    if let Some(flag) = proxy.env_value("EXIT_ON_ZERO_ACTIVE_CONNECTIONS") {
+        decision.exit_on_zero_active_connections = flag.eq_ignore_ascii_case("true");
+    }
+    if let Some(ms) = proxy
+        .env_value("MINIMUM_DRAIN_DURATION")
+        .and_then(|d| parse_go_duration(d).ok())
+    {
+        decision.minimum_drain_ms = ms;
+    }
 }
 
 /// True when the proxy's postStart hook is the mesh's "wait until ready" command.
@@ -392,6 +409,15 @@ fn captures_traffic(workload: &Workload, mesh: Mesh) -> bool {
 
 fn predicted(workload: &Workload, settings: &Settings, mesh: Mesh) -> MeshDecision {
     let mut decision = base_decision(workload, settings, mesh, false);
+    if mesh == Mesh::Istio {
+        decision.placeholder_index = workload.spec.containers().iter().position(|container| {
+            container.name() == mesh.proxy_name() && container.image.as_deref() == Some("auto")
+        });
+        if let Some(placeholder) = decision.declared_proxy(workload) {
+            // The declared env overrides the template's, as on an injected proxy.
+            apply_proxy_env(&mut decision, placeholder);
+        }
+    }
     let (native_requested, hold) = match mesh {
         Mesh::Istio => {
             let native = match workload.annotation(ISTIO_NATIVE) {
@@ -469,6 +495,7 @@ fn base_decision(
         placement: Placement::Classic { hold: false },
         native_unsupported: None,
         proxy_index: None,
+        placeholder_index: None,
         hold_hook_misplaced: false,
         cni: false,
         redirect_init_index: None,

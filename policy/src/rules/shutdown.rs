@@ -143,9 +143,10 @@ fn proxy_exits_before_app(context: &Context, findings: &mut Vec<Finding>) {
     if decision.exit_on_zero_active_connections {
         return;
     }
-    // A custom preStop on the proxy itself already keeps it alive longer.
+    // A custom preStop on the proxy itself (injected, or declared for the injector to merge)
+    // already keeps it alive longer.
     if decision
-        .proxy(context.workload)
+        .declared_proxy(context.workload)
         .is_some_and(|proxy| proxy.pre_stop().is_some())
     {
         return;
@@ -181,13 +182,19 @@ fn proxy_exits_before_app(context: &Context, findings: &mut Vec<Finding>) {
 /// template, a custom one) drains only at its SIGTERM, after the apps. For the timeline.
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn native_proxy_drains_at_deletion(context: &Context) -> bool {
+    let drains = |hook: &crate::input::Handler| {
+        hook.exec_command()
+            .iter()
+            .any(|word| word.contains("drain"))
+    };
     match context.decision.proxy(context.workload) {
-        Some(proxy) => proxy.pre_stop().is_some_and(|hook| {
-            hook.exec_command()
-                .iter()
-                .any(|word| word.contains("drain"))
-        }),
-        None => true,
+        Some(proxy) => proxy.pre_stop().is_some_and(drains),
+        // A declared placeholder's own preStop replaces the template's.
+        None => context
+            .decision
+            .declared_proxy(context.workload)
+            .and_then(|placeholder| placeholder.pre_stop())
+            .is_none_or(drains),
     }
 }
 
@@ -202,7 +209,7 @@ pub(crate) fn classic_listeners_close_ms(context: &Context) -> Option<u64> {
         return None;
     }
     if decision
-        .proxy(context.workload)
+        .declared_proxy(context.workload)
         .is_some_and(|proxy| proxy.pre_stop().is_some())
     {
         return None;

@@ -68,7 +68,7 @@ impl Builder<'_, '_> {
                 // pilot-agent gets SIGTERM at once (no preStop), drains inbound listeners for
                 // terminationDrainDuration, then stops Envoy; outbound works meanwhile.
                 let has_own_pre_stop = decision
-                    .proxy(self.workload)
+                    .declared_proxy(self.workload)
                     .is_some_and(|container| container.pre_stop().is_some());
                 let (drain_end, what, source) = if decision.exit_on_zero_active_connections {
                     let minimum = decision.minimum_drain_ms;
