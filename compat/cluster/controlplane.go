@@ -98,6 +98,11 @@ func startControlPlane(ctx context.Context, procs *processes, bin, dir string) (
 		"--kubelet-preferred-address-types", "Hostname",
 		"--kubelet-client-certificate", adminCert, "--kubelet-client-key", adminKey,
 	}
+	if apiServerFeatureGates != "" {
+		// The alpha gates the reality stage's ML407 scenario needs (reality_restarts.go): they
+		// only add an action to restartPolicyRules and the node's declared features.
+		cp.apiArgs = append(cp.apiArgs, "--feature-gates", apiServerFeatureGates)
+	}
 	if err := cp.startAPIServer(ctx); err != nil {
 		return nil, err
 	}

@@ -245,7 +245,9 @@ nodeStatusUpdateFrequency: 2s
 syncFrequency: 5s
 serializeImagePulls: false
 shutdownGracePeriod: 0s
-`, cp.caFile, n.containerdSocket, filepath.Join(n.run, "pod-logs"), kubeletPort, certFile, keyFile),
+featureGates: {%[7]s}
+`, cp.caFile, n.containerdSocket, filepath.Join(n.run, "pod-logs"), kubeletPort, certFile, keyFile,
+			strings.ReplaceAll(strings.ReplaceAll(restartAllGates, "=", ": "), ",", ", ")),
 		"kube-proxy.yaml": fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: %q}

@@ -98,8 +98,13 @@ func (r *reality) judgeTemplate(ctx context.Context, result *scenarioResult, nam
 func (r *reality) judge(ctx context.Context, result *scenarioResult, pod *corev1.Pod, file, rule string, broken bool) {
 	namespace, name := pod.Namespace, pod.Name
 
-	// check: the object exactly, as kubectl get -o json gives it.
-	flagged, err := r.checkFlags(file, rule)
+	// check: the object exactly, as kubectl get -o json gives it; for ML407 with the node's
+	// kubelet version, as `kubectl get nodes` gives it (the rule needs 1.35, check assumes 1.33).
+	var facts []string
+	if rule == "ML407" {
+		facts = []string{"--kubernetes", r.node.kubeletVersion}
+	}
+	flagged, err := r.checkFlags(file, rule, facts...)
 	switch {
 	case err != nil:
 		result.check, result.ok = err.Error(), false
@@ -116,8 +121,12 @@ func (r *reality) judge(ctx context.Context, result *scenarioResult, pod *corev1
 		// The test app's own shutdown after SIGTERM, not explain's default of 1 s.
 		assumptions = []string{"--app-exit", appShutdown}
 	}
-	timeline, err := r.explain(file, assumptions...)
-	if err != nil {
+	if rule == "ML407" {
+		// explain draws nothing of its own for ML407: its finding beside the timeline is held.
+		said, agrees := r.explainFinding(file, rule, broken, facts...)
+		result.explain = said
+		result.ok = result.ok && agrees
+	} else if timeline, err := r.explain(file, assumptions...); err != nil {
 		result.explain, result.ok = err.Error(), false
 	} else if said, agrees := r.explainAgrees(ctx, timeline, pod, rule, broken); agrees {
 		result.explain = said
@@ -131,8 +140,9 @@ func (r *reality) judge(ctx context.Context, result *scenarioResult, pod *corev1
 	// A cut stream is never ruled out from the server's logs alone, and only its clients
 	// could confirm it (docs/cli.md): either answer but ruled-out agrees.
 	streamsUndecided := rule == "ML404" && broken && status == "cannot-tell"
-	// diagnose has no conclusion for ML406 yet: its absence is said, not held against the pod.
-	undiagnosed := rule == "ML406" && status == "absent"
+	// diagnose has no conclusion for ML406, ML407 or ML304 yet: its absence is said, not held against
+	// the pod.
+	undiagnosed := (rule == "ML406" || rule == "ML407" || rule == "ML304") && status == "absent"
 	switch {
 	case err != nil:
 		result.diagnose, result.ok = err.Error(), false
@@ -192,8 +202,8 @@ func (r *reality) saveEvidence(ctx context.Context, pod *corev1.Pod) {
 }
 
 // checkFlags says whether `meshlife check -o json` finds rule in the file.
-func (r *reality) checkFlags(file, rule string) (bool, error) {
-	run, err := r.h.runMeshlife("check", file, "-o", "json", "--fail-on", "none")
+func (r *reality) checkFlags(file, rule string, facts ...string) (bool, error) {
+	run, err := r.h.runMeshlife(append([]string{"check", file, "-o", "json", "--fail-on", "none"}, facts...)...)
 	if err != nil || run.code != 0 {
 		return false, fmt.Errorf("meshlife check %s: exit %d %v: %s", filepath.Base(file), run.code, err, firstLine(run.stderr))
 	}
@@ -211,6 +221,32 @@ func (r *reality) checkFlags(file, rule string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// explainFinding says whether `meshlife explain -o json` lists rule among the pod's findings:
+// required on the broken pod only.
+func (r *reality) explainFinding(file, rule string, broken bool, facts ...string) (string, bool) {
+	run, err := r.h.runMeshlife(append([]string{"explain", file, "-o", "json"}, facts...)...)
+	if err != nil || run.code != 0 {
+		return fmt.Sprintf("meshlife explain %s: exit %d %v: %s", filepath.Base(file), run.code, err, firstLine(run.stderr)), false
+	}
+	var document []struct {
+		Findings []struct {
+			Rule     string `json:"rule"`
+			Severity string `json:"severity"`
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(run.stdout), &document); err != nil {
+		return "meshlife explain -o json: " + err.Error(), false
+	}
+	for _, spec := range document {
+		for _, finding := range spec.Findings {
+			if finding.Rule == rule {
+				return fmt.Sprintf("lists %s (%s) beside the timeline", rule, finding.Severity), true
+			}
+		}
+	}
+	return fmt.Sprintf("does not list %s", rule), !broken
 }
 
 // explain is the pod's predicted timeline.
@@ -303,7 +339,7 @@ func (r *reality) explainAgrees(ctx context.Context, t *explainedTimeline, pod *
 			t.Mode, map[bool]string{true: "before", false: "after"}[predictedFirst], appAt, readyAt,
 			observedApp.UTC().Format("15:04:05.000"), observedReady.UTC().Format("15:04:05.000"))
 		return said, predictedFirst == observedFirst
-	case "ML301":
+	case "ML301", "ML304":
 		if t.Completion == nil {
 			return "no completion in the timeline of a Job's pod", false
 		}

@@ -38,6 +38,8 @@ func realityScenarios() []realityScenario {
 		{"ML406", (*reality).listenersClose},
 		{"ML405", (*reality).preStopPastGrace},
 		{"ML502", (*reality).readinessGate},
+		{"ML407", (*reality).inPlaceRestart},
+		{"ML304", (*reality).jobHelper},
 	}
 }
 

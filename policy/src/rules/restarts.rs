@@ -93,7 +93,7 @@ fn finding(context: &Context, container: &Container, path: String, condition: &s
     let proxy = context.proxy_phrase();
     let minor = context.settings.raw.kubernetes_minor_version;
     let drains = match (context.mesh(), &context.decision.placement) {
-        (_, Placement::Native) | (Mesh::Istio, _) => "never drains",
+        (_, Placement::Native) | (Mesh::Istio, _) => "is killed 2s into its drain",
         (Mesh::Linkerd, _) => "never waits out its preStop",
     };
     let mut message = format!(

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,9 @@ type serveOpts struct {
 	timeout         time.Duration
 	keepalive       bool
 	exitCode        int
+	exitAfter       time.Duration
+	exitAfterCode   int
+	exitOnce        string
 }
 
 func (o *serveOpts) register(fs *flag.FlagSet) {
@@ -42,6 +46,9 @@ func (o *serveOpts) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.timeout, "timeout", 2*time.Second, "timeout of each outbound HTTP call")
 	fs.BoolVar(&o.keepalive, "keepalive", false, "reuse connections between outbound calls (default: a new connection per call)")
 	fs.IntVar(&o.exitCode, "exit-code", 0, "exit status")
+	fs.DurationVar(&o.exitAfter, "exit-after", 0, "serve mode: exit on its own this long after start, with -exit-after-code (0: never)")
+	fs.IntVar(&o.exitAfterCode, "exit-after-code", 1, "exit status of -exit-after")
+	fs.StringVar(&o.exitOnce, "exit-once", "", "with -exit-after: exit only when this file does not exist yet, and create it first (a marker on a volume that outlives the container)")
 }
 
 func checkHTTPURL(name, s string) error {
@@ -163,7 +170,42 @@ func runServe(e *env, args []string) int {
 		return 1
 	}
 	app.markReady(start, o.readyAfter)
+	if exited, code := exitAfter(e, &o, start, termed); exited {
+		srv.Close()
+		return code
+	}
 	return serveUntilTerm(e, app, srv, termed, &o)
+}
+
+// exitAfter waits out -exit-after and says whether the app exits on its own now (unless the
+// -exit-once marker says it did so before); it returns at once when it does not apply, and
+// when SIGTERM comes first (termed stays closed for serveUntilTerm).
+func exitAfter(e *env, o *serveOpts, start time.Time, termed <-chan struct{}) (bool, int) {
+	if o.exitAfter <= 0 {
+		return false, 0
+	}
+	if o.exitOnce != "" {
+		if _, err := os.Stat(o.exitOnce); err == nil {
+			e.log.event("exit-skipped", "marker", o.exitOnce)
+			return false, 0
+		}
+	}
+	timer := time.NewTimer(time.Until(start.Add(o.exitAfter)))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-termed:
+		return false, 0
+	case <-e.ctx.Done():
+		return true, exitKilled
+	}
+	if o.exitOnce != "" {
+		if err := os.WriteFile(o.exitOnce, []byte(time.Now().UTC().Format(timeLayout)+"\n"), 0o644); err != nil {
+			e.log.event("marker-failed", "marker", o.exitOnce, "error", err)
+		}
+	}
+	e.log.event("exit", "code", o.exitAfterCode, "reason", "exit-after")
+	return true, o.exitAfterCode
 }
 
 // serveUntilTerm keeps srv running until SIGTERM, then runs the shutdown

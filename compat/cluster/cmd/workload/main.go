@@ -50,6 +50,7 @@
 //	shutdown-start                       the -shutdown-delay is over, shutdown begins
 //	drain-timeout drain=D                graceful drain did not finish within -drain; forcing
 //	exit code=N [reason=R]               last line before the process exits with status N
+//	exit-skipped marker=F                serve -exit-after -exit-once: F exists, no exit this run
 //
 // HTTP client (call, job, serve -call-on-term):
 //

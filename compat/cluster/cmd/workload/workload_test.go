@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -671,5 +672,20 @@ func TestSleepCommand(t *testing.T) {
 		if code := sleepCommand(args, &errw); code != 1 || errw.Len() == 0 {
 			t.Errorf("sleep %q: exit %d, stderr %q; want exit 1 with a message", args, code, errw.String())
 		}
+	}
+}
+
+func TestServeExitAfterOnce(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "exited")
+	args := []string{"serve", "-listen", "127.0.0.1:0", "-exit-after", "200ms", "-exit-after-code", "88", "-exit-once", marker}
+	first := start(t, args...)
+	if code := first.wait(t, 5*time.Second); code != 88 {
+		t.Fatalf("first run exited %d, want 88", code)
+	}
+	second := start(t, args...)
+	second.waitFor(t, "exit-skipped", func(event) bool { return true })
+	second.term()
+	if code := second.wait(t, 10*time.Second); code != 0 {
+		t.Fatalf("second run exited %d, want 0", code)
 	}
 }
