@@ -44,7 +44,7 @@ const (
 
 // The rules meshlife-warnings leaves to meshlife-errors (its excludeRules) when no cluster
 // file gives the facts.
-var errorRules = map[string]bool{"ML104": true, "ML301": true, "ML302": true, "ML405": true}
+var errorRules = map[string]bool{"ML104": true, "ML301": true, "ML302": true, "ML304": true, "ML405": true}
 
 // The cluster files run besides the policies' own defaults: one per mesh and sidecar mode.
 var clusterFiles = []string{
