@@ -170,7 +170,7 @@ func compareFiles(meshlife, kyverno, repo, dir string, policies []string, cluste
 		if err != nil {
 			return 0, 0, nil, fmt.Errorf("%s: %w", file, err)
 		}
-		checkFindings, err := meshlifeCheck(meshlife, repo, cluster, file)
+		checkFindings, err := meshlifeCheck(meshlife, repo, dir, cluster, file)
 		if err != nil {
 			return 0, 0, nil, fmt.Errorf("%s: %w", file, err)
 		}
@@ -493,10 +493,21 @@ type finding struct {
 	EnforcementAction string `json:"enforcementAction"`
 }
 
-func meshlifeCheck(meshlife, repo, cluster, file string) (map[object][]finding, error) {
+func meshlifeCheck(meshlife, repo, dir, cluster, file string) (map[object][]finding, error) {
 	args := []string{"check", "--output", "json", "--fail-on", "none"}
 	if cluster != "" {
 		args = append(args, "--constraint", filepath.Join(repo, cluster))
+	} else {
+		// Installed without a cluster file, the server judges under the parameters' defaults;
+		// check given no constraint would judge as today's releases, so it is given those
+		// defaults too.
+		defaults := filepath.Join(dir, "parameter-defaults.yaml")
+		constraint := "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: MeshLifecycle\n" +
+			"metadata: {name: parameter-defaults}\nspec: {parameters: {}}\n"
+		if err := os.WriteFile(defaults, []byte(constraint), 0o644); err != nil {
+			return nil, err
+		}
+		args = append(args, "--constraint", defaults)
 	}
 	cmd := exec.Command(meshlife, append(args, file)...)
 	var stderr strings.Builder

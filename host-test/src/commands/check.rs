@@ -226,8 +226,8 @@ pub fn run(args: &CheckArgs) -> u8 {
     for notice in &notices {
         print_warning(notice);
     }
-    if cluster.is_none() && constraints.iter().all(Constraint::is_default) {
-        print_note(Constraint::default_assumptions());
+    if cluster.is_none() && args.constraints.is_empty() && !args.facts.describes_the_cluster() {
+        print_note(crate::constraints::facts::todays_releases_note());
     }
     for note in coverage.notes() {
         print_note(note);

@@ -99,42 +99,8 @@ impl Constraint {
         }
     }
 
-    /// Whether this is `default_constraint`: no constraint file, no facts.
-    pub fn is_default(&self) -> bool {
-        self.file.is_empty() && self.name.is_empty() && self.parameters == Value::Object(Map::new())
-    }
-
-    /// The cluster the parameter defaults describe, in one line, for a run that was given no
-    /// facts: "0 findings" must not be read as "fine on my cluster" when it was judged as
-    /// another one. Read from the policy's own defaults, so it cannot drift from them.
-    pub fn default_assumptions() -> String {
-        let defaults = meshlife_policy::params::Parameters::default();
-        let sidecars = |native: bool| if native { "native" } else { "classic" };
-        let istio = &defaults.istio;
-        format!(
-            "no cluster facts given: judged under the policy's defaults, Kubernetes 1.{}, Istio \
-             with {} sidecars (hold {}, a {} drain), Linkerd with {} sidecars (proxy-await {}); \
-             today's Istio (1.27 and later on 1.33 kubelets) and Linkerd (2.20) inject native \
-             sidecars by default: --constraint FILE, --kubeconfig, or --kubernetes, --istio, \
-             --linkerd describe your cluster",
-            defaults.kubernetes_minor_version,
-            sidecars(istio.native_sidecars),
-            if istio.hold_application_until_proxy_starts {
-                "on"
-            } else {
-                "off"
-            },
-            istio.termination_drain_duration,
-            sidecars(defaults.linkerd.native_sidecars),
-            if defaults.linkerd.proxy_await {
-                "on"
-            } else {
-                "off"
-            },
-        )
-    }
-
-    /// What runs without `--constraint`: parameter defaults, everything matched, findings deny.
+    /// The built-in constraint: parameter defaults, everything matched, findings deny. `serve`
+    /// judges under it when no constraint is configured; `check` gives it today's parameters.
     pub fn default_constraint() -> Constraint {
         Constraint {
             file: String::new(),

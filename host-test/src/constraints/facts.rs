@@ -375,11 +375,61 @@ pub struct NamespaceScope {
     pub comment: String,
 }
 
+/// The newest releases in December 2026 (Kubernetes 1.38 is due on 2026-12-16): the cluster
+/// `check` and `explain` judge as when no version is given. Both meshes inject native sidecars
+/// by default there, so the defaults of 2024 (classic sidecars) describe fewer clusters each
+/// month; a run for an older cluster says so with the version flags.
+pub const TODAYS_KUBERNETES: &str = "1.37";
+pub const TODAYS_ISTIO: &str = "1.31";
+pub const TODAYS_LINKERD: &str = "2.20";
+
 impl ClusterFactArgs {
     /// True when any fact or rule flag is on the command line.
     pub fn any_given(&self) -> bool {
         *self != ClusterFactArgs::default()
     }
+
+    /// True when a flag other than the rule settings is given: it describes a mesh install,
+    /// whose version must then be given too (what injection produces depends on it).
+    pub fn describes_the_cluster(&self) -> bool {
+        let rule_settings_only = ClusterFactArgs {
+            min_severity: self.min_severity,
+            min_available: self.min_available,
+            rules: self.rules.clone(),
+            exclude_rules: self.exclude_rules.clone(),
+            exempt_namespaces: self.exempt_namespaces.clone(),
+            exempt_images: self.exempt_images.clone(),
+            exit_markers: self.exit_markers.clone(),
+            ..ClusterFactArgs::default()
+        };
+        *self != rule_settings_only
+    }
+
+    /// These facts, on today's releases when they describe nothing of the cluster: a rule flag
+    /// alone (`--rules`, `--exempt-namespaces`) must not turn the cluster assumed back to
+    /// 2024's. Facts of a mesh install without its version stay as given, for the error that
+    /// asks for the version.
+    pub fn or_todays_releases(mut self) -> Self {
+        if !self.describes_the_cluster() {
+            self.kubernetes = parse_kubernetes_version(TODAYS_KUBERNETES).ok();
+            self.istio = parse_istio_version(TODAYS_ISTIO).ok();
+            self.linkerd = parse_linkerd_version(TODAYS_LINKERD).ok();
+        }
+        self
+    }
+}
+
+/// The one line a run that was given no version says: which cluster it judged as, and how to
+/// describe another, so that "0 findings" is never read as "fine on my cluster" when it was
+/// judged as a different one.
+pub fn todays_releases_note() -> String {
+    format!(
+        "no cluster versions given: judged as a cluster on today's releases, Kubernetes \
+         {TODAYS_KUBERNETES} with Istio {TODAYS_ISTIO} and Linkerd {TODAYS_LINKERD}, both \
+         injecting native sidecars by default; for another cluster give --kubernetes, --istio \
+         and --linkerd (classic sidecars: Istio 1.26 or older, or Kubernetes before 1.33; Linkerd \
+         2.19 or older), --constraint FILE or --kubeconfig"
+    )
 }
 
 /// Istio's control plane and gateways (the istio/gateway chart's usual namespaces): their

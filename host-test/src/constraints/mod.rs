@@ -21,7 +21,7 @@ use crate::module::engine::Engine;
 use crate::terminal::print_warning;
 
 /// The constraints to judge under: the `--constraint` files, or the one the cluster-fact flags
-/// make, or the built-in default (parameter defaults, everything matched). `check` and
+/// make, or, with neither, the one today's releases make (everything matched). `check` and
 /// `explain` take the same.
 pub fn constraints_of(
     constraint_files: &[PathBuf],
@@ -30,26 +30,34 @@ pub fn constraints_of(
     limit: ReadLimit,
     engine: &Engine,
 ) -> Result<Vec<Constraint>, String> {
-    if facts.any_given() {
-        if !constraint_files.is_empty() {
+    if !constraint_files.is_empty() {
+        if facts.any_given() {
             return Err(
                 "--constraint and the cluster-fact flags (--kubernetes, --istio, \
                         --linkerd, ...) both state the cluster's facts; give one or the other"
                     .into(),
             );
         }
-        let (constraint, warnings) =
-            generate::constraint_for_check(facts.clone(), include_control_planes, None)?;
-        for warning in warnings {
-            print_warning(warning);
-        }
-        constraint
-            .validate_parameters(engine)
-            .map_err(|error| error.to_string())?;
+        return constraint::load_constraint_files(constraint_files, limit, engine);
+    }
+    let (constraint, warnings) = generate::constraint_for_check(
+        facts.clone().or_todays_releases(),
+        include_control_planes,
+        None,
+    )?;
+    for warning in warnings {
+        print_warning(warning);
+    }
+    constraint
+        .validate_parameters(engine)
+        .map_err(|error| error.to_string())?;
+    if facts.any_given() {
         return Ok(vec![constraint]);
     }
-    if constraint_files.is_empty() {
-        return Ok(vec![Constraint::default_constraint()]);
-    }
-    constraint::load_constraint_files(constraint_files, limit, engine)
+    // No flag at all: today's parameters under the built-in constraint, which matches every
+    // namespace as a run without facts always has.
+    Ok(vec![Constraint {
+        parameters: constraint.parameters,
+        ..Constraint::default_constraint()
+    }])
 }

@@ -64,8 +64,13 @@ fn check_under(flags: &str, paths: &[&str]) -> Outcome {
     workspace.run(&check)
 }
 
+/// The rules `check` reports for an example under the constraint FLAGS make, with the example's
+/// classic-sidecar opt-out taken off, so that the versions decide the sidecar mode.
 fn rules_under(flags: &str, file: &str) -> Vec<String> {
-    check_under(flags, &[&example(file)]).rules()
+    let text = std::fs::read_to_string(example(file)).unwrap();
+    let workspace = Workspace::new();
+    let path = workspace.write("example.yaml", &cli_support::without_classic_opt_out(&text));
+    check_under(flags, &[path.to_str().unwrap()]).rules()
 }
 
 #[test]

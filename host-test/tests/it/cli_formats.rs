@@ -179,12 +179,12 @@ fn text_groups_by_file_and_ends_with_a_summary() {
 fn exemptions_in_use_are_listed_with_their_reason() {
     let workspace = Workspace::new();
     let exempted = meshed_deployment("legacy", "shop").replace(
-        "    metadata:\n      labels:\n",
-        "    metadata:\n      annotations:\n        meshlife.io/exempt: ML101\n        meshlife.io/exempt-reason: \"waits for its own readiness gate, see TICKET-12\"\n      labels:\n",
+        "      annotations:\n",
+        "      annotations:\n        meshlife.io/exempt: ML101\n        meshlife.io/exempt-reason: \"waits for its own readiness gate, see TICKET-12\"\n",
     );
     let unexplained = meshed_deployment("other", "shop").replace(
-        "    metadata:\n      labels:\n",
-        "    metadata:\n      annotations:\n        meshlife.io/exempt: \"*\"\n      labels:\n",
+        "      annotations:\n",
+        "      annotations:\n        meshlife.io/exempt: \"*\"\n",
     );
     workspace.write("exempt.yaml", &stream(&[exempted, unexplained]));
     let outcome = workspace.run(&["check", "exempt.yaml"]);
@@ -212,8 +212,8 @@ fn exemptions_in_use_are_listed_with_their_reason() {
 fn misspelt_and_misplaced_exemptions_are_not_counted_and_the_misspelling_is_a_warning() {
     let workspace = Workspace::new();
     let misspelt = meshed_deployment("legacy", "shop").replace(
-        "    metadata:\n      labels:\n",
-        "    metadata:\n      annotations:\n        meshlife.io/exempt: ML11\n        meshlife.io/exempt-reason: \"legacy\"\n      labels:\n",
+        "      annotations:\n",
+        "      annotations:\n        meshlife.io/exempt: ML11\n        meshlife.io/exempt-reason: \"legacy\"\n",
     );
     let misplaced = meshed_deployment("other", "shop").replacen(
         "metadata:\n",
@@ -221,8 +221,8 @@ fn misspelt_and_misplaced_exemptions_are_not_counted_and_the_misspelling_is_a_wa
         1,
     );
     let applied = meshed_deployment("third", "shop").replace(
-        "    metadata:\n      labels:\n",
-        "    metadata:\n      annotations:\n        meshlife.io/exempt: ML101\n      labels:\n",
+        "      annotations:\n",
+        "      annotations:\n        meshlife.io/exempt: ML101\n",
     );
     workspace.write("exempt.yaml", &stream(&[misspelt, misplaced, applied]));
     let outcome = workspace.run(&["check", "exempt.yaml"]);
@@ -562,12 +562,12 @@ fn github_annotations_point_at_file_and_line() {
         .collect();
     assert_eq!(commands.len(), 4, "{}", outcome.stdout);
     assert!(commands.iter().any(|c| {
-        c.starts_with("::error file=jobs.yaml,line=11,col=5,title=ML301 job-sidecar-never-exits")
+        c.starts_with("::error file=jobs.yaml,line=13,col=5,title=ML301 job-sidecar-never-exits")
     }));
     assert!(
         commands
             .iter()
-            .any(|c| c.starts_with("::warning file=web.yaml,line=14,col=5,title=ML101"))
+            .any(|c| c.starts_with("::warning file=web.yaml,line=16,col=5,title=ML101"))
     );
     assert!(
         commands
@@ -601,8 +601,8 @@ fn github_line_counts_from_the_top_of_the_file_not_the_document() {
     let outcome = workspace.run(&["check", "two.yaml", "-o", "github"]);
     let plain_lines = plain_deployment("a", "b").lines().count();
     // Line plain_lines + 1 is the `---`; the Job's `apiVersion` is the line after it, and its
-    // `spec.template.spec` ten lines further.
-    let expected = format!("::error file=two.yaml,line={},col=5,", plain_lines + 2 + 10);
+    // `spec.template.spec` twelve lines further.
+    let expected = format!("::error file=two.yaml,line={},col=5,", plain_lines + 2 + 12);
     assert!(
         outcome.stdout.contains(&expected),
         "{expected} in {}",
@@ -648,7 +648,7 @@ fn every_format_counts_documents_from_1_and_points_at_the_first_key() {
     // ML301; ML303's `spec.activeDeadlineSeconds` is absent, so its parent `spec`).
     let field_position = |rule: &str| match rule {
         "ML303" => (job_line + 5, 1),
-        _ => (job_line + 10, 5),
+        _ => (job_line + 12, 5),
     };
     let sarif: Value = serde_json::from_str(&run("sarif")).unwrap();
     for result in sarif["runs"][0]["results"].as_array().unwrap() {
@@ -740,7 +740,7 @@ fn every_format_counts_documents_from_1_and_points_at_the_first_key() {
 #[test]
 fn flow_style_and_json_findings_point_at_the_field() {
     let workspace = Workspace::new();
-    let flow = "# one line per level\n{apiVersion: batch/v1, kind: Job, metadata: {name: migrate, namespace: shop},\n spec: {template: {metadata: {labels: {sidecar.istio.io/inject: \"true\"}},\n   spec: {restartPolicy: Never,\n     containers: [{name: task, image: \"registry.example/task:1\"}]}}}}\n";
+    let flow = "# one line per level\n{apiVersion: batch/v1, kind: Job, metadata: {name: migrate, namespace: shop},\n spec: {template: {metadata: {labels: {sidecar.istio.io/inject: \"true\"}, annotations: {sidecar.istio.io/nativeSidecar: \"false\"}},\n   spec: {restartPolicy: Never,\n     containers: [{name: task, image: \"registry.example/task:1\"}]}}}}\n";
     workspace.write("flow.yaml", flow);
     let json = r#"{
   "apiVersion": "batch/v1",
@@ -748,7 +748,7 @@ fn flow_style_and_json_findings_point_at_the_field() {
   "metadata": {"name": "migrate", "namespace": "shop"},
   "spec": {
     "template": {
-      "metadata": {"labels": {"sidecar.istio.io/inject": "true"}},
+      "metadata": {"labels": {"sidecar.istio.io/inject": "true"}, "annotations": {"sidecar.istio.io/nativeSidecar": "false"}},
       "spec": {
         "restartPolicy": "Never",
         "containers": [{"name": "task", "image": "registry.example/task:1"}]

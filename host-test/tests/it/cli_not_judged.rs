@@ -19,6 +19,7 @@ spec:
       labels: {app: web}
       annotations:
         sidecar.istio.io/inject: "true"
+        sidecar.istio.io/nativeSidecar: "false"
     spec:
       containers:
       - name: web
@@ -316,8 +317,9 @@ spec:
     assert_eq!(outcome.code, 1, "{outcome:?}");
 }
 
-/// A run given no facts says, in one line, which cluster it judged as (the policy's defaults),
-/// since today's meshes default to native sidecars; a run given facts does not.
+/// A run given no facts judges as a cluster on today's releases, where both meshes inject
+/// native sidecars, and says so in one line; a rule flag alone keeps that cluster; a run given
+/// facts or a constraint judges its own cluster and says nothing.
 #[test]
 fn a_run_without_facts_says_which_cluster_it_assumed() {
     let workspace = Workspace::new();
@@ -326,20 +328,46 @@ fn a_run_without_facts_says_which_cluster_it_assumed() {
         outcome
             .stderr
             .lines()
-            .filter(|line| line.starts_with("meshlife: note: no cluster facts given"))
+            .filter(|line| line.starts_with("meshlife: note: no cluster versions given"))
             .count()
     };
     let bare = workspace.run(&["check", "web.yaml"]);
     assert_eq!(assumed(&bare), 1, "{bare:?}");
     assert!(
         bare.stderr.contains(
-            "judged under the policy's defaults, Kubernetes 1.33, Istio with classic sidecars \
-             (hold off, a 5s drain), Linkerd with classic sidecars (proxy-await on); today's \
-             Istio (1.27 and later on 1.33 kubelets) and Linkerd (2.20) inject native sidecars \
-             by default"
+            "judged as a cluster on today's releases, Kubernetes 1.37 with Istio 1.31 and \
+             Linkerd 2.20, both injecting native sidecars by default"
         ),
         "{bare:?}"
     );
+    let rules_only = workspace.run(&["check", "web.yaml", "--rules", "ML101"]);
+    assert_eq!(assumed(&rules_only), 1, "{rules_only:?}");
+
+    // The verdicts follow: a Job in an injected namespace that never stops its proxy completes
+    // under today's native sidecars, and hangs under Istio 1.26's classic ones.
+    workspace.write(
+        "job.yaml",
+        &stream(&[
+            namespace("reports", "istio-injection: enabled"),
+            meshed_job("nightly", "reports").replace(
+                "        sidecar.istio.io/nativeSidecar: \"false\"\n",
+                "        proxy.istio.io/config: '{}'\n",
+            ),
+        ]),
+    );
+    let today = workspace.run(&["check", "job.yaml", "-o", "json"]);
+    assert!(!today.rules().contains(&"ML301".to_string()), "{today:?}");
+    let rules_only = workspace.run(&["check", "job.yaml", "-o", "json", "--exempt-images", "x"]);
+    assert!(
+        !rules_only.rules().contains(&"ML301".to_string()),
+        "{rules_only:?}"
+    );
+    let classic = workspace.run(&["check", "job.yaml", "-o", "json", "--istio", "1.26"]);
+    assert!(
+        classic.rules().contains(&"ML301".to_string()),
+        "{classic:?}"
+    );
+
     let with_facts = workspace.run(&[
         "check",
         "web.yaml",

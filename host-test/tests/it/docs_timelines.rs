@@ -98,7 +98,10 @@ fn draw(example: &Example, scratch: &Path, format: &str) -> Result<String, Strin
     };
     std::fs::write(&manifest, text).unwrap();
     let mut args = vec!["explain".to_string(), "-o".into(), format.into()];
-    if let Some(parameters) = &example.parameters {
+    // An entry without parameters is drawn under the parameters' defaults, which docs/rules.md
+    // describes, not under the releases `explain` assumes when given no constraint at all.
+    {
+        let parameters = example.parameters.as_deref().unwrap_or("{}");
         let indented: String = parameters
             .lines()
             .map(|line| format!("    {line}\n"))

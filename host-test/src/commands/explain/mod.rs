@@ -510,6 +510,8 @@ impl Predictor {
         if let Some(cluster) = &cluster {
             notes.push(format!("read from {}:", cluster.cluster()));
             notes.extend(cluster.summary().iter().map(|line| format!("  {line}")));
+        } else if constraint_files.is_empty() && !facts.describes_the_cluster() {
+            notes.push(crate::constraints::facts::todays_releases_note());
         }
         let constraints = crate::cluster::constraints_for_judging(
             cluster

@@ -216,6 +216,8 @@ impl Workspace {
 // Fixtures. Predicted rule behaviour from rules.md: a template with
 // `sidecar.istio.io/inject: "true"`, classic sidecars and no hold is ML101 (warning); a Job so
 // meshed has no exit mechanism either, so also ML301 (error) and ML303 (info, no deadline).
+// Both keep classic sidecars with `sidecar.istio.io/nativeSidecar: "false"`, so that they hold
+// on today's releases, which a run without facts judges as.
 
 /// An Istio-meshed Deployment without hold: exactly ML101.
 pub fn meshed_deployment(name: &str, namespace: &str) -> String {
@@ -233,6 +235,8 @@ spec:
       labels:
         app: {name}
         sidecar.istio.io/inject: "true"
+      annotations:
+        sidecar.istio.io/nativeSidecar: "false"
     spec:
       containers:
       - name: app
@@ -254,6 +258,8 @@ spec:
     metadata:
       labels:
         sidecar.istio.io/inject: "true"
+      annotations:
+        sidecar.istio.io/nativeSidecar: "false"
     spec:
       restartPolicy: Never
       containers:
@@ -285,9 +291,13 @@ spec:
     )
 }
 
-/// A Deployment in `namespace` that only the namespace's injection label can mesh.
+/// A Deployment in `namespace` that only the namespace's injection label can mesh, with classic
+/// sidecars there: ML101.
 pub fn unlabelled_deployment(name: &str, namespace: &str) -> String {
-    plain_deployment(name, namespace)
+    plain_deployment(name, namespace).replace(
+        "      labels: {app: ",
+        "      annotations: {sidecar.istio.io/nativeSidecar: \"false\"}\n      labels: {app: ",
+    )
 }
 
 pub fn namespace(name: &str, labels: &str) -> String {
@@ -301,4 +311,35 @@ pub fn stream(documents: &[String]) -> String {
 pub fn sorted(mut rules: Vec<String>) -> Vec<String> {
     rules.sort();
     rules
+}
+
+/// `text` without the classic-sidecar opt-out (`sidecar.istio.io/nativeSidecar: "false"`,
+/// `config.linkerd.io/proxy-enable-native-sidecar: "false"`) the classic examples carry, and
+/// without an `annotations:` key it leaves empty: the manifest as the cluster's own default
+/// would inject it, for tests about what the versions decide.
+pub fn without_classic_opt_out(text: &str) -> String {
+    let opt_outs = [
+        "sidecar.istio.io/nativeSidecar: \"false\"",
+        "config.linkerd.io/proxy-enable-native-sidecar: \"false\"",
+    ];
+    let indent = |line: &str| line.len() - line.trim_start().len();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut kept: Vec<&str> = Vec::new();
+    for (index, line) in lines.iter().enumerate() {
+        if !opt_outs.contains(&line.trim()) {
+            kept.push(line);
+            continue;
+        }
+        let next_is_sibling = lines
+            .get(index + 1)
+            .is_some_and(|next| indent(next) == indent(line));
+        if !next_is_sibling
+            && kept
+                .last()
+                .is_some_and(|last| last.trim() == "annotations:")
+        {
+            kept.pop();
+        }
+    }
+    kept.join("\n") + "\n"
 }
