@@ -5,13 +5,13 @@ use serde_json::error::Category;
 
 use crate::catalogue::INVALID_INPUT;
 use crate::input::{Fields, InputError, ObjectMeta, Path, Service};
-use crate::mesh::{Decision, decide};
+use crate::mesh::{Decision, NotMeshed, decide};
 use crate::node::{Node, parse_sparse, parse_sparse_with_old_object, with_huge_numbers_replaced};
 use crate::one_pass::{self, Reading};
 use crate::operation::{is_judged_operation, is_skipped_operation};
 use crate::params::{Parameters, Settings};
 use crate::pod_specs::{build_workload, embedded_workloads};
-use crate::rules::{Context, batch_helpers, run_all};
+use crate::rules::{Context, ambient, batch_helpers, run_all};
 use crate::violation::{Details, Violation};
 use crate::workload::{Workload, WorkloadKind};
 
@@ -425,6 +425,9 @@ pub fn review_workload(workload: &Workload, settings: &Settings) -> Vec<Violatio
     };
     // The rules that hold whether or not the pod is meshed.
     batch_helpers::check(workload, settings, mesh, &mut findings);
+    if let Decision::NotMeshed(NotMeshed::Ambient { .. }) = &decision {
+        ambient::streams_through_ztunnel(workload, settings, &mut findings);
+    }
     if let Decision::Meshed(decision) = &decision {
         let context = Context {
             workload,

@@ -1,10 +1,81 @@
-//! ML602: a pod that asks for both of Istio's data planes. The injector adds the sidecar, and
-//! ztunnel then leaves the pod out of ambient (it skips pods with an injected sidecar), so the
-//! pod runs as a sidecar pod whatever its namespace says.
+//! The rules of Istio's ambient mode. ML602: a pod that asks for both of Istio's data planes.
+//! The injector adds the sidecar, and ztunnel then leaves the pod out of ambient (it skips pods
+//! with an injected sidecar), so the pod runs as a sidecar pod whatever its namespace says.
+//! ML404 for ambient pods: ztunnel carries their streams, and cuts them at its own rollouts.
 
-use super::{Context, Finding};
-use crate::catalogue::AMBIENT_WITH_SIDECAR;
+use super::shutdown::stream_marker;
+use super::{Context, Finding, image_is_exempt};
+use crate::catalogue::{AMBIENT_WITH_SIDECAR, LONG_LIVED_STREAMS};
 use crate::mesh::{ISTIO_INJECT, Mesh, in_list};
+use crate::params::Settings;
+use crate::workload::Workload;
+
+/// The chart's terminationGracePeriodSeconds for ztunnel; it drains for one second less.
+const ZTUNNEL_DRAIN_SECONDS: i64 = 29;
+
+/// ML404 for a pod in ambient mode (istio `architecture/ambient/ztunnel-cni-lifecycle.md`): at a
+/// ztunnel rollout the old ztunnel drains for its grace period minus one second and then closes
+/// what is still open; an L4 proxy cannot tell the app to reconnect. On the pod's own deletion
+/// ztunnel learns of it only after every container exited, so no GOAWAY reaches HBONE peers
+/// (ztunnel#1191): only the app can end its streams cleanly, with a preStop and the grace.
+pub fn streams_through_ztunnel(
+    workload: &Workload,
+    settings: &Settings,
+    findings: &mut Vec<Finding>,
+) {
+    // A batch pod's streams end with its work, as ML404 says for sidecar pods.
+    if !settings.selects(&LONG_LIVED_STREAMS) || workload.is_batch() {
+        return;
+    }
+    let apps: Vec<(usize, &crate::input::Container)> = workload
+        .spec
+        .containers()
+        .iter()
+        .enumerate()
+        .filter(|(_, container)| !image_is_exempt(settings, container))
+        .collect();
+    let grace = workload.spec.grace_period_seconds();
+    for &(index, container) in &apps {
+        let Some((marker, protocol)) = stream_marker(workload, container, apps.len()) else {
+            continue;
+        };
+        let name = container.name();
+        let own_rollouts = match (grace < 30, container.pre_stop().is_some()) {
+            (false, true) => String::new(),
+            (true, false) => format!(
+                "; its own rollouts cut them as well, since the grace period is only {grace}s and the container has no preStop"
+            ),
+            (true, true) => format!(
+                "; its own rollouts cut them as well, since the grace period is only {grace}s"
+            ),
+            (false, false) => {
+                "; its own rollouts cut them as well, since the container has no preStop".into()
+            }
+        };
+        let own_fix = if own_rollouts.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " Give \"{name}\" a preStop delay and terminationGracePeriodSeconds of at least 30, so that at its own rollouts it can send GOAWAY and drain."
+            )
+        };
+        let message = format!(
+            "container \"{name}\" serves {protocol} streams ({marker}) in Istio's ambient mode, where ztunnel carries them: at every ztunnel rollout on the pod's node (an Istio upgrade, a ztunnel restart) the old ztunnel drains for its grace period minus 1s ({ZTUNNEL_DRAIN_SECONDS}s with the chart's default) and then closes the streams still open, and it cannot tell the app or its clients to reconnect{own_rollouts}."
+        );
+        let fix = format!(
+            "Make the clients of \"{name}\" reconnect with backoff when a stream is cut (gRPC: keepalive and retry on UNAVAILABLE; WebSocket: reconnect), keep each stream shorter than ztunnel's drain (a server-side maximum connection age, such as gRPC MaxConnectionAge 25s), and roll ztunnel one node at a time.{own_fix}"
+        );
+        findings.push(Finding {
+            rule: &LONG_LIVED_STREAMS,
+            severity: LONG_LIVED_STREAMS.severity,
+            path: workload.container_path(index),
+            message,
+            fix,
+            mesh: Some(Mesh::Istio),
+            container: Some(name.to_string()),
+        });
+    }
+}
 
 const DATAPLANE_MODE: &str = "istio.io/dataplane-mode";
 

@@ -1,7 +1,7 @@
 //! The rule families, one file each. Every rule is a pure function of the reviewed workload,
 //! the mesh decision and the settings, returning findings.
 
-mod ambient;
+pub(crate) mod ambient;
 mod annotations;
 pub(crate) mod batch;
 pub(crate) mod batch_helpers;
@@ -22,6 +22,16 @@ use crate::params::Settings;
 use crate::violation::{Details, Severity, Violation};
 use crate::workload::{Workload, glob_matches};
 
+/// Whether every rule leaves the container alone (`exemptImages`).
+pub(crate) fn image_is_exempt(settings: &Settings, container: &Container) -> bool {
+    let image = container.image.as_deref().unwrap_or("");
+    settings
+        .raw
+        .exempt_images
+        .iter()
+        .any(|pattern| glob_matches(pattern, image))
+}
+
 /// What every rule reads.
 pub struct Context<'a> {
     pub workload: &'a Workload<'a>,
@@ -39,12 +49,7 @@ impl Context<'_> {
     }
 
     fn image_is_exempt(&self, container: &Container) -> bool {
-        let image = container.image.as_deref().unwrap_or("");
-        self.settings
-            .raw
-            .exempt_images
-            .iter()
-            .any(|pattern| glob_matches(pattern, image))
+        image_is_exempt(self.settings, container)
     }
 
     /// The pod's containers minus the proxy and the containers of exempt images.

@@ -10,6 +10,7 @@ use crate::duration::format_ms;
 use crate::input::{Container, IntOrString};
 use crate::mesh::{LINKERD_WAIT_BEFORE_EXIT, Mesh};
 use crate::violation::Severity;
+use crate::workload::Workload;
 
 pub fn check(context: &Context, findings: &mut Vec<Finding>) {
     let classic = context.decision.is_classic();
@@ -346,8 +347,8 @@ fn stream_protocol(name: &str, app_protocol: &str) -> Option<&'static str> {
 
 /// What marks a container as a stream server, for the message: `port "grpc"`, `Service "api"
 /// port "grpc" (targetPort 9000)`, `readinessProbe.grpc`.
-fn stream_marker(
-    context: &Context,
+pub(super) fn stream_marker(
+    workload: &Workload,
     container: &Container,
     app_count: usize,
 ) -> Option<(String, &'static str)> {
@@ -358,7 +359,7 @@ fn stream_marker(
     }) {
         return Some(marked);
     }
-    if let Some(marked) = service_marker(context, container, app_count) {
+    if let Some(marked) = service_marker(workload, container, app_count) {
         return Some(marked);
     }
     let probe = container.grpc_probes.first()?;
@@ -369,11 +370,10 @@ fn stream_marker(
 /// `app_count` is counted once by the caller: counted here, per container, it made a pod spec
 /// of many containers quadratic (150,000 empty containers took minutes).
 fn service_marker(
-    context: &Context,
+    workload: &Workload,
     container: &Container,
     app_count: usize,
 ) -> Option<(String, &'static str)> {
-    let workload = context.workload;
     let namespace = workload.namespace.as_deref();
     for service in &workload.services {
         if service.namespace.is_some() && service.namespace.as_deref() != namespace {
@@ -451,7 +451,7 @@ fn long_lived_streams(context: &Context, findings: &mut Vec<Finding>) {
     let grace = grace_seconds(context);
     let app_count = context.app_containers().count();
     for (index, container) in context.app_containers() {
-        let Some((marker, protocol)) = stream_marker(context, container, app_count) else {
+        let Some((marker, protocol)) = stream_marker(context.workload, container, app_count) else {
             continue;
         };
         let has_prestop = container.pre_stop().is_some();

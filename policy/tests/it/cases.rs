@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use std::sync::OnceLock;
 
+use meshlife_policy::mesh::NotMeshed;
 use meshlife_policy::verdicts::{MeshVerdict, NotJudged};
 use meshlife_policy::{Severity, evaluate, evaluate_with_exact_reader, mesh_verdicts};
 use proptest::prelude::*;
@@ -199,8 +200,9 @@ fn both_readers_answer_every_case_alike() {
     }
 }
 
-/// The mesh verdicts agree with the rules: a case with mesh findings has a meshed pod spec (ML304
-/// judges batch helpers whether or not the pod is meshed, and names no mesh), and an
+/// The mesh verdicts agree with the rules: a case with mesh findings has a meshed pod spec or an
+/// ambient one (ML304 judges batch helpers whether or not the pod is meshed, and names no mesh),
+/// and an
 /// ML000 error (the input cannot be evaluated) is invalid input there too. An ML000 warning
 /// (an odd request, judged anyway) stands beside the findings.
 #[test]
@@ -225,10 +227,12 @@ fn mesh_verdicts_agree_with_the_findings() {
             .iter()
             .any(|v| v.details.rule != "ML000" && v.details.mesh.is_some())
         {
+            // An ambient pod's findings (ML404 for ztunnel) name Istio, with no proxy in it.
             assert!(
-                verdicts
-                    .iter()
-                    .any(|v| matches!(v.verdict, MeshVerdict::Meshed { .. })),
+                verdicts.iter().any(|v| matches!(
+                    v.verdict,
+                    MeshVerdict::Meshed { .. } | MeshVerdict::NotMeshed(NotMeshed::Ambient { .. })
+                )),
                 "{label}: {verdicts:?}"
             );
         }
