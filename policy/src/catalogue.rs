@@ -154,6 +154,12 @@ pub const AMBIENT_WITH_SIDECAR: Rule = rule!(
     Warning,
     "A pod asks for both Istio ambient and a sidecar: the sidecar wins and ambient leaves the pod out."
 );
+pub const WAYPOINT_SHORT_GRACE: Rule = rule!(
+    "ML603",
+    "waypoint-short-grace",
+    Warning,
+    "An Istio waypoint's grace period is shorter than its drain: its rollouts cut the L7 traffic in flight."
+);
 
 pub const RULES: &[Rule] = &[
     INVALID_INPUT,
@@ -178,6 +184,7 @@ pub const RULES: &[Rule] = &[
     MISSING_READINESS,
     INVALID_MESH_ANNOTATION,
     AMBIENT_WITH_SIDECAR,
+    WAYPOINT_SHORT_GRACE,
 ];
 
 /// Looks a rule up by id (`ML101`, any case) or name (`startup-no-hold`).

@@ -425,8 +425,12 @@ pub fn review_workload(workload: &Workload, settings: &Settings) -> Vec<Violatio
     };
     // The rules that hold whether or not the pod is meshed.
     batch_helpers::check(workload, settings, mesh, &mut findings);
-    if let Decision::NotMeshed(NotMeshed::Ambient { .. }) = &decision {
-        ambient::streams_through_ztunnel(workload, settings, &mut findings);
+    match &decision {
+        Decision::NotMeshed(NotMeshed::Ambient { .. }) => {
+            ambient::streams_through_ztunnel(workload, settings, &mut findings);
+        }
+        Decision::Gateway => ambient::waypoint_short_grace(workload, settings, &mut findings),
+        _ => {}
     }
     if let Decision::Meshed(decision) = &decision {
         let context = Context {

@@ -2,12 +2,16 @@
 //! The injector adds the sidecar, and ztunnel then leaves the pod out of ambient (it skips pods
 //! with an injected sidecar), so the pod runs as a sidecar pod whatever its namespace says.
 //! ML404 for ambient pods: ztunnel carries their streams, and cuts them at its own rollouts.
+//! ML603: a waypoint (the Envoy Deployment istiod renders for a Gateway of class
+//! `istio-waypoint`) whose grace period ends before its drain.
 
 use super::shutdown::stream_marker;
 use super::{Context, Finding, image_is_exempt};
-use crate::catalogue::{AMBIENT_WITH_SIDECAR, LONG_LIVED_STREAMS};
-use crate::mesh::{ISTIO_INJECT, Mesh, in_list};
+use crate::catalogue::{AMBIENT_WITH_SIDECAR, LONG_LIVED_STREAMS, WAYPOINT_SHORT_GRACE};
+use crate::duration::format_ms;
+use crate::mesh::{ISTIO_INJECT, ISTIO_PROXY_CONFIG, Mesh, in_list};
 use crate::params::Settings;
+use crate::proxy_config::parse_proxy_config;
 use crate::workload::Workload;
 
 /// The chart's terminationGracePeriodSeconds for ztunnel; it drains for one second less.
@@ -135,4 +139,69 @@ pub fn check(context: &Context, findings: &mut Vec<Finding>) {
         "Drop {request} to run the pod in ambient mode, or label the pod template {DATAPLANE_MODE}: none to keep the sidecar on purpose."
     );
     findings.push(context.finding(&AMBIENT_WITH_SIDECAR, path, message, fix));
+}
+
+/// The pod label istiod gives the pods of a Gateway API gateway, with the class's name.
+const GATEWAY_CLASS_LABEL: &str = "gateway.networking.k8s.io/gateway-class-name";
+
+/// Whether an Istio gateway pod spec is a waypoint's: its class label, or the proxy's
+/// `proxy waypoint` arguments (istio `manifests/charts/istio-control/istio-discovery/files/
+/// waypoint.yaml`).
+fn is_waypoint(workload: &Workload) -> bool {
+    workload.pod_meta.label(GATEWAY_CLASS_LABEL) == Some("istio-waypoint")
+        || workload.spec.containers().iter().any(|container| {
+            container.name() == "istio-proxy" && {
+                let args = container.args();
+                args.first().is_some_and(|arg| arg.as_str() == "proxy")
+                    && args.get(1).is_some_and(|arg| arg.as_str() == "waypoint")
+            }
+        })
+}
+
+/// ML603. A waypoint is an Envoy run by pilot-agent, which drains for terminationDrainDuration
+/// after SIGTERM, as a classic sidecar does (ML401): a grace period shorter than that drain is
+/// cut by SIGKILL. istiod rendered every waypoint with terminationGracePeriodSeconds: 2 until
+/// Istio 1.28 (istio/istio PR #55799), so the drain of 5s was always cut at 2s.
+pub fn waypoint_short_grace(workload: &Workload, settings: &Settings, findings: &mut Vec<Finding>) {
+    if !settings.selects(&WAYPOINT_SHORT_GRACE) || !is_waypoint(workload) {
+        return;
+    }
+    let (drain_ms, from_annotation) = match workload
+        .annotation(ISTIO_PROXY_CONFIG)
+        .and_then(|text| parse_proxy_config(text).0.termination_drain_ms)
+    {
+        Some(ms) => (ms, true),
+        None => (settings.istio_drain_ms, false),
+    };
+    let grace = workload.spec.grace_period_seconds();
+    let grace_ms = u64::try_from(grace).unwrap_or(0).saturating_mul(1000);
+    if grace_ms >= drain_ms {
+        return;
+    }
+    let drain = format_ms(drain_ms);
+    let source = if from_annotation {
+        "its proxy.istio.io/config"
+    } else {
+        "the mesh's terminationDrainDuration"
+    };
+    let name = workload
+        .pod_meta
+        .label("gateway.networking.k8s.io/gateway-name")
+        .or(workload.object_meta.name.as_ref().map(|name| name.as_str()))
+        .unwrap_or("waypoint");
+    let message = format!(
+        "the Istio waypoint \"{name}\" (the Envoy that carries the L7 traffic of its namespace or services) has terminationGracePeriodSeconds {grace}, shorter than its drain of {drain} ({source}): at every waypoint rollout, eviction or node drain the kubelet kills it {grace}s after SIGTERM, and requests and streams still in flight through it are cut (Istio before 1.28 rendered every waypoint with 2s, PR #55799)."
+    );
+    let fix = format!(
+        "Upgrade Istio to 1.28 or later, whose waypoints keep the default grace period of 30s, or give the waypoint a terminationGracePeriodSeconds longer than {drain} through the ConfigMap its Gateway names in spec.infrastructure.parametersRef."
+    );
+    findings.push(Finding {
+        rule: &WAYPOINT_SHORT_GRACE,
+        severity: WAYPOINT_SHORT_GRACE.severity,
+        path: workload.field_path("terminationGracePeriodSeconds"),
+        message,
+        fix,
+        mesh: Some(Mesh::Istio),
+        container: Some("istio-proxy".to_string()),
+    });
 }

@@ -98,6 +98,7 @@ fn places_of_rule(rule: &str) -> Option<&'static [Place]> {
             Place::Fate(Request::InFlightAtSigterm),
         ],
         "ML404" => &[Place::Fate(Request::LongLivedStream)],
+        "ML603" => &[Place::Event(Shutdown, Sigkill)],
         "ML405" => &[
             Place::Event(Shutdown, PreStop),
             Place::Event(Shutdown, Sigkill),

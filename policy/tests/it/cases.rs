@@ -227,11 +227,14 @@ fn mesh_verdicts_agree_with_the_findings() {
             .iter()
             .any(|v| v.details.rule != "ML000" && v.details.mesh.is_some())
         {
-            // An ambient pod's findings (ML404 for ztunnel) name Istio, with no proxy in it.
+            // An ambient pod's findings (ML404 for ztunnel) name Istio, with no proxy in it; a
+            // waypoint's (ML603) name Istio, whose proxy is the workload.
             assert!(
                 verdicts.iter().any(|v| matches!(
                     v.verdict,
-                    MeshVerdict::Meshed { .. } | MeshVerdict::NotMeshed(NotMeshed::Ambient { .. })
+                    MeshVerdict::Meshed { .. }
+                        | MeshVerdict::Gateway
+                        | MeshVerdict::NotMeshed(NotMeshed::Ambient { .. })
                 )),
                 "{label}: {verdicts:?}"
             );
