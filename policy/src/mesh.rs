@@ -503,7 +503,7 @@ fn base_decision(
         exit_on_zero_active_connections: false,
         minimum_drain_ms: 5000,
         drain_from_annotation: false,
-        envoy_drain_ms: ISTIO_DRAIN_DURATION_MS,
+        envoy_drain_ms: settings.istio_envoy_drain_ms,
         envoy_drain_from_annotation: false,
         annotation_problems: Vec::new(),
         proxy_config: ProxyConfig::default(),

@@ -58,6 +58,8 @@ pub struct IstioParameters {
     pub hold_forced: bool,
     pub cni: bool,
     pub termination_drain_duration: String,
+    /// `meshConfig.defaultConfig.drainDuration`: how long Envoy drains its listeners (45s).
+    pub drain_duration: String,
     pub injected_namespaces: Vec<String>,
     pub ambient_namespaces: Vec<String>,
     pub proxy_uid: i64,
@@ -71,6 +73,7 @@ impl Default for IstioParameters {
             hold_forced: false,
             cni: false,
             termination_drain_duration: "5s".into(),
+            drain_duration: "45s".into(),
             injected_namespaces: Vec::new(),
             ambient_namespaces: Vec::new(),
             proxy_uid: 1337,
@@ -205,6 +208,7 @@ impl IstioParameters {
                 "holdForced",
                 "cni",
                 "terminationDrainDuration",
+                "drainDuration",
                 "injectedNamespaces",
                 "ambientNamespaces",
                 "proxyUID",
@@ -225,6 +229,9 @@ impl IstioParameters {
             termination_drain_duration: fields
                 .string("terminationDrainDuration")?
                 .map_or(defaults.termination_drain_duration, |text| text.to_string()),
+            drain_duration: fields
+                .string("drainDuration")?
+                .map_or(defaults.drain_duration, |text| text.to_string()),
             proxy_uid: non_negative(fields, "proxyUID")?.unwrap_or(defaults.proxy_uid),
             ..IstioParameters::default()
         };
@@ -278,6 +285,8 @@ pub struct Settings {
     pub raw: Parameters,
     /// `istio.terminationDrainDuration` in milliseconds.
     pub istio_drain_ms: u64,
+    /// `istio.drainDuration` in milliseconds.
+    pub istio_envoy_drain_ms: u64,
     pub min_severity: Severity,
 }
 
@@ -300,6 +309,13 @@ impl Settings {
                 InputError::new(
                     "parameters.istio.terminationDrainDuration",
                     format!("expected a Go duration such as \"5s\": {problem}"),
+                )
+            })?;
+        let istio_envoy_drain_ms =
+            parse_go_duration(&raw.istio.drain_duration).map_err(|problem| {
+                InputError::new(
+                    "parameters.istio.drainDuration",
+                    format!("expected a Go duration such as \"45s\": {problem}"),
                 )
             })?;
         let min_severity = Severity::parse(&raw.min_severity).ok_or_else(|| {
@@ -342,6 +358,7 @@ impl Settings {
         Ok(Settings {
             raw,
             istio_drain_ms,
+            istio_envoy_drain_ms,
             min_severity,
         })
     }

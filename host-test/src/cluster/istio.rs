@@ -52,12 +52,22 @@ pub struct IstioRevision {
     pub hold_forced: Fact<bool>,
     /// meshConfig `defaultConfig.terminationDrainDuration`; `None`: not set (5s).
     pub drain: Option<Fact<String>>,
+    /// meshConfig `defaultConfig.drainDuration`; `None`: not set (45s).
+    pub envoy_drain: Option<Fact<String>>,
     /// Whether the injector leaves traffic capture to istio-cni.
     pub cni: Fact<bool>,
 }
 
 /// The settings of a revision that change verdicts, to tell whether revisions differ.
-type Settings = (u32, Option<bool>, bool, bool, Option<String>, bool);
+type Settings = (
+    u32,
+    Option<bool>,
+    bool,
+    bool,
+    Option<String>,
+    Option<String>,
+    bool,
+);
 
 impl IstioRevision {
     fn settings(&self) -> Settings {
@@ -67,6 +77,7 @@ impl IstioRevision {
             self.hold.value,
             self.hold_forced.value,
             self.drain.as_ref().map(|fact| fact.value.clone()),
+            self.envoy_drain.as_ref().map(|fact| fact.value.clone()),
             self.cni.value,
         )
     }
@@ -307,6 +318,19 @@ fn revision(
         }
     };
 
+    let envoy_drain = match mesh.pointer("/defaultConfig/drainDuration") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => Some(Fact::new(
+            text.clone(),
+            Source::new(mesh_object.clone(), "data.mesh defaultConfig.drainDuration"),
+        )),
+        Some(other) => {
+            return Err(format!(
+                "{mesh_object}: data.mesh defaultConfig.drainDuration is {other}, not a duration"
+            ));
+        }
+    };
+
     let injector_map = mounted_config_map(snapshot, istiod, "inject", || {
         revision_name("istio-sidecar-injector", &name)
     });
@@ -389,6 +413,7 @@ fn revision(
             ),
         ),
         drain,
+        envoy_drain,
         cni: Fact::new(
             cni,
             Source::new(injector_object, format!("data.values {cni_path}")),
@@ -768,6 +793,13 @@ impl IstioInstall {
             "istio.terminationDrainDuration".into(),
             Origin::Cluster(drain_source),
         );
+        if let Some(envoy_drain) = &first.envoy_drain {
+            args.istio_drain_duration = Some(envoy_drain.value.clone());
+            sources.insert(
+                "istio.drainDuration".into(),
+                Origin::Cluster(envoy_drain.source.clone()),
+            );
+        }
         args.istio_injected_namespaces = self
             .injected_namespaces
             .iter()
@@ -830,6 +862,9 @@ impl IstioInstall {
                     "  drain 5s (the default): not set in {}",
                     revision.hold.source.object
                 )),
+            }
+            if let Some(fact) = &revision.envoy_drain {
+                lines.push(format!("  drainDuration {}: {}", fact.value, fact.source));
             }
             lines.push(format!(
                 "  cni {}: {}",

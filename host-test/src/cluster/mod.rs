@@ -620,6 +620,11 @@ fn overridden_by_flags(
         "--istio-drain",
         "istio.terminationDrainDuration"
     );
+    option_flag!(
+        istio_drain_duration,
+        "--istio-drain-duration",
+        "istio.drainDuration"
+    );
     list_flag!(
         istio_injected_namespaces,
         "--istio-injected-namespaces",

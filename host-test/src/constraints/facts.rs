@@ -50,6 +50,11 @@ pub struct ClusterFactArgs {
     #[arg(long, value_name = "DURATION", help_heading = "Istio")]
     pub istio_drain: Option<String>,
 
+    /// meshConfig.defaultConfig.drainDuration, a Go duration (default 45s): how long Envoy
+    /// drains its listeners (ML406).
+    #[arg(long, value_name = "DURATION", help_heading = "Istio")]
+    pub istio_drain_duration: Option<String>,
+
     /// Namespaces with Istio injection on, whatever their Namespace object says (`*`: all).
     #[arg(
         long,
@@ -535,6 +540,8 @@ pub(super) struct IstioFacts {
     pub(super) drain: String,
     pub(super) drain_ms: u64,
     pub(super) drain_given: bool,
+    /// `drainDuration`, when given: written only then.
+    pub(super) envoy_drain: Option<String>,
     pub(super) injected_namespaces: Vec<String>,
     pub(super) ambient_namespaces: Vec<String>,
     pub(super) proxy_uid: Option<u32>,

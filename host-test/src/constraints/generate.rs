@@ -382,6 +382,18 @@ impl Facts {
                 let drain_ms = parse_go_duration(&drain).map_err(|error| {
                     format!("--istio-drain: {error} (a Go duration such as 5s, 1m30s or 500ms)")
                 })?;
+                let envoy_drain = match &args.facts.istio_drain_duration {
+                    None => None,
+                    Some(text) => {
+                        let text = text.trim().to_string();
+                        parse_go_duration(&text).map_err(|error| {
+                            format!(
+                                "--istio-drain-duration: {error} (a Go duration such as 45s or 1m)"
+                            )
+                        })?;
+                        Some(text)
+                    }
+                };
                 Some(IstioFacts {
                     version: version.clone(),
                     native: args
@@ -396,6 +408,7 @@ impl Facts {
                     drain,
                     drain_ms,
                     drain_given: args.facts.istio_drain.is_some(),
+                    envoy_drain,
                     injected_namespaces: namespaces(
                         "--istio-injected-namespaces",
                         &args.facts.istio_injected_namespaces,
@@ -470,6 +483,10 @@ pub(super) fn mesh_flags_need_their_version(facts: &ClusterFactArgs) -> Result<(
         ("--istio-hold-forced", facts.istio_hold_forced),
         ("--istio-cni", facts.istio_cni),
         ("--istio-drain", facts.istio_drain.is_some()),
+        (
+            "--istio-drain-duration",
+            facts.istio_drain_duration.is_some(),
+        ),
         (
             "--istio-injected-namespaces",
             !facts.istio_injected_namespaces.is_empty(),

@@ -151,6 +151,19 @@ pub(super) fn istio_parameters(
             rule("ML402"),
         ),
     );
+    if let Some(envoy_drain) = &istio.envoy_drain {
+        map.push(
+            "drainDuration",
+            Value::String(envoy_drain.clone()),
+            format!(
+                "meshConfig.defaultConfig.drainDuration {envoy_drain} (Istio's default: 45s): how \
+                 long Envoy drains its listeners; a classic proxy closes its inbound listeners \
+                 then, while terminationDrainDuration keeps it running: {} when an app's preStop \
+                 outlasts it. A pod's proxy.istio.io/config annotation overrides it.",
+                rule("ML406"),
+            ),
+        );
+    }
     map.push_list(
         "injectedNamespaces",
         &istio.injected_namespaces,

@@ -169,6 +169,7 @@ fn parameters_are_exactly_what_the_flags_imply() {
     assert_eq!(
         parameters(
             "--kubernetes 1.31 --istio 1.26 --istio-cni --istio-hold --istio-drain 20s \
+             --istio-drain-duration 30s \
              --istio-injected-namespaces shop,payments --istio-ambient-namespaces edge \
              --istio-proxy-uid 1000 --min-severity warning --min-available 2"
         ),
@@ -180,6 +181,7 @@ fn parameters_are_exactly_what_the_flags_imply() {
                 "holdForced": false,
                 "cni": true,
                 "terminationDrainDuration": "20s",
+                "drainDuration": "30s",
                 "injectedNamespaces": ["shop", "payments"],
                 "ambientNamespaces": ["edge"],
                 "proxyUID": 1000,
@@ -547,6 +549,10 @@ fn other_bad_flags_are_errors_naming_the_flag() {
     let base = "--kubernetes 1.31 --istio 1.26";
     let cases = [
         (format!("{base} --istio-drain 5x"), "--istio-drain"),
+        (
+            format!("{base} --istio-drain-duration 45"),
+            "--istio-drain-duration",
+        ),
         (format!("{base} --rules ML999"), "--rules"),
         (
             format!("{base} --istio-injected-namespaces Shop"),

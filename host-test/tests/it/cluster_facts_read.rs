@@ -159,11 +159,20 @@ fn istiod_settings_are_read_from_its_environment_mesh_config_and_injector_values
     let revision = &hold.istio.as_ref().unwrap().revisions[0];
     assert!(revision.hold.value && revision.hold_forced.value);
     assert_eq!(revision.drain.as_ref().unwrap().value, "20s");
+    assert_eq!(revision.envoy_drain.as_ref().unwrap().value, "30s");
     let (_, documents) = constraint_pair(&hold);
     let istio = &documents[0]["spec"]["parameters"]["istio"];
     assert_eq!(istio["holdApplicationUntilProxyStarts"], true);
     assert_eq!(istio["holdForced"], true);
     assert_eq!(istio["terminationDrainDuration"], "20s");
+    assert_eq!(istio["drainDuration"], "30s");
+    // Unset, it is not written: Istio's 45s is the parameter's default.
+    let (_, documents) = constraint_pair(&native);
+    assert!(
+        documents[0]["spec"]["parameters"]["istio"]
+            .get("drainDuration")
+            .is_none()
+    );
 }
 
 #[test]

@@ -233,8 +233,10 @@ fn listeners_close_before_app(context: &Context, findings: &mut Vec<Finding>) {
     let termination = format_ms(decision.drain_ms);
     let source = if decision.envoy_drain_from_annotation {
         "from proxy.istio.io/config"
-    } else {
+    } else if context.settings.istio_envoy_drain_ms == crate::mesh::ISTIO_DRAIN_DURATION_MS {
         "Istio's default"
+    } else {
+        "the mesh's drainDuration"
     };
     for (index, container, delay) in known_prestop_delays(context) {
         let delay_ms = (delay.max(0) as u64).saturating_mul(1000);

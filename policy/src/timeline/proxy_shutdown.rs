@@ -141,11 +141,15 @@ impl Builder<'_, '_> {
                 if let Some(at) = listeners_close {
                     let source = if decision.envoy_drain_from_annotation {
                         Source::Manifest(self.workload.annotation_path("proxy.istio.io/config"))
-                    } else {
+                    } else if self.settings.istio_envoy_drain_ms
+                        == crate::mesh::ISTIO_DRAIN_DURATION_MS
+                    {
                         Source::Default(format!(
                             "Istio's drainDuration {} (Envoy's --drain-time-s)",
                             format_seconds(at)
                         ))
+                    } else {
+                        Source::Parameter("istio.drainDuration".into())
                     };
                     self.event(
                         Phase::Shutdown,
