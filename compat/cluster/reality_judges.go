@@ -140,16 +140,20 @@ func (r *reality) judge(ctx context.Context, result *scenarioResult, pod *corev1
 	// A cut stream is never ruled out from the server's logs alone, and only its clients
 	// could confirm it (docs/cli.md): either answer but ruled-out agrees.
 	streamsUndecided := rule == "ML404" && broken && status == "cannot-tell"
-	// diagnose has no conclusion for ML406, ML407 or ML304 yet: its absence is said, not held against
-	// the pod.
-	undiagnosed := (rule == "ML406" || rule == "ML407" || rule == "ML304") && status == "absent"
+	// ML304 and ML407 on the fixed pod: ruled out (the Job complete, the app restarted alone),
+	// or not concluded from what the pod shows; never confirmed.
+	fixedUndecided := (rule == "ML304" || rule == "ML407") && !broken && status == "cannot-tell"
+	// ML406 is read from istio-proxy's log, which the kubelet no longer serves once it has
+	// removed the deleted pod's containers (after saveEvidence, before diagnose runs): without
+	// it diagnose cannot tell, and says so; never the wrong answer.
+	logGone := rule == "ML406" && status == "cannot-tell" && strings.HasPrefix(summary, "no log of istio-proxy")
 	switch {
 	case err != nil:
 		result.diagnose, result.ok = err.Error(), false
-	case undiagnosed:
-		result.diagnose = fmt.Sprintf("%s not judged (diagnose draws no conclusion about it yet)", rule)
-	case status == want || streamsUndecided:
+	case status == want || streamsUndecided || fixedUndecided:
 		result.diagnose = fmt.Sprintf("%s %s (%s)", rule, status, summary)
+	case logGone:
+		result.diagnose = fmt.Sprintf("%s %s (%s; the kubelet had removed the containers, and their logs, when diagnose read them)", rule, status, summary)
 	default:
 		result.diagnose, result.ok = fmt.Sprintf("%s %s, expected %s (%s)", rule, status, want, summary), false
 	}

@@ -523,6 +523,20 @@ async fn read_pod(
             let what = format!("get the log of {file} container {container} ({run})");
             match call(cluster, &what, pods.logs(&pod_name, &params)).await {
                 Ok(text) if text.trim().is_empty() => {}
+                // The kubelet's answer once it has removed the container (a deleted pod's, one
+                // killed for an in-place restart): its error, in the body of a 200 (it wrote the
+                // response's first byte before it asked the runtime). No line of the container.
+                Ok(text)
+                    if text
+                        .trim()
+                        .starts_with("unable to retrieve container logs for")
+                        && text.trim().lines().count() == 1 =>
+                {
+                    sources.notes.push(format!(
+                        "{what}: the kubelet no longer has it ({}): not used",
+                        text.trim()
+                    ));
+                }
                 Ok(text) => {
                     let log_file = if previous {
                         format!("{file} {container} (previous)")

@@ -345,7 +345,14 @@ pub fn diagnose(args: &DiagnoseArgs) -> Result<DiagnoseRun, String> {
             .filter(|log| !several || log.pod.is_none() || log.pod.as_deref() == name)
             .cloned()
             .collect();
-        let observed = observed::observe(pod, &events, &logs);
+        let mut observed = observed::observe(pod, &events, &logs);
+        if !targets.is_empty() {
+            // Read from the API server just now: its status held until this moment.
+            observed.read_at = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()
+                .and_then(|since| clock::Millis::try_from(since.as_millis()).ok());
+        }
         let conclusions = conclusions::conclude(&observed);
         let predicted = match (pod, &predictor) {
             (Some(pod), Some(predictor)) => predict(

@@ -9,7 +9,10 @@ use super::events::EventRecord;
 use super::evidence::Evidence;
 use super::logs::LogRecord;
 use super::patterns::{self, DrainDetail, Signal};
-use super::pod::{ContainerRecord, Placement, PodRecord, Port, STATUS_PRECISION, SpecPart, State};
+use super::pod::{
+    self, ContainerRecord, Placement, PodRecord, Port, RestartRule, STATUS_PRECISION, SpecPart,
+    State,
+};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -117,6 +120,12 @@ pub struct ContainerTimeline {
     /// Still waiting (to start, or to restart): `reason` says why.
     pub waiting: bool,
     pub restarts: u32,
+    /// Where `restarts` was read.
+    #[serde(skip)]
+    pub restarts_evidence: Option<Evidence>,
+    /// Its spec's `restartPolicyRules`.
+    #[serde(skip)]
+    pub restart_rules: Vec<RestartRule>,
     /// Whether a log of it was given.
     pub log: bool,
     /// Its log's first line with a time: it had started by then.
@@ -191,6 +200,22 @@ pub struct Observed {
     /// Whether the data lists all the pod's containers (a cut describe may not).
     pub containers_complete: bool,
     pub notes: Vec<String>,
+    /// The pod's `status.phase`, with where it was read.
+    #[serde(skip)]
+    pub phase: Option<(String, Evidence)>,
+    /// The pod's conditions: type → (status, last transition with its field).
+    #[serde(skip)]
+    pub conditions: std::collections::BTreeMap<String, (String, Option<(Millis, Evidence)>)>,
+    /// The containers ML304 takes for helpers that run until stopped, read by the policy from
+    /// the pod's spec; `None` without the pod's object.
+    #[serde(skip)]
+    pub helpers: Option<Vec<String>>,
+    /// When the pod was read from the API server (`pod/NAME`): its status was so then.
+    #[serde(skip)]
+    pub read_at: Option<Millis>,
+    /// The latest time any event about the pod was recorded (its `lastTimestamp`), with it.
+    #[serde(skip)]
+    pub last_event: Option<(Millis, Evidence)>,
 }
 
 impl Observed {
@@ -210,6 +235,35 @@ impl Observed {
         self.containers
             .iter()
             .filter(|container| container.role == Role::App)
+    }
+
+    /// The latest moment the data shows (an event, a log line, a status time, a condition's
+    /// transition): the pod was seen as it is at least until then.
+    pub fn last_seen(&self) -> Option<(Millis, Evidence)> {
+        let moments = self
+            .containers
+            .iter()
+            .flat_map(|container| &container.moments)
+            .filter_map(|moment| Some((moment.at.point()?, moment.evidence.clone())));
+        let conditions = self
+            .conditions
+            .values()
+            .filter_map(|(_, changed)| changed.clone());
+        moments
+            .chain(conditions)
+            .chain(self.last_event.clone())
+            .fold(None, latest)
+    }
+}
+
+/// Of two moments with their evidence, the later (the first seen, at the same time).
+fn latest(
+    known: Option<(Millis, Evidence)>,
+    next: (Millis, Evidence),
+) -> Option<(Millis, Evidence)> {
+    match known {
+        Some((at, _)) if at >= next.0 => known,
+        _ => Some(next),
     }
 }
 
@@ -319,6 +373,29 @@ pub fn observe(pod: Option<&PodRecord>, events: &[EventRecord], logs: &[LogRecor
         ),
         containers_complete: pod.is_some_and(|pod| pod.containers_complete),
         notes,
+        phase: pod.and_then(|pod| {
+            let phase = pod.phase.clone()?;
+            Some((
+                phase.clone(),
+                Evidence {
+                    text: Some(phase),
+                    ..Evidence::field(
+                        &pod.evidence.file,
+                        &pod.evidence.field.as_ref().map_or_else(
+                            || "status.phase".to_string(),
+                            |prefix| format!("{prefix}.status.phase"),
+                        ),
+                    )
+                },
+            ))
+        }),
+        conditions: pod.map(|pod| pod.conditions.clone()).unwrap_or_default(),
+        helpers: pod.and_then(pod::helpers_named_by_the_rule),
+        read_at: None,
+        last_event: events
+            .iter()
+            .filter_map(|event| Some((event.last.or(event.first)?, event.evidence.clone())))
+            .fold(None, latest),
     }
 }
 
@@ -596,6 +673,8 @@ fn timeline_of(
         running,
         waiting,
         restarts: record.restarts,
+        restarts_evidence: record.restarts_evidence.clone(),
+        restart_rules: record.restart_rules.clone(),
         log: has_log,
         first_line,
         post_start: record.post_start.clone(),

@@ -61,6 +61,10 @@ pub struct ContainerRecord {
     pub last_state: Option<State>,
     pub ready: Option<bool>,
     pub restarts: u32,
+    /// Where `restarts` was read (`status.containerStatuses[1].restartCount`).
+    pub restarts_evidence: Option<Evidence>,
+    /// Its `restartPolicyRules` (KEP-5307, KEP-5532): what the kubelet does on which exit codes.
+    pub restart_rules: Vec<RestartRule>,
     /// Its `lifecycle.postStart` hook: the kubelet starts the next container only once it has
     /// returned.
     pub post_start: Option<SpecPart>,
@@ -78,6 +82,17 @@ pub struct ContainerRecord {
     /// Its index in its spec list (`spec.containers` or `spec.initContainers`), when the pod
     /// object was given: the kubelet starts each list's containers in that order.
     pub index: Option<usize>,
+}
+
+/// A container's `restartPolicyRules` entry: `action` on the exit codes it names.
+#[derive(Clone, Debug)]
+pub struct RestartRule {
+    /// `Restart`, `RestartAllContainers`.
+    pub action: String,
+    /// `In [88]`, `NotIn [0]`; empty when the entry names none.
+    pub exit_codes: String,
+    /// The entry's field, with the rule in words as its text.
+    pub evidence: Evidence,
 }
 
 /// A container's `ports` entry.
@@ -109,6 +124,66 @@ impl Port {
     }
 }
 
+/// A `restartPolicyRules` entry: `{action, exitCodes: {operator, values}}`.
+fn restart_rule_of(rule: &Value, file: &str, field: &str) -> Option<RestartRule> {
+    let action = text_at(rule, "/action")?.to_string();
+    let exit_codes = rule
+        .get("exitCodes")
+        .map(|codes| {
+            let values: Vec<String> = codes
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|values| values.iter().map(Value::to_string).collect())
+                .unwrap_or_default();
+            format!(
+                "{} [{}]",
+                text_at(codes, "/operator").unwrap_or("In"),
+                values.join(", ")
+            )
+        })
+        .unwrap_or_default();
+    let words = if exit_codes.is_empty() {
+        format!("action {action}")
+    } else {
+        format!("action {action} on exit codes {exit_codes}")
+    };
+    Some(RestartRule {
+        action,
+        exit_codes,
+        evidence: Evidence {
+            text: Some(words),
+            ..Evidence::field(file, field)
+        },
+    })
+}
+
+/// The containers ML304 (job-helper-never-exits) takes for helpers that run until stopped, as
+/// the policy itself names them in the pod's spec: `None` when the pod's object was not given
+/// (describe text), so the rule's reading is not known.
+pub fn helpers_named_by_the_rule(pod: &PodRecord) -> Option<Vec<String>> {
+    let object = pod.object.as_ref()?;
+    let input = serde_json::json!({
+        "review": {
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "name": pod.name,
+            "namespace": pod.namespace,
+            "operation": "CREATE",
+            "object": object,
+        },
+        "parameters": {},
+    });
+    let violations = meshlife_policy::evaluate(&serde_json::to_vec(&input).ok()?);
+    let mut helpers: Vec<String> = violations
+        .iter()
+        .filter(|violation| {
+            violation.details.rule == meshlife_policy::catalogue::JOB_HELPER_NEVER_EXITS.id
+        })
+        .filter_map(|violation| violation.details.container.clone())
+        .collect();
+    helpers.dedup();
+    Some(helpers)
+}
+
 /// A hook or probe of a container's spec, in words, with the field it was read from.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -133,6 +208,8 @@ impl ContainerRecord {
             last_state: None,
             ready: None,
             restarts: 0,
+            restarts_evidence: None,
+            restart_rules: Vec::new(),
             post_start: None,
             startup_probe: None,
             pre_stop: None,
@@ -294,6 +371,30 @@ fn pod_of(pod: &Value, file: &str, prefix: &str) -> PodRecord {
                     .and_then(|status| status.get("restartCount"))
                     .and_then(Value::as_u64)
                     .map_or(0, |count| u32::try_from(count).unwrap_or(u32::MAX)),
+                restarts_evidence: status
+                    .and_then(|status| status.get("restartCount"))
+                    .and_then(Value::as_u64)
+                    .map(|count| Evidence {
+                        text: Some(count.to_string()),
+                        ..Evidence::field(file, &field("restartCount"))
+                    }),
+                restart_rules: spec
+                    .and_then(|spec| spec.get("restartPolicyRules"))
+                    .and_then(Value::as_array)
+                    .map(|rules| {
+                        rules
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(index, rule)| {
+                                restart_rule_of(
+                                    rule,
+                                    file,
+                                    &spec_field(&format!("restartPolicyRules[{index}]")),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default(),
                 post_start: spec
                     .and_then(|spec| spec.pointer("/lifecycle/postStart"))
                     .and_then(|hook| handler_of(hook, file, &spec_field("lifecycle.postStart"))),

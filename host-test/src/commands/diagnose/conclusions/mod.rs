@@ -2,16 +2,20 @@
 //! rule whose bug class it is about, says `confirmed`, `ruled-out` or `cannot-tell`, and rests
 //! on evidence (file, line or field, time). Where the data cannot decide, it says what is
 //! missing, never a guess. One file per rule family, as the policy's own rules: `startup`
-//! (ML101, ML102, ML103), `init` (ML201, ML202), `batch` (ML301), `shutdown` (ML401, ML404),
-//! `proxy_exit` (ML402), `prestop` (ML405), `readiness` (ML502); and, for pods the API server
-//! refused to create (no pod to observe), `native_unsupported` (ML104).
+//! (ML101, ML102, ML103), `init` (ML201, ML202), `batch` (ML301), `helpers` (ML304), `shutdown`
+//! (ML401, ML404), `proxy_exit` (ML402), `prestop` (ML405), `listeners` (ML406), `restarts`
+//! (ML407), `readiness` (ML502); and, for pods the API server refused to create (no pod to
+//! observe), `native_unsupported` (ML104).
 
 mod batch;
+mod helpers;
 mod init;
+mod listeners;
 mod native_unsupported;
 mod prestop;
 mod proxy_exit;
 mod readiness;
+mod restarts;
 mod shutdown;
 mod startup;
 
@@ -97,10 +101,13 @@ pub fn conclude(observed: &Observed) -> Vec<Conclusion> {
         init::init_without_network(observed),
         init::init_after_redirect(observed),
         batch::job_proxy_runs_on(observed),
+        helpers::job_helper_runs_on(observed),
         shutdown::killed_mid_drain(observed),
         proxy_exit::proxy_exits_before_app(observed),
         shutdown::streams_cut(observed),
         prestop::prestop_past_grace(observed),
+        listeners::listeners_close_before_app(observed),
+        restarts::in_place_restart_kills_proxy(observed),
         readiness::ready_before_serving(observed),
     ]
 }
