@@ -16,7 +16,8 @@ use crate::constraints::constraint::EnforcementAction;
 #[derive(Args, Clone, Debug, Default, PartialEq)]
 pub struct ClusterFactArgs {
     /// Lowest kubelet version in the cluster (`kubectl get nodes`): 1.31, v1.31.4, 1.31.4-eks-1
-    /// (`meshlife check`: default 1.33, the parameters' default).
+    /// (`meshlife check`: 1.37, today's, when no fact flag is given; else 1.33, the parameters'
+    /// default).
     #[arg(long, value_name = "VERSION", value_parser = parse_kubernetes_version)]
     pub kubernetes: Option<KubernetesVersion>,
 
