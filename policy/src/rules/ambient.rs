@@ -189,8 +189,14 @@ pub fn waypoint_short_grace(workload: &Workload, settings: &Settings, findings: 
         .label("gateway.networking.k8s.io/gateway-name")
         .or(workload.object_meta.name.as_ref().map(|name| name.as_str()))
         .unwrap_or("waypoint");
+    // The 2s is Istio's own rendering before 1.28; another value was set by someone.
+    let origin = if grace == 2 {
+        " (Istio before 1.28 rendered every waypoint with 2s, PR #55799)"
+    } else {
+        ""
+    };
     let message = format!(
-        "the Istio waypoint \"{name}\" (the Envoy that carries the L7 traffic of its namespace or services) has terminationGracePeriodSeconds {grace}, shorter than its drain of {drain} ({source}): at every waypoint rollout, eviction or node drain the kubelet kills it {grace}s after SIGTERM, and requests and streams still in flight through it are cut (Istio before 1.28 rendered every waypoint with 2s, PR #55799)."
+        "the Istio waypoint \"{name}\" (the Envoy that carries the L7 traffic of its namespace or services) has terminationGracePeriodSeconds {grace}, shorter than its drain of {drain} ({source}): at every waypoint rollout, eviction or node drain the kubelet kills it {grace}s after SIGTERM, and requests and streams still in flight through it are cut{origin}."
     );
     let fix = format!(
         "Upgrade Istio to 1.28 or later, whose waypoints keep the default grace period of 30s, or give the waypoint a terminationGracePeriodSeconds longer than {drain} through the ConfigMap its Gateway names in spec.infrastructure.parametersRef."
