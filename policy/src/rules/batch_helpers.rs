@@ -10,7 +10,7 @@ use crate::catalogue::JOB_HELPER_NEVER_EXITS;
 use crate::input::Container;
 use crate::mesh::Mesh;
 use crate::params::Settings;
-use crate::workload::{Workload, WorkloadKind, glob_matches};
+use crate::workload::{Workload, WorkloadKind};
 
 /// The pod template annotation that names the regular containers which run until stopped:
 /// `meshlife.io/sidecars: "log-shipper, metrics"`.
@@ -224,14 +224,7 @@ pub(crate) fn holding_helpers<'w>(
         return None;
     }
     let containers = workload.spec.containers();
-    let is_exempt = |container: &Container| {
-        let image = container.image.as_deref().unwrap_or("");
-        settings
-            .raw
-            .exempt_images
-            .iter()
-            .any(|pattern| glob_matches(pattern, image))
-    };
+    let is_exempt = |container: &Container| super::image_is_exempt(settings, container);
     let marked: Vec<&str> = workload
         .annotation(SIDECARS_ANNOTATION)
         .map(|list| {

@@ -1,6 +1,6 @@
 //! ML301: a Job's app done while its proxy runs on.
 
-use meshlife_policy::catalogue;
+use meshlife_policy::catalogue::{self, Rule};
 
 use super::{Conclusion, Status, cite, conclusion, no_proxy};
 use crate::commands::diagnose::clock::{self, SECOND};
@@ -12,26 +12,8 @@ pub(super) fn job_proxy_runs_on(observed: &Observed) -> Conclusion {
     if let Some(conclusion) = no_proxy(rule, observed) {
         return conclusion;
     }
-    match observed.batch {
-        Some(false) => {
-            return conclusion(
-                rule,
-                Status::RuledOut,
-                "not a batch pod (no Job owns it and its restartPolicy is Always)".into(),
-            );
-        }
-        None => {
-            let mut cannot = conclusion(
-                rule,
-                Status::CannotTell,
-                "the data does not say whether this is a Job's pod".into(),
-            );
-            cannot.missing.push(
-                "the pod's ownerReferences or restartPolicy (`kubectl get pod -o yaml`)".into(),
-            );
-            return cannot;
-        }
-        Some(true) => {}
+    if let Some(conclusion) = not_a_batch_pod(rule, observed) {
+        return conclusion;
     }
     let proxy = observed.proxy().expect("checked by no_proxy");
     if proxy.native_sidecar {
@@ -169,5 +151,29 @@ fn job_fix(mesh: Option<Mesh>) -> String {
         _ => "end the app's command with `curl -fsX POST localhost:15020/quitquitquit`, or use \
               native sidecars (`sidecar.istio.io/nativeSidecar: \"true\"`)"
             .into(),
+    }
+}
+
+/// The answer for a pod that is not a Job's, or of which the data does not say: the batch rules
+/// (ML301, ML304) judge only a Job's pods.
+pub(super) fn not_a_batch_pod(rule: &'static Rule, observed: &Observed) -> Option<Conclusion> {
+    match observed.batch {
+        Some(true) => None,
+        Some(false) => Some(conclusion(
+            rule,
+            Status::RuledOut,
+            "not a batch pod (no Job owns it and its restartPolicy is Always)".into(),
+        )),
+        None => {
+            let mut cannot = conclusion(
+                rule,
+                Status::CannotTell,
+                "the data does not say whether this is a Job's pod".into(),
+            );
+            cannot.missing.push(
+                "the pod's ownerReferences or restartPolicy (`kubectl get pod -o yaml`)".into(),
+            );
+            Some(cannot)
+        }
     }
 }

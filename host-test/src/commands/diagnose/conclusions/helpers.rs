@@ -3,6 +3,7 @@
 
 use meshlife_policy::catalogue;
 
+use super::batch::not_a_batch_pod;
 use super::{Cited, Conclusion, Status, cite, conclusion};
 use crate::commands::diagnose::clock::{self, Bound, Millis};
 use crate::commands::diagnose::evidence::Evidence;
@@ -23,26 +24,8 @@ pub(super) fn job_helper_runs_on(observed: &Observed) -> Conclusion {
             .push("the pod as JSON or YAML (`kubectl get pod POD -o json`)".into());
         return cannot;
     }
-    match observed.batch {
-        Some(false) => {
-            return conclusion(
-                rule,
-                Status::RuledOut,
-                "not a batch pod (no Job owns it and its restartPolicy is Always)".into(),
-            );
-        }
-        None => {
-            let mut cannot = conclusion(
-                rule,
-                Status::CannotTell,
-                "the data does not say whether this is a Job's pod".into(),
-            );
-            cannot.missing.push(
-                "the pod's ownerReferences or restartPolicy (`kubectl get pod -o yaml`)".into(),
-            );
-            return cannot;
-        }
-        Some(true) => {}
+    if let Some(conclusion) = not_a_batch_pod(rule, observed) {
+        return conclusion;
     }
     // The regular containers, the mesh's proxy left out (ML301's).
     let regular: Vec<&ContainerTimeline> = observed
