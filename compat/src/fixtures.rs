@@ -67,6 +67,7 @@ pub const GROUPS: &[&str] = &[
     "rollout",
     "annotations",
     "ambient",
+    "network_policy",
     "streams",
     "embedded",
     "injected",

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use meshlife_policy::mesh::NotMeshed;
-use meshlife_policy::verdicts::{MeshVerdict, PodSpecVerdict};
+use meshlife_policy::verdicts::{MeshVerdict, NotJudged, PodSpecVerdict};
 use meshlife_policy::{Details, Severity, Violation};
 use rayon::prelude::*;
 use serde_json::Value;
@@ -362,6 +362,20 @@ impl Judgement {
                             .or_default()
                             .push(listed);
                     }
+                    // Not known to select ambient pods for lack of facts: said, as an unmeshed
+                    // workload is (a policy in a namespace known not to be ambient is not).
+                    MeshVerdict::NotJudged(NotJudged::NetworkPolicyNotAmbient {
+                        namespace,
+                        namespace_known,
+                    }) => {
+                        if !namespace_known {
+                            self.coverage
+                                .not_meshed
+                                .entry(coverage::network_policy_reason(namespace))
+                                .or_default()
+                                .push(listed.clone());
+                        }
+                    }
                     MeshVerdict::NotJudged(reason) => {
                         if let Some(reason) = coverage::not_judged_reason(reason) {
                             self.coverage
@@ -371,7 +385,9 @@ impl Judgement {
                                 .push(listed.clone());
                         }
                     }
-                    MeshVerdict::Meshed { .. } | MeshVerdict::Gateway => {}
+                    MeshVerdict::Meshed { .. }
+                    | MeshVerdict::Gateway
+                    | MeshVerdict::AmbientNetworkPolicy { .. } => {}
                 }
             }
         }

@@ -160,6 +160,12 @@ pub const WAYPOINT_SHORT_GRACE: Rule = rule!(
     Warning,
     "An Istio waypoint's grace period is shorter than its drain: its rollouts cut the L7 traffic in flight."
 );
+pub const AMBIENT_NETWORK_POLICY: Rule = rule!(
+    "ML604",
+    "ambient-network-policy",
+    Warning,
+    "A NetworkPolicy over Istio ambient pods blocks HBONE (port 15008) or the kubelet's probes (from 169.254.7.127)."
+);
 
 pub const RULES: &[Rule] = &[
     INVALID_INPUT,
@@ -185,6 +191,7 @@ pub const RULES: &[Rule] = &[
     INVALID_MESH_ANNOTATION,
     AMBIENT_WITH_SIDECAR,
     WAYPOINT_SHORT_GRACE,
+    AMBIENT_NETWORK_POLICY,
 ];
 
 /// Looks a rule up by id (`ML101`, any case) or name (`startup-no-hold`).

@@ -6,14 +6,15 @@ use serde_json::error::Category;
 use crate::catalogue::INVALID_INPUT;
 use crate::input::{Fields, InputError, ObjectMeta, Path, Service};
 use crate::mesh::{Decision, NotMeshed, decide};
+use crate::network_policy::{NetworkPolicy, is_network_policy};
 use crate::node::{Node, parse_sparse, parse_sparse_with_old_object, with_huge_numbers_replaced};
 use crate::one_pass::{self, Reading};
 use crate::operation::{is_judged_operation, is_skipped_operation};
 use crate::params::{Parameters, Settings};
 use crate::pod_specs::{build_workload, embedded_workloads};
-use crate::rules::{Context, ambient, batch_helpers, run_all};
+use crate::rules::{Context, Finding, ambient, ambient_network_policy, batch_helpers, run_all};
 use crate::violation::{Details, Violation};
-use crate::workload::{Workload, WorkloadKind};
+use crate::workload::{Workload, WorkloadKind, in_exempt_namespace};
 
 /// Pod template annotation listing rule ids or names (or `*`) exempt for this workload.
 pub const EXEMPT_ANNOTATION: &str = "meshlife.io/exempt";
@@ -157,6 +158,7 @@ fn evaluate_checked(input: &[u8], reader: Reader) -> Result<Vec<Violation>, Reje
         let (read, notes) = reading?;
         let findings = match read {
             Read::NotReviewed(_) => Vec::new(),
+            Read::NetworkPolicy(policy, settings) => review_network_policy(&policy, &settings),
             Read::Workloads(workloads, settings) => workloads
                 .iter()
                 .flat_map(|workload| review_workload(workload, &settings))
@@ -250,6 +252,8 @@ pub(crate) enum Read<'a> {
     NotReviewed(#[cfg_attr(target_arch = "wasm32", allow(dead_code))] NotReviewed),
     /// Every pod spec of the object (one, or several for the embedding kinds), with the settings.
     Workloads(Vec<Workload<'a>>, Box<Settings>),
+    /// A NetworkPolicy, judged for what Istio's ambient mode needs of it.
+    NetworkPolicy(Box<NetworkPolicy<'a>>, Box<Settings>),
 }
 
 /// Reads the envelope, the parameters and the object's pod specs from the sparse tree, adding
@@ -318,6 +322,18 @@ pub(crate) fn read_document<'a>(
     // `Rollout` is Argo's; another group's Rollout is not a pod controller we know (and so on
     // for the other kinds of one API group).
     let api_version = object.string("apiVersion")?;
+    let namespace_meta = review
+        .object("namespaceObject", |namespace| {
+            namespace.object("metadata", ObjectMeta::read)
+        })?
+        .flatten();
+    if kind_name
+        .as_deref()
+        .is_some_and(|kind| is_network_policy(kind, api_version.as_deref()))
+    {
+        let policy = NetworkPolicy::read(&object, review.string("namespace")?, namespace_meta)?;
+        return Ok(Read::NetworkPolicy(Box::new(policy), Box::new(settings)));
+    }
     let Some(kind) = kind_name
         .as_deref()
         .and_then(|kind| WorkloadKind::of(kind, api_version.as_deref()))
@@ -330,11 +346,6 @@ pub(crate) fn read_document<'a>(
     let object_meta = object
         .object("metadata", ObjectMeta::read)?
         .unwrap_or_default();
-    let namespace_meta = review
-        .object("namespaceObject", |namespace| {
-            namespace.object("metadata", ObjectMeta::read)
-        })?
-        .flatten();
     let mut workload = Workload::new(
         kind,
         object_meta,
@@ -412,6 +423,22 @@ fn trim_input(input: &[u8]) -> &[u8] {
     &input[start..end]
 }
 
+/// Runs ML604 over a NetworkPolicy, with the exemptions and selection parameters a workload
+/// gets (the exempt annotation on the policy's own metadata).
+fn review_network_policy(policy: &NetworkPolicy, settings: &Settings) -> Vec<Violation> {
+    let namespace = policy.namespace.as_deref().unwrap_or("");
+    if in_exempt_namespace(settings, namespace) {
+        return Vec::new();
+    }
+    let mut findings = Vec::new();
+    ambient_network_policy::check(policy, settings, &mut findings);
+    keep_selected(
+        findings,
+        policy.meta.annotation(EXEMPT_ANNOTATION),
+        settings,
+    )
+}
+
 /// Runs the rules over one workload and applies exemptions and the selection parameters.
 pub fn review_workload(workload: &Workload, settings: &Settings) -> Vec<Violation> {
     if workload.in_exempt_namespace(settings) {
@@ -440,8 +467,17 @@ pub fn review_workload(workload: &Workload, settings: &Settings) -> Vec<Violatio
         };
         findings.extend(run_all(&context));
     }
-    let exempt: Vec<&str> = workload
-        .annotation(EXEMPT_ANNOTATION)
+    keep_selected(findings, workload.annotation(EXEMPT_ANNOTATION), settings)
+}
+
+/// The findings the parameters select, at or above their minimum severity, without those
+/// the object's exempt annotation (`exempt`, a list of rule ids or names, or `*`) names.
+fn keep_selected(
+    findings: Vec<Finding>,
+    exempt: Option<&str>,
+    settings: &Settings,
+) -> Vec<Violation> {
+    let exempt: Vec<&str> = exempt
         .map(|list| {
             list.split(',')
                 .map(str::trim)

@@ -9,6 +9,7 @@ mod evaluate;
 pub mod input;
 mod json_cursor;
 pub mod mesh;
+pub mod network_policy;
 mod node;
 mod one_pass;
 mod operation;

@@ -619,10 +619,8 @@ fn istio_predicted(workload: &Workload, settings: &Settings) -> Result<(), NotMe
         || workload.pod_meta.label("istio.io/rev").is_some()
         || (pod_request == Some("true") && namespace_injection == Some(true));
     let pod_mode = workload.pod_meta.label("istio.io/dataplane-mode");
-    let namespace_ambient = match &workload.namespace_meta {
-        Some(_) => workload.namespace_label("istio.io/dataplane-mode") == Some("ambient"),
-        None => in_list(&istio.ambient_namespaces, namespace),
-    };
+    let namespace_ambient =
+        namespace_is_ambient(workload.namespace_meta.as_ref(), namespace, settings);
     let ambient = pod_mode == Some("ambient") || (namespace_ambient && pod_mode != Some("none"));
     if ambient && !sidecar_requested {
         return Err(NotMeshed::Ambient {
@@ -679,6 +677,22 @@ fn linkerd_predicted(workload: &Workload, settings: &Settings) -> Result<(), Not
         Err(no_mesh_signal(workload, settings))
     }
 }
+
+/// Whether Istio's ambient mode covers the namespace: its label when the input carries the
+/// Namespace, else the facts' `istio.ambientNamespaces`.
+pub(crate) fn namespace_is_ambient(
+    namespace_meta: Option<&crate::input::ObjectMeta>,
+    namespace: &str,
+    settings: &Settings,
+) -> bool {
+    match namespace_meta {
+        Some(meta) => meta.label(DATAPLANE_MODE) == Some("ambient"),
+        None => in_list(&settings.raw.istio.ambient_namespaces, namespace),
+    }
+}
+
+/// The label that puts a pod or namespace in ambient mode (`ambient`) or keeps it out (`none`).
+pub const DATAPLANE_MODE: &str = "istio.io/dataplane-mode";
 
 pub(crate) fn in_list(list: &[String], namespace: &str) -> bool {
     listed(list, namespace) != Listed::No

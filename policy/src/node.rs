@@ -88,18 +88,24 @@ const RULE_KEYS: &[&str] = &[
     "args",
     "blueGreen",
     "canary",
+    "cidr",
     "command",
     "concurrencyPolicy",
     "containerPort",
     "containers",
+    "endPort",
     "env",
+    "except",
     "exec",
     "exitCodes",
+    "from",
     "grpc",
     "hostNetwork",
     "httpGet",
     "image",
+    "ingress",
     "initContainers",
+    "ipBlock",
     "job",
     "jobTemplate",
     "kind",
@@ -119,10 +125,13 @@ const RULE_KEYS: &[&str] = &[
     "ownerReferences",
     "parameters",
     "path",
+    "podSelector",
+    "policyTypes",
     "port",
     "ports",
     "postStart",
     "preStop",
+    "protocol",
     "provider",
     "readinessProbe",
     "replicas",
@@ -154,7 +163,13 @@ const RULE_KEYS: &[&str] = &[
 ];
 
 /// Keys whose whole subtree is kept: their keys are data, not schema.
-const KEEP_ALL_BELOW: &[&str] = &["annotations", "labels", "parameters", "selector"];
+const KEEP_ALL_BELOW: &[&str] = &[
+    "annotations",
+    "labels",
+    "parameters",
+    "podSelector",
+    "selector",
+];
 
 fn keep_for_child(key: &str) -> Keep {
     if KEEP_ALL_BELOW.contains(&key) {

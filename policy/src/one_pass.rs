@@ -22,6 +22,7 @@ use crate::input::{
     Service, ServicePort, SleepAction, Strategy, Text,
 };
 use crate::json_cursor::Cursor;
+use crate::network_policy::is_network_policy;
 use crate::node::parse_parameters;
 use crate::operation::{is_judged_operation, is_skipped_operation};
 use crate::params::{Parameters, Settings};
@@ -57,12 +58,18 @@ pub fn read(json: &str) -> Option<Reading<'_>> {
     let settings = Settings::from_parameters(Parameters::read(parameters.as_ref()).ok()?).ok()?;
     let object = review.object?;
     let review_kind = review.kind;
-    let Some(kind) = object
-        .kind
-        .or(review_kind)
+    let kind_name = object.kind.or(review_kind);
+    let Some(kind) = kind_name
         .as_deref()
         .and_then(|kind| WorkloadKind::of(kind, object.api_version.as_deref()))
     else {
+        // A NetworkPolicy is no workload: the exact reader reads it.
+        if kind_name
+            .as_deref()
+            .is_some_and(|kind| is_network_policy(kind, object.api_version.as_deref()))
+        {
+            return None;
+        }
         return Some(Reading::NothingToReview);
     };
     // Pod specs inside other objects (analysis templates, training jobs, ...) are rare at

@@ -7,7 +7,8 @@ use serde::Serialize;
 use crate::evaluate::{NotReviewed, Read, with_exact_reading};
 use crate::input::ObjectMeta;
 use crate::mesh::{Decision, NotMeshed, Placement, decide};
-use crate::workload::{Workload, WorkloadKind};
+use crate::rules::ambient_network_policy::ambient_because;
+use crate::workload::{Workload, WorkloadKind, in_exempt_namespace};
 
 /// One pod spec of the object (or, when the object has none to judge, the object itself).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -35,6 +36,9 @@ pub enum MeshVerdict {
     },
     /// An Istio gateway: the proxy is the workload; no rule judges it.
     Gateway,
+    /// A NetworkPolicy that selects pods in Istio's ambient mode: ML604 judges it. `because`:
+    /// why those pods are ambient.
+    AmbientNetworkPolicy { because: String },
     /// No proxy, none predicted, and why.
     NotMeshed(NotMeshed),
     /// Not looked at by the rules at all.
@@ -59,6 +63,14 @@ pub enum NotJudged {
     InvalidInput { path: String, problem: String },
     /// The namespace matches `exemptNamespaces`.
     ExemptNamespace { namespace: String },
+    /// A NetworkPolicy whose pods are not known to be in Istio's ambient mode, the only mode
+    /// whose needs meshlife holds NetworkPolicies to (`namespaceKnown`: the input carried the
+    /// Namespace or the facts list ambient namespaces).
+    #[serde(rename_all = "camelCase")]
+    NetworkPolicyNotAmbient {
+        namespace: String,
+        namespace_known: bool,
+    },
 }
 
 /// A mesh key in the wrong metadata.
@@ -177,6 +189,26 @@ pub fn mesh_verdicts(input: &[u8]) -> Vec<PodSpecVerdict> {
         }
         Ok(Read::NotReviewed(NotReviewed::NoPodSpec { kind })) => {
             object_level(NotJudged::NoPodSpec { kind })
+        }
+        Ok(Read::NetworkPolicy(policy, settings)) => {
+            let namespace = policy.namespace.as_deref().unwrap_or("").to_string();
+            let verdict = if in_exempt_namespace(&settings, &namespace) {
+                MeshVerdict::NotJudged(NotJudged::ExemptNamespace { namespace })
+            } else {
+                match ambient_because(&policy, &settings) {
+                    Some(because) => MeshVerdict::AmbientNetworkPolicy { because },
+                    None => MeshVerdict::NotJudged(NotJudged::NetworkPolicyNotAmbient {
+                        namespace,
+                        namespace_known: policy.namespace_meta.is_some()
+                            || !settings.raw.istio.ambient_namespaces.is_empty(),
+                    }),
+                }
+            };
+            vec![PodSpecVerdict {
+                path: None,
+                verdict,
+                misplaced: Vec::new(),
+            }]
         }
         Ok(Read::Workloads(workloads, settings)) => workloads
             .iter()

@@ -265,12 +265,7 @@ impl<'a> Workload<'a> {
 
     /// Whether the parameters' `exemptNamespaces` cover this workload's namespace.
     pub fn in_exempt_namespace(&self, settings: &crate::params::Settings) -> bool {
-        let namespace = self.namespace.as_deref().unwrap_or("");
-        settings
-            .raw
-            .exempt_namespaces
-            .iter()
-            .any(|pattern| glob_matches(pattern, namespace))
+        in_exempt_namespace(settings, self.namespace.as_deref().unwrap_or(""))
     }
 
     pub fn has_owner(&self) -> bool {
@@ -417,6 +412,15 @@ fn in_range(value: Option<i64>, min: i64, max: i64, path: impl FnOnce() -> Strin
 }
 
 /// `pattern` matches `text` exactly, or as a prefix when it ends in `*`.
+/// Whether the parameters' `exemptNamespaces` cover `namespace`.
+pub fn in_exempt_namespace(settings: &crate::params::Settings, namespace: &str) -> bool {
+    settings
+        .raw
+        .exempt_namespaces
+        .iter()
+        .any(|pattern| glob_matches(pattern, namespace))
+}
+
 pub fn glob_matches(pattern: &str, text: &str) -> bool {
     match pattern.strip_suffix('*') {
         Some(prefix) => text.starts_with(prefix),

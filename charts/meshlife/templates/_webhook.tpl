@@ -124,6 +124,12 @@ webhooks:
     resources: [jobs]
     operations: [CREATE, UPDATE]
     scope: Namespaced
+  # ML604: what Istio's ambient pods need of the NetworkPolicies that select them.
+  - apiGroups: [networking.k8s.io]
+    apiVersions: ["*"]
+    resources: [networkpolicies]
+    operations: [CREATE, UPDATE]
+    scope: Namespaced
   # Never the server's own namespace (it could not start while judging itself), nor the
   # system namespaces no mesh injects into.
   namespaceSelector:
@@ -141,7 +147,7 @@ webhooks:
       request.kind.kind in ['Pod', 'ReplicationController', 'Deployment', 'StatefulSet',
       'DaemonSet', 'ReplicaSet', 'Job', 'CronJob', 'Rollout', 'AnalysisTemplate',
       'ClusterAnalysisTemplate', 'Experiment', 'PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob',
-      'PaddleJob', 'JAXJob', 'JobSet']
+      'PaddleJob', 'JAXJob', 'JobSet', 'NetworkPolicy']
   # An object being deleted is only updated to let it go (a finalizer removed): never refused.
   - name: not-being-deleted
     expression: "!has(object.metadata.deletionTimestamp)"

@@ -788,6 +788,7 @@ pub(super) fn match_section(args: &ConstraintArgs, facts: &Facts) -> Result<Yaml
                 kinds("kubeflow.org", EMBEDDING_KUBEFLOW_KINDS),
                 kinds("jobset.x-k8s.io", &["JobSet"]),
                 kinds("batch.volcano.sh", &["Job"]),
+                kinds("networking.k8s.io", &["NetworkPolicy"]),
             ]),
         )
         .comment(
@@ -795,7 +796,7 @@ pub(super) fn match_section(args: &ConstraintArgs, facts: &Facts) -> Result<Yaml
              object costs an External Data call. Pods are judged exactly (they arrive injected); \
              controllers by predicting what injection does to their pod template; analysis \
              templates, Katib experiments, training jobs, JobSets and Volcano Jobs by the pod \
-             templates they hold.",
+             templates they hold; NetworkPolicies for what Istio's ambient pods need (ML604).",
         ),
     ];
     let mut excluded = Vec::new();

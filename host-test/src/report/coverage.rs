@@ -276,9 +276,20 @@ pub fn not_judged_reason(reason: &NotJudged) -> Option<String> {
             "namespace {namespace} is in the constraint's exemptNamespaces"
         )),
         NotJudged::NotAReviewedKind { .. }
+        | NotJudged::NetworkPolicyNotAmbient { .. }
         | NotJudged::SkippedOperation { .. }
         | NotJudged::InvalidInput { .. } => None,
     }
+}
+
+/// Why a NetworkPolicy was not judged: ML604 holds only policies over ambient pods, and
+/// nothing said whether its namespace is ambient.
+pub fn network_policy_reason(namespace: &str) -> String {
+    format!(
+        "NetworkPolicies in namespace {namespace:?}, whose Namespace is not in the input and \
+         whose ambient mode is not in the facts: ML604 judges a NetworkPolicy only over ambient \
+         pods (give the Namespace manifest, or --istio-ambient-namespaces)"
+    )
 }
 
 /// A mesh label or annotation on the controller's metadata, where the injector never reads it:

@@ -158,6 +158,7 @@ fn the_document_is_a_mesh_lifecycle_constraint() {
             },
             {"apiGroups": ["jobset.x-k8s.io"], "kinds": ["JobSet"]},
             {"apiGroups": ["batch.volcano.sh"], "kinds": ["Job"]},
+            {"apiGroups": ["networking.k8s.io"], "kinds": ["NetworkPolicy"]},
         ])
     );
     let keys: Vec<&String> = document["spec"].as_object().unwrap().keys().collect();

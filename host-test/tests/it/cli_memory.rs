@@ -69,11 +69,14 @@ fn a_long_stream_of_small_documents_is_held_in_a_few_times_its_size() {
         "{stdout}"
     );
     // About 8 times the input since the objects are held as text (85 MB for 10.5 MB, a
-    // release build), 32 times before (334 MB). The bound sits between, with room for a
-    // debug build's larger binary.
+    // release build; 9 times for a debug build run alone), 32 times before (334 MB). The bound
+    // sits between, with room for a debug build's larger binary and for glibc's malloc, which
+    // opens another arena whenever a thread finds one locked: with the whole suite running on
+    // two cores the parsing threads are preempted holding locks more often, and the same run
+    // peaked at 16.2 and 16.5 times its size.
     let size = text.len() as u64;
     assert!(
-        peak < 16 * size,
+        peak < 24 * size,
         "peak resident memory {} MB for a {} MB stream: {:.1} times its size",
         peak >> 20,
         size >> 20,

@@ -222,7 +222,8 @@ fn the_kubewarden_module_carries_the_metadata_as_kwctl_writes_it() {
             "kubeflow.org/paddlejobs",
             "kubeflow.org/pytorchjobs",
             "kubeflow.org/tfjobs",
-            "kubeflow.org/xgboostjobs"
+            "kubeflow.org/xgboostjobs",
+            "networking.k8s.io/networkpolicies"
         ]
         .into_iter()
         .map(String::from)

@@ -2,6 +2,7 @@
 //! the mesh decision and the settings, returning findings.
 
 pub(crate) mod ambient;
+pub(crate) mod ambient_network_policy;
 mod annotations;
 pub(crate) mod batch;
 pub(crate) mod batch_helpers;

@@ -99,6 +99,9 @@ fn places_of_rule(rule: &str) -> Option<&'static [Place]> {
         ],
         "ML404" => &[Place::Fate(Request::LongLivedStream)],
         "ML603" => &[Place::Event(Shutdown, Sigkill)],
+        // A NetworkPolicy has no timeline of its own; what it blocks shows when its pods should
+        // become ready and take traffic.
+        "ML604" => &[Place::Event(Startup, AppReady)],
         "ML405" => &[
             Place::Event(Shutdown, PreStop),
             Place::Event(Shutdown, Sigkill),

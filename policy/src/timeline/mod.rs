@@ -266,7 +266,8 @@ pub struct PodSpecTimeline {
 pub fn timelines(input: &[u8], assumptions: &Assumptions) -> Result<Vec<PodSpecTimeline>, String> {
     with_exact_reading(input, |reading| match reading {
         Err(error) => Err(format!("{}: {}", error.path, error.problem)),
-        Ok(Read::NotReviewed(_)) => Ok(Vec::new()),
+        // A NetworkPolicy has no pod of its own, so no lifecycle to draw.
+        Ok(Read::NotReviewed(_) | Read::NetworkPolicy(..)) => Ok(Vec::new()),
         Ok(Read::Workloads(workloads, settings)) => Ok(workloads
             .iter()
             .map(|workload| PodSpecTimeline {

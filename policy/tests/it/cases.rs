@@ -228,12 +228,14 @@ fn mesh_verdicts_agree_with_the_findings() {
             .any(|v| v.details.rule != "ML000" && v.details.mesh.is_some())
         {
             // An ambient pod's findings (ML404 for ztunnel) name Istio, with no proxy in it; a
-            // waypoint's (ML603) name Istio, whose proxy is the workload.
+            // waypoint's (ML603) name Istio, whose proxy is the workload; a NetworkPolicy's
+            // (ML604) name Istio, whose ambient pods it selects.
             assert!(
                 verdicts.iter().any(|v| matches!(
                     v.verdict,
                     MeshVerdict::Meshed { .. }
                         | MeshVerdict::Gateway
+                        | MeshVerdict::AmbientNetworkPolicy { .. }
                         | MeshVerdict::NotMeshed(NotMeshed::Ambient { .. })
                 )),
                 "{label}: {verdicts:?}"

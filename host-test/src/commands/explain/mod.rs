@@ -557,7 +557,8 @@ impl Predictor {
         };
         let mut explained = Vec::new();
         for object in objects {
-            if !object.is_reviewed_kind() {
+            // A NetworkPolicy has no pod of its own, so no timeline: `check` judges it.
+            if !object.holds_pod_specs() {
                 continue;
             }
             let applicable =

@@ -78,6 +78,7 @@ const RULES: &[(&str, &[&str], &str)] = &[
     ),
     ("jobset.x-k8s.io", &["jobsets"], "Namespaced"),
     ("batch.volcano.sh", &["jobs"], "Namespaced"),
+    ("networking.k8s.io", &["networkpolicies"], "Namespaced"),
 ];
 
 pub fn manifests(args: &WebhookInstall) -> Result<String, String> {
@@ -250,7 +251,7 @@ webhooks:
       request.kind.kind in ['Pod', 'ReplicationController', 'Deployment', 'StatefulSet',
       'DaemonSet', 'ReplicaSet', 'Job', 'CronJob', 'Rollout', 'AnalysisTemplate',
       'ClusterAnalysisTemplate', 'Experiment', 'PyTorchJob', 'TFJob', 'MPIJob', 'XGBoostJob',
-      'PaddleJob', 'JAXJob', 'JobSet']
+      'PaddleJob', 'JAXJob', 'JobSet', 'NetworkPolicy']
   # An object being deleted is only updated to let it go (a finalizer removed): never refused.
   - name: not-being-deleted
     expression: \"!has(object.metadata.deletionTimestamp)\"

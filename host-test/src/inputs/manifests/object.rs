@@ -73,7 +73,17 @@ impl ManifestObject {
     }
 
     /// Whether the policy reviews this kind's pod specs (its own definition, not a copy).
+    /// A kind the policy reviews: a workload, or a NetworkPolicy (ML604).
     pub fn is_reviewed_kind(&self) -> bool {
+        self.holds_pod_specs()
+            || meshlife_policy::network_policy::is_network_policy(
+                &self.identity.kind,
+                Some(&self.identity.api_version),
+            )
+    }
+
+    /// A workload kind: one whose pod specs the rules review.
+    pub fn holds_pod_specs(&self) -> bool {
         meshlife_policy::workload::WorkloadKind::of(
             &self.identity.kind,
             Some(&self.identity.api_version),
