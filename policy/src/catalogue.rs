@@ -160,6 +160,12 @@ pub const WAYPOINT_SHORT_GRACE: Rule = rule!(
     Warning,
     "An Istio waypoint's grace period is shorter than its drain: its rollouts cut the L7 traffic in flight."
 );
+pub const WAYPOINT_SINGLE_REPLICA: Rule = rule!(
+    "ML605",
+    "waypoint-single-replica",
+    Info,
+    "An Istio waypoint Deployment runs one pod: while it is evicted or rescheduled, the L7 traffic it carries fails."
+);
 pub const AMBIENT_NETWORK_POLICY: Rule = rule!(
     "ML604",
     "ambient-network-policy",
@@ -192,6 +198,7 @@ pub const RULES: &[Rule] = &[
     AMBIENT_WITH_SIDECAR,
     WAYPOINT_SHORT_GRACE,
     AMBIENT_NETWORK_POLICY,
+    WAYPOINT_SINGLE_REPLICA,
 ];
 
 /// Looks a rule up by id (`ML101`, any case) or name (`startup-no-hold`).

@@ -456,7 +456,10 @@ pub fn review_workload(workload: &Workload, settings: &Settings) -> Vec<Violatio
         Decision::NotMeshed(NotMeshed::Ambient { .. }) => {
             ambient::streams_through_ztunnel(workload, settings, &mut findings);
         }
-        Decision::Gateway => ambient::waypoint_short_grace(workload, settings, &mut findings),
+        Decision::Gateway => {
+            ambient::waypoint_short_grace(workload, settings, &mut findings);
+            ambient::waypoint_single_replica(workload, settings, &mut findings);
+        }
         _ => {}
     }
     if let Decision::Meshed(decision) = &decision {

@@ -3,16 +3,18 @@
 //! with an injected sidecar), so the pod runs as a sidecar pod whatever its namespace says.
 //! ML404 for ambient pods: ztunnel carries their streams, and cuts them at its own rollouts.
 //! ML603: a waypoint (the Envoy Deployment istiod renders for a Gateway of class
-//! `istio-waypoint`) whose grace period ends before its drain.
+//! `istio-waypoint`) whose grace period ends before its drain. ML605: a waypoint of one pod.
 
 use super::shutdown::stream_marker;
 use super::{Context, Finding, image_is_exempt};
-use crate::catalogue::{AMBIENT_WITH_SIDECAR, LONG_LIVED_STREAMS, WAYPOINT_SHORT_GRACE};
+use crate::catalogue::{
+    AMBIENT_WITH_SIDECAR, LONG_LIVED_STREAMS, WAYPOINT_SHORT_GRACE, WAYPOINT_SINGLE_REPLICA,
+};
 use crate::duration::format_ms;
 use crate::mesh::{ISTIO_INJECT, ISTIO_PROXY_CONFIG, Mesh, in_list};
 use crate::params::Settings;
 use crate::proxy_config::parse_proxy_config;
-use crate::workload::Workload;
+use crate::workload::{Workload, WorkloadKind};
 
 /// The chart's terminationGracePeriodSeconds for ztunnel; it drains for one second less.
 const ZTUNNEL_DRAIN_SECONDS: i64 = 29;
@@ -158,6 +160,59 @@ fn is_waypoint(workload: &Workload) -> bool {
         })
 }
 
+/// ML605. istiod renders a waypoint's Deployment without `replicas`, so that an HPA can own
+/// them (istio `files/waypoint.yaml`): unscaled, it runs one pod, and every eviction, node
+/// drain or reschedule leaves the namespace's or services' L7 traffic without a waypoint until
+/// the next pod is ready (ztunnel sends that traffic to the waypoint and has nowhere else to
+/// send it). A PodDisruptionBudget cannot protect one pod without blocking node drains.
+pub fn waypoint_single_replica(
+    workload: &Workload,
+    settings: &Settings,
+    findings: &mut Vec<Finding>,
+) {
+    if !settings.selects(&WAYPOINT_SINGLE_REPLICA)
+        || workload.kind != WorkloadKind::Deployment
+        || !is_waypoint(workload)
+    {
+        return;
+    }
+    let replicas = workload.replicas.unwrap_or(1);
+    if replicas != 1 {
+        return;
+    }
+    let name = waypoint_name(workload);
+    let (path, count) = match workload.replicas {
+        Some(_) => ("spec.replicas".to_string(), "replicas: 1".to_string()),
+        None => (
+            "spec".to_string(),
+            "no replicas, so one pod (istiod renders none, leaving them to an autoscaler)"
+                .to_string(),
+        ),
+    };
+    let message = format!(
+        "the Istio waypoint \"{name}\" has {count}: while that pod is evicted by a node drain, rescheduled or restarted, the L7 traffic of its namespace or services has no waypoint, and ztunnel's connections to it fail until a new pod is ready; a PodDisruptionBudget cannot keep a single pod up without blocking node drains."
+    );
+    let fix = "Run two or more waypoint pods: a HorizontalPodAutoscaler with minReplicas: 2 that targets this Deployment (istiod leaves its replicas to the autoscaler), or spec.replicas: 2 in the ConfigMap the Gateway names in spec.infrastructure.parametersRef; then a PodDisruptionBudget with maxUnavailable: 1 for its pods.".to_string();
+    findings.push(Finding {
+        rule: &WAYPOINT_SINGLE_REPLICA,
+        severity: WAYPOINT_SINGLE_REPLICA.severity,
+        path,
+        message,
+        fix,
+        mesh: Some(Mesh::Istio),
+        container: None,
+    });
+}
+
+/// The Gateway's name for a waypoint's pods, else the Deployment's.
+fn waypoint_name<'w>(workload: &'w Workload) -> &'w str {
+    workload
+        .pod_meta
+        .label("gateway.networking.k8s.io/gateway-name")
+        .or(workload.object_meta.name.as_ref().map(|name| name.as_str()))
+        .unwrap_or("waypoint")
+}
+
 /// ML603. A waypoint is an Envoy run by pilot-agent, which drains for terminationDrainDuration
 /// after SIGTERM, as a classic sidecar does (ML401): a grace period shorter than that drain is
 /// cut by SIGKILL. istiod rendered every waypoint with terminationGracePeriodSeconds: 2 until
@@ -184,11 +239,7 @@ pub fn waypoint_short_grace(workload: &Workload, settings: &Settings, findings: 
     } else {
         "the mesh's terminationDrainDuration"
     };
-    let name = workload
-        .pod_meta
-        .label("gateway.networking.k8s.io/gateway-name")
-        .or(workload.object_meta.name.as_ref().map(|name| name.as_str()))
-        .unwrap_or("waypoint");
+    let name = waypoint_name(workload);
     // The 2s is Istio's own rendering before 1.28; another value was set by someone.
     let origin = if grace == 2 {
         " (Istio before 1.28 rendered every waypoint with 2s, PR #55799)"

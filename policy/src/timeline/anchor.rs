@@ -102,6 +102,8 @@ fn places_of_rule(rule: &str) -> Option<&'static [Place]> {
         // A NetworkPolicy has no timeline of its own; what it blocks shows when its pods should
         // become ready and take traffic.
         "ML604" => &[Place::Event(Startup, AppReady)],
+        // One waypoint pod: its traffic fails from its SIGTERM until a new pod is ready.
+        "ML605" => &[Place::Event(Shutdown, Sigterm)],
         "ML405" => &[
             Place::Event(Shutdown, PreStop),
             Place::Event(Shutdown, Sigkill),
