@@ -213,6 +213,18 @@ fn waypoint_name<'w>(workload: &'w Workload) -> &'w str {
         .unwrap_or("waypoint")
 }
 
+/// How long a gateway's pilot-agent drains after SIGTERM before it exits: the pod's
+/// `terminationDrainDuration`, else the mesh's; and whether the pod's annotation set it.
+pub(crate) fn gateway_drain_ms(workload: &Workload, settings: &Settings) -> (u64, bool) {
+    match workload
+        .annotation(ISTIO_PROXY_CONFIG)
+        .and_then(|text| parse_proxy_config(text).0.termination_drain_ms)
+    {
+        Some(ms) => (ms, true),
+        None => (settings.istio_drain_ms, false),
+    }
+}
+
 /// ML603. A waypoint is an Envoy run by pilot-agent, which drains for terminationDrainDuration
 /// after SIGTERM, as a classic sidecar does (ML401): a grace period shorter than that drain is
 /// cut by SIGKILL. istiod rendered every waypoint with terminationGracePeriodSeconds: 2 until
@@ -221,13 +233,7 @@ pub fn waypoint_short_grace(workload: &Workload, settings: &Settings, findings: 
     if !settings.selects(&WAYPOINT_SHORT_GRACE) || !is_waypoint(workload) {
         return;
     }
-    let (drain_ms, from_annotation) = match workload
-        .annotation(ISTIO_PROXY_CONFIG)
-        .and_then(|text| parse_proxy_config(text).0.termination_drain_ms)
-    {
-        Some(ms) => (ms, true),
-        None => (settings.istio_drain_ms, false),
-    };
+    let (drain_ms, from_annotation) = gateway_drain_ms(workload, settings);
     let grace = workload.spec.grace_period_seconds();
     let grace_ms = u64::try_from(grace).unwrap_or(0).saturating_mul(1000);
     if grace_ms >= drain_ms {

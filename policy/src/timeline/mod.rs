@@ -299,6 +299,7 @@ pub fn timeline(workload: &Workload, settings: &Settings, assumptions: &Assumpti
                 .to_string(),
         },
     };
+    let gateway = matches!(decided, Decision::Gateway);
     let decision = match decided {
         Decision::Meshed(decision) => Some(decision),
         Decision::Gateway | Decision::NotMeshed(_) => None,
@@ -306,6 +307,7 @@ pub fn timeline(workload: &Workload, settings: &Settings, assumptions: &Assumpti
     let mut builder = Builder {
         workload,
         settings,
+        gateway,
         decision: decision.as_deref(),
         assumptions,
         events: Vec::new(),
@@ -354,6 +356,8 @@ fn not_meshed_phrase(reason: &NotMeshed) -> String {
 struct Builder<'w, 'a> {
     workload: &'w Workload<'w>,
     settings: &'a Settings,
+    /// An Istio gateway or waypoint: its istio-proxy is the workload, and drains as one.
+    gateway: bool,
     decision: Option<&'a MeshDecision>,
     assumptions: &'a Assumptions,
     events: Vec<Event>,

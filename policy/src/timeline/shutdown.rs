@@ -117,6 +117,12 @@ impl Builder<'_, '_> {
                 grace_ms
             };
             last_kill = last_kill.max(kill);
+            if self.gateway && name == "istio-proxy" {
+                let exit = self.gateway_drain(*index, sigterm, kill);
+                app_sigterms.push(sigterm);
+                app_exits.push(exit);
+                continue;
+            }
             let exit = (sigterm + assumptions.app_exit_ms).min(kill);
             self.event(
                 Phase::Shutdown,
@@ -154,6 +160,56 @@ impl Builder<'_, '_> {
             &assumptions,
         );
         grace_ms
+    }
+
+    /// A gateway's or waypoint's proxy: pilot-agent answers SIGTERM by draining Envoy for
+    /// terminationDrainDuration and then exits, as a classic sidecar does (ML603); SIGKILL cuts
+    /// the drain at `kill_ms`. Returns when the proxy is gone.
+    fn gateway_drain(&mut self, index: usize, sigterm_ms: u64, kill_ms: u64) -> u64 {
+        let (drain_ms, from_annotation) =
+            crate::rules::ambient::gateway_drain_ms(self.workload, self.settings);
+        let source = if from_annotation {
+            Source::Manifest(self.workload.annotation_path("proxy.istio.io/config"))
+        } else {
+            Source::Parameter(format!(
+                "istio.terminationDrainDuration ({})",
+                format_seconds(drain_ms)
+            ))
+        };
+        let drain_end = sigterm_ms + drain_ms;
+        let exit = drain_end.min(kill_ms);
+        self.event(
+            Phase::Shutdown,
+            EventKind::DrainStart,
+            (sigterm_ms, Some(exit)),
+            Some("istio-proxy"),
+            format!(
+                "istio-proxy drains the requests and streams it carries for terminationDrainDuration {}",
+                format_seconds(drain_ms)
+            ),
+            source.clone(),
+        );
+        self.event(
+            Phase::Shutdown,
+            EventKind::AppExit,
+            (exit, None),
+            Some("istio-proxy"),
+            if drain_end <= kill_ms {
+                "istio-proxy exits at the end of its drain".to_string()
+            } else {
+                format!(
+                    "istio-proxy killed at the grace period, {} into its {} drain: what it still carries is cut",
+                    format_seconds(exit - sigterm_ms),
+                    format_seconds(drain_ms)
+                )
+            },
+            source,
+        );
+        let name = self.workload.spec.containers()[index].name().to_string();
+        if let Some(lane) = self.lanes.iter_mut().find(|lane| lane.container == name) {
+            lane.shutdown_exit_ms = Some(exit);
+        }
+        exit
     }
 
     /// Whether anything routes requests to the pod, so that endpoint removal, new requests
