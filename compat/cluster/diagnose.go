@@ -130,6 +130,12 @@ var diagnoseConfirmed = map[string]map[string]string{
 		"ML407": "app's RestartAllContainers rule (exit codes In [88]) restarted every container in place: istio-proxy restarted with app (restartCount 1 each); istio-init ran again (restartCount 1); the pod's AllContainersRestarting condition is False, last changed at 11:10:40; the kubelet killed istio-proxy at 11:10:37: the proxy was killed with the app, without its preStop or drain, and its connections cut",
 	},
 	"istio-real-restart-one": {},
+	// The reality stage's waypoint pods (ML603): the proxy's exit 137 at the 2 s grace period,
+	// from the Killing event and finishedAt, both to the second; the fixed one exited 0.
+	"istio-real-waypoint-killed": {
+		"ML603": "istio-proxy was killed (exit 137) 3 s after SIGTERM, at the grace period (2 s, the pod's own)",
+	},
+	"istio-real-waypoint-drained": {},
 	"istio-restart-all-containers": {
 		"ML407": "app's RestartAllContainers rule (exit codes In [88]) restarted every container in place: istio-proxy restarted with app (restartCount 1 each); its earlier run ended at 11:10:39 (Error (exit 137)), 2 s after the app's at 11:10:37; istio-init ran again (restartCount 1); the pod's AllContainersRestarting condition is False, last changed at 11:10:40; the kubelet killed istio-proxy at 11:10:37: the proxy was killed with the app, without its preStop or drain, and its connections cut",
 	},

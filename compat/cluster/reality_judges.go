@@ -349,6 +349,8 @@ func (r *reality) explainAgrees(ctx context.Context, t *explainedTimeline, pod *
 		}
 		said := fmt.Sprintf("%s: %s", t.Mode, map[bool]string{true: "the pod completes", false: "the pod never completes"}[t.Completion.Completes])
 		return said, t.Completion.Completes != broken
+	case "ML603":
+		return r.waypointDrainJudged(ctx, t, pod, broken)
 	case "ML401":
 		killAt, okKill := t.predictedAt("shutdown", "sigkill", "")
 		exitAt, okExit := t.predictedAt("shutdown", "proxy-exit", "")

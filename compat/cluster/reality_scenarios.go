@@ -40,6 +40,7 @@ func realityScenarios() []realityScenario {
 		{"ML502", (*reality).readinessGate},
 		{"ML407", (*reality).inPlaceRestart},
 		{"ML304", (*reality).jobHelper},
+		{"ML603", (*reality).waypointGrace},
 	}
 }
 

@@ -1,7 +1,8 @@
-//! `meshlife diagnose` on ML304 (job-helper-never-exits) and ML407 (in-place-restart-skips-drain):
-//! a Job's pod whose app ended while a helper runs on as a regular container, and a meshed pod
-//! restarted in place by a `RestartAllContainers` rule, each beside its fixed counterpart. The
-//! `real-job-helper-*` and `istio-real-restart-*` cases are pods of compat/cluster's reality stage
+//! `meshlife diagnose` on ML304 (job-helper-never-exits), ML407 (in-place-restart-skips-drain) and
+//! ML603 (waypoint-short-grace): a Job's pod whose app ended while a helper runs on as a regular
+//! container, a meshed pod restarted in place by a `RestartAllContainers` rule, and a waypoint's
+//! pod killed mid-drain, each beside its fixed counterpart. The `real-job-helper-*`,
+//! `istio-real-restart-*` and `istio-real-waypoint-*` cases are pods of compat/cluster's reality stage
 //! (kubelet v1.35.4), saved unedited; the others are made up in the shapes Kubernetes 1.35 prints
 //! (each folder's README.md says what and from where).
 
@@ -389,4 +390,59 @@ fn diagnose_rules_out_ml406_for_a_long_drain_time_or_a_native_proxy() {
     // Without the proxy's start in its log, its drain time is not known: never guessed.
     let cut = conclusion_of(&diagnose("istio-drain-killed", "json"), "ML406");
     assert_eq!(cut["status"], "cannot-tell", "{cut:#}");
+}
+
+/// ML603 on the reality stage's waypoint pods: the proxy killed 2 s into its 5 s drain by the
+/// 2 s grace period Istio gave waypoints before 1.28, and drained to its end under 30 s. ML401
+/// leaves a waypoint's pod to ML603, and ML603 leaves a sidecar's pod to ML401.
+#[test]
+fn a_waypoint_killed_mid_drain_is_ml603s_and_a_sidecars_is_ml401s() {
+    let killed = diagnose("istio-real-waypoint-killed", "json");
+    assert_eq!(killed.code, 1, "a confirmed bug: {killed:?}");
+    let waypoint = conclusion_of(&killed, "ML603");
+    assert_eq!(waypoint["status"], "confirmed", "{waypoint}");
+    let summary = waypoint["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("istio-proxy was killed (exit 137)")
+            && summary.contains("at the grace period (2 s, the pod's own), while draining"),
+        "{summary}"
+    );
+    assert!(
+        waypoint["fix"].as_str().unwrap().contains("Istio to 1.28"),
+        "{waypoint}"
+    );
+    let sidecar_rule = conclusion_of(&killed, "ML401");
+    assert_eq!(sidecar_rule["status"], "ruled-out", "{sidecar_rule}");
+    assert!(
+        sidecar_rule["summary"]
+            .as_str()
+            .unwrap()
+            .contains("Istio waypoint"),
+        "{sidecar_rule}"
+    );
+
+    let drained = diagnose("istio-real-waypoint-drained", "json");
+    assert_eq!(drained.code, 0, "nothing confirmed: {drained:?}");
+    let waypoint = conclusion_of(&drained, "ML603");
+    assert_eq!(waypoint["status"], "ruled-out", "{waypoint}");
+    assert!(
+        waypoint["summary"]
+            .as_str()
+            .unwrap()
+            .contains("exited on its own (exit 0)"),
+        "{waypoint}"
+    );
+
+    // A sidecar's pod, whole or as describe's container blocks alone (an app beside the proxy).
+    for case in ["istio-drain-killed", "istio-drain-killed-container-blocks"] {
+        let sidecar = diagnose(case, "json");
+        // The container blocks alone carry no SIGTERM to place the kill (ML401 cannot tell).
+        assert_ne!(
+            conclusion_of(&sidecar, "ML401")["status"],
+            "ruled-out",
+            "{case}"
+        );
+        let waypoint = conclusion_of(&sidecar, "ML603");
+        assert_eq!(waypoint["status"], "ruled-out", "{case}: {waypoint}");
+    }
 }

@@ -170,6 +170,9 @@ pub struct Observed {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mesh: Option<Mesh>,
     pub batch: Option<bool>,
+    /// An Istio waypoint's pod (its proxy is the workload); `None` when the data cannot say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waypoint: Option<bool>,
     /// The pod's grace period, with where it comes from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grace_seconds: Option<i64>,
@@ -343,6 +346,14 @@ pub fn observe(pod: Option<&PodRecord>, events: &[EventRecord], logs: &[LogRecor
         mesh,
         batch: pod.and_then(|pod| {
             (pod.owner.is_some() || pod.restart_policy.is_some()).then(|| pod.is_batch())
+        }),
+        // Without the pod's object, a container beside the proxy is enough: a waypoint's pod
+        // runs the proxy alone.
+        waypoint: pod.and_then(PodRecord::is_waypoint).or_else(|| {
+            records
+                .iter()
+                .any(|record| record.placement == Placement::App && record.name != "istio-proxy")
+                .then_some(false)
         }),
         grace_seconds,
         grace_source,

@@ -658,6 +658,24 @@ impl PodRecord {
         }
     }
 
+    /// An Istio waypoint's pod, by its object (the label istiod renders, or an istio-proxy
+    /// that runs `proxy waypoint`); `None` without the object (describe text).
+    pub fn is_waypoint(&self) -> Option<bool> {
+        let object = self.object.as_ref()?;
+        let class = object
+            .pointer("/metadata/labels/gateway.networking.k8s.io~1gateway-class-name")
+            .and_then(Value::as_str);
+        let proxy_args = object
+            .pointer("/spec/containers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|container| container["name"] == "istio-proxy")
+            .filter_map(|container| container["args"].as_array())
+            .any(|args| args.len() >= 2 && args[0] == "proxy" && args[1] == "waypoint");
+        Some(class == Some("istio-waypoint") || proxy_args)
+    }
+
     /// A batch pod: owned by a Job, or one whose containers are meant to finish.
     pub fn is_batch(&self) -> bool {
         self.owner.as_deref() == Some("Job")

@@ -3,7 +3,7 @@
 //! on evidence (file, line or field, time). Where the data cannot decide, it says what is
 //! missing, never a guess. One file per rule family, as the policy's own rules: `startup`
 //! (ML101, ML102, ML103), `init` (ML201, ML202), `batch` (ML301), `helpers` (ML304), `shutdown`
-//! (ML401, ML404), `proxy_exit` (ML402), `prestop` (ML405), `listeners` (ML406), `restarts`
+//! (ML401, ML404, ML603), `proxy_exit` (ML402), `prestop` (ML405), `listeners` (ML406), `restarts`
 //! (ML407), `readiness` (ML502); and, for pods the API server refused to create (no pod to
 //! observe), `native_unsupported` (ML104).
 
@@ -103,6 +103,7 @@ pub fn conclude(observed: &Observed) -> Vec<Conclusion> {
         batch::job_proxy_runs_on(observed),
         helpers::job_helper_runs_on(observed),
         shutdown::killed_mid_drain(observed),
+        shutdown::waypoint_killed_mid_drain(observed),
         proxy_exit::proxy_exits_before_app(observed),
         shutdown::streams_cut(observed),
         prestop::prestop_past_grace(observed),

@@ -1,6 +1,7 @@
-//! ML401 and ML404: the proxy killed mid-drain at the grace period; streams cut at exit.
+//! ML401 and ML404: the proxy killed mid-drain at the grace period; streams cut at exit. ML603:
+//! the same kill, of a waypoint's proxy, which is the workload.
 
-use meshlife_policy::catalogue;
+use meshlife_policy::catalogue::{self, Rule};
 
 use super::{Conclusion, Status, cite, conclusion, no_proxy};
 use crate::commands::diagnose::clock::{self, Bound, Millis, SECOND};
@@ -51,6 +52,7 @@ fn drain_cut(proxy: &ContainerTimeline) -> Option<DrainCut<'_>> {
 /// ML401 confirmed by the proxy's drain cut short, unless the pod's own SIGTERM and grace
 /// period place the cut well before the grace period ended (then something else stopped it).
 fn confirmed_by_cut(
+    rule: &'static Rule,
     observed: &Observed,
     proxy: &ContainerTimeline,
     sigterm: Option<&(Bound, Option<Moment>)>,
@@ -66,7 +68,7 @@ fn confirmed_by_cut(
         return None;
     }
     let mut confirmed = conclusion(
-        &catalogue::DRAIN_EXCEEDS_GRACE,
+        rule,
         Status::Confirmed,
         format!(
             "{}'s drain, planned for {} {}, was cut {} in: Envoy caught SIGTERM {}, {} before \
@@ -125,9 +127,61 @@ fn sigterm_of(observed: &Observed, proxy: &ContainerTimeline) -> Option<(Bound, 
     observed.deleted.map(|deleted| (deleted, None))
 }
 
-/// ML401: was the proxy killed at the grace period while it drained?
+/// ML603's fix, as the rule gives it.
+const WAYPOINT_FIX: &str = "upgrade Istio to 1.28 or later, whose waypoints keep the default \
+                            grace period of 30 s, or give the waypoint a \
+                            `terminationGracePeriodSeconds` longer than its drain through the \
+                            ConfigMap its Gateway names in `spec.infrastructure.parametersRef`";
+
+/// ML401: was the proxy killed at the grace period while it drained? A waypoint's proxy is
+/// ML603's to judge.
 pub(super) fn killed_mid_drain(observed: &Observed) -> Conclusion {
     let rule = &catalogue::DRAIN_EXCEEDS_GRACE;
+    if observed.waypoint == Some(true) {
+        return conclusion(
+            rule,
+            Status::RuledOut,
+            "the pod is an Istio waypoint, whose proxy is the workload: ML603 judges its drain"
+                .into(),
+        );
+    }
+    proxy_killed_mid_drain(rule, observed)
+}
+
+/// ML603: was a waypoint's proxy killed at the grace period while it drained?
+pub(super) fn waypoint_killed_mid_drain(observed: &Observed) -> Conclusion {
+    let rule = &catalogue::WAYPOINT_SHORT_GRACE;
+    match observed.waypoint {
+        Some(true) => {
+            let mut judged = proxy_killed_mid_drain(rule, observed);
+            if judged.fix.is_some() {
+                judged.fix = Some(WAYPOINT_FIX.into());
+            }
+            judged
+        }
+        Some(false) => conclusion(
+            rule,
+            Status::RuledOut,
+            "the pod is not an Istio waypoint (no gateway-class-name istio-waypoint label, no \
+             istio-proxy running `proxy waypoint`)"
+                .into(),
+        ),
+        None => {
+            let mut cannot = conclusion(
+                rule,
+                Status::CannotTell,
+                "the data does not say whether the pod is an Istio waypoint".into(),
+            );
+            cannot
+                .missing
+                .push("the pod's object (`kubectl get pod -o yaml`): its labels and args".into());
+            cannot
+        }
+    }
+}
+
+/// Whether the proxy was killed at the grace period while it drained, for `rule`.
+fn proxy_killed_mid_drain(rule: &'static Rule, observed: &Observed) -> Conclusion {
     if let Some(conclusion) = no_proxy(rule, observed) {
         return conclusion;
     }
@@ -136,7 +190,7 @@ pub(super) fn killed_mid_drain(observed: &Observed) -> Conclusion {
     let exiting = proxy.moments_of(MomentKind::ProxyExiting).next().cloned();
     let end = proxy.moments_of(MomentKind::Terminated).next().cloned();
     let sigterm = sigterm_of(observed, proxy);
-    if let Some(confirmed) = confirmed_by_cut(observed, proxy, sigterm.as_ref()) {
+    if let Some(confirmed) = confirmed_by_cut(rule, observed, proxy, sigterm.as_ref()) {
         return confirmed;
     }
     if !proxy.running && proxy.finished.is_none() && (exiting.is_some() || draining.is_some()) {
