@@ -322,16 +322,20 @@ pub(crate) fn read_document<'a>(
     // `Rollout` is Argo's; another group's Rollout is not a pod controller we know (and so on
     // for the other kinds of one API group).
     let api_version = object.string("apiVersion")?;
-    let namespace_meta = review
-        .object("namespaceObject", |namespace| {
-            namespace.object("metadata", ObjectMeta::read)
-        })?
-        .flatten();
+    // Read only for a kind the policy reviews: another kind gets no findings, not even for a
+    // malformed Namespace beside it.
+    let namespace_meta = || {
+        review
+            .object("namespaceObject", |namespace| {
+                namespace.object("metadata", ObjectMeta::read)
+            })
+            .map(Option::flatten)
+    };
     if kind_name
         .as_deref()
         .is_some_and(|kind| is_network_policy(kind, api_version.as_deref()))
     {
-        let policy = NetworkPolicy::read(&object, review.string("namespace")?, namespace_meta)?;
+        let policy = NetworkPolicy::read(&object, review.string("namespace")?, namespace_meta()?)?;
         return Ok(Read::NetworkPolicy(Box::new(policy), Box::new(settings)));
     }
     let Some(kind) = kind_name
@@ -350,7 +354,7 @@ pub(crate) fn read_document<'a>(
         kind,
         object_meta,
         review.string("namespace")?,
-        namespace_meta,
+        namespace_meta()?,
     );
     // Absent, null and empty alike; a wrong type anywhere inside is ML000 (`services[0].spec`).
     workload.services = top.objects("services", Service::read)?.unwrap_or_default();
