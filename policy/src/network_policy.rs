@@ -3,6 +3,7 @@
 //! pods (ML604), and this view keeps what the rule reads: which pods, which directions, and
 //! what each ingress rule admits.
 
+use core::net::Ipv4Addr;
 use std::collections::BTreeMap;
 
 use crate::input::{Fields, InputError, IntOrString, ObjectMeta, Parsed, Text};
@@ -76,24 +77,18 @@ impl Cidr {
         if address.contains(':') {
             return (prefix <= 128).then_some(Cidr::V6);
         }
-        let octets: Vec<u32> = address
-            .split('.')
-            .map(|octet| octet.parse::<u8>().ok().map(u32::from))
-            .collect::<Option<_>>()?;
-        let [a, b, c, d] = octets[..] else {
-            return None;
-        };
+        let address: Ipv4Addr = address.parse().ok()?;
         (prefix <= 32).then_some(Cidr::V4 {
-            address: (a << 24) | (b << 16) | (c << 8) | d,
+            address: u32::from(address),
             prefix,
         })
     }
 
-    pub fn contains_v4(self, ip: u32) -> bool {
+    pub fn contains_v4(self, ip: Ipv4Addr) -> bool {
         match self {
             Cidr::V4 { address, prefix } => {
                 let mask = u32::MAX.checked_shl(32 - prefix).unwrap_or(0);
-                address & mask == ip & mask
+                address & mask == u32::from(ip) & mask
             }
             Cidr::V6 => false,
         }
@@ -185,7 +180,7 @@ impl<'a> IngressRule<'a> {
     }
 
     /// Whether the rule admits traffic from the IPv4 address `ip`, on whichever ports it names.
-    pub fn admits_source(&self, ip: u32) -> bool {
+    pub fn admits_source(&self, ip: Ipv4Addr) -> bool {
         let peers = self.from.as_deref().unwrap_or_default();
         peers.is_empty()
             || peers.iter().any(|peer| {
@@ -237,7 +232,7 @@ mod tests {
 
     #[test]
     fn cidrs_hold_what_their_prefix_says() {
-        let probe = (169 << 24) | (254 << 16) | (7 << 8) | 127;
+        let probe = Ipv4Addr::new(169, 254, 7, 127);
         for (text, holds) in [
             ("169.254.7.127/32", true),
             ("169.254.0.0/16", true),

@@ -5,6 +5,8 @@
 //! source of the kubelet's health probes to 169.254.7.127 so that ztunnel can let them through
 //! unauthenticated. A policy written for the pod before it joined ambient admits neither.
 
+use core::net::Ipv4Addr;
+
 use super::Finding;
 use crate::catalogue::AMBIENT_NETWORK_POLICY;
 use crate::input::IntOrString;
@@ -15,8 +17,7 @@ use crate::params::Settings;
 /// ztunnel's inbound HBONE port inside every ambient pod.
 pub const HBONE_PORT: i64 = 15008;
 /// The source address istio-cni gives the kubelet's probes to ambient pods.
-pub const PROBE_SOURCE: &str = "169.254.7.127";
-const PROBE_SOURCE_BITS: u32 = (169 << 24) | (254 << 16) | (7 << 8) | 127;
+pub const PROBE_SOURCE: Ipv4Addr = Ipv4Addr::new(169, 254, 7, 127);
 
 const DOCS: &str = "istio.io/latest/docs/ambient/usage/networkpolicy";
 
@@ -68,10 +69,7 @@ pub fn check(policy: &NetworkPolicy, settings: &Settings, findings: &mut Vec<Fin
             ),
         ));
     }
-    if !rules
-        .iter()
-        .any(|rule| rule.admits_source(PROBE_SOURCE_BITS))
-    {
+    if !rules.iter().any(|rule| rule.admits_source(PROBE_SOURCE)) {
         findings.push(finding(
             format!(
                 "NetworkPolicy \"{name}\" selects pods in Istio's ambient mode ({because}) and admits ingress only from the pods, namespaces or address blocks it names: istio-cni gives the kubelet's HTTP, TCP and gRPC probes the source address {PROBE_SOURCE}, which no ingress rule admits, so the probes time out, the pods never become Ready, and a liveness probe restarts them."

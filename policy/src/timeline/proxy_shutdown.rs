@@ -83,14 +83,10 @@ impl Builder<'_, '_> {
                         Source::Manifest("proxyMetadata.EXIT_ON_ZERO_ACTIVE_CONNECTIONS".into()),
                     )
                 } else {
-                    let source = if decision.drain_from_annotation {
-                        Source::Manifest(self.workload.annotation_path("proxy.istio.io/config"))
-                    } else {
-                        Source::Parameter(format!(
-                            "istio.terminationDrainDuration ({})",
-                            format_seconds(decision.drain_ms)
-                        ))
-                    };
+                    let source = self.termination_drain_source(
+                        decision.drain_from_annotation,
+                        decision.drain_ms,
+                    );
                     (
                         decision.drain_ms.min(grace_ms),
                         format!(

@@ -168,14 +168,7 @@ impl Builder<'_, '_> {
     fn gateway_drain(&mut self, index: usize, sigterm_ms: u64, kill_ms: u64) -> u64 {
         let (drain_ms, from_annotation) =
             crate::rules::ambient::gateway_drain_ms(self.workload, self.settings);
-        let source = if from_annotation {
-            Source::Manifest(self.workload.annotation_path("proxy.istio.io/config"))
-        } else {
-            Source::Parameter(format!(
-                "istio.terminationDrainDuration ({})",
-                format_seconds(drain_ms)
-            ))
-        };
+        let source = self.termination_drain_source(from_annotation, drain_ms);
         let drain_end = sigterm_ms + drain_ms;
         let exit = drain_end.min(kill_ms);
         self.event(
@@ -210,6 +203,19 @@ impl Builder<'_, '_> {
             lane.shutdown_exit_ms = Some(exit);
         }
         exit
+    }
+
+    /// Where an Istio proxy's terminationDrainDuration comes from: the pod's
+    /// `proxy.istio.io/config`, else the mesh's parameter.
+    pub(super) fn termination_drain_source(&self, from_annotation: bool, drain_ms: u64) -> Source {
+        if from_annotation {
+            Source::Manifest(self.workload.annotation_path("proxy.istio.io/config"))
+        } else {
+            Source::Parameter(format!(
+                "istio.terminationDrainDuration ({})",
+                format_seconds(drain_ms)
+            ))
+        }
     }
 
     /// Whether anything routes requests to the pod, so that endpoint removal, new requests
