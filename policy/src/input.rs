@@ -346,6 +346,8 @@ pub struct PodSpec<'a> {
     pub restart_policy: Option<Text<'a>>,
     pub host_network: Option<bool>,
     pub security_context: Option<SecurityContext>,
+    /// `os.name`: a container's `lifecycle.stopSignal` is valid only beside it.
+    pub os_name: Option<Text<'a>>,
 }
 
 impl<'a> PodSpec<'a> {
@@ -358,6 +360,7 @@ impl<'a> PodSpec<'a> {
             restart_policy: fields.string("restartPolicy")?,
             host_network: fields.boolean("hostNetwork")?,
             security_context: fields.object("securityContext", SecurityContext::read)?,
+            os_name: fields.object("os", |os| os.string("name"))?.flatten(),
         })
     }
 
@@ -463,6 +466,7 @@ impl<'a> Container<'a> {
                 Ok(Lifecycle {
                     post_start: lifecycle.object("postStart", Handler::read)?,
                     pre_stop: lifecycle.object("preStop", Handler::read)?,
+                    stop_signal: lifecycle.string("stopSignal")?,
                 })
             })?,
             has_readiness_probe: fields
@@ -528,6 +532,12 @@ impl<'a> Container<'a> {
 
     pub fn pre_stop(&self) -> Option<&Handler<'a>> {
         self.lifecycle.as_ref()?.pre_stop.as_ref()
+    }
+
+    /// `lifecycle.stopSignal` as stated (KEP-4960); whether the cluster honours it is
+    /// `stop_signal::honoured`'s question.
+    pub fn stated_stop_signal(&self) -> Option<&str> {
+        self.lifecycle.as_ref()?.stop_signal.as_deref()
     }
 
     pub fn is_restartable_init(&self) -> bool {
@@ -660,6 +670,7 @@ pub struct ContainerPort<'a> {
 pub struct Lifecycle<'a> {
     pub post_start: Option<Handler<'a>>,
     pub pre_stop: Option<Handler<'a>>,
+    pub stop_signal: Option<Text<'a>>,
 }
 
 #[derive(Default, Debug, Clone)]

@@ -17,6 +17,7 @@ pub mod params;
 mod pod_specs;
 pub mod proxy_config;
 mod rules;
+pub mod stop_signal;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod timeline;
 pub mod value_text;

@@ -421,6 +421,16 @@ fn pod_spec_field<'a>(spec: &mut PodSpec<'a>, cursor: &mut Cursor<'a>, key: &str
         "restartPolicy" => field!(spec.restart_policy, text(cursor)),
         "hostNetwork" => field!(spec.host_network, nullable(cursor, Cursor::boolean)),
         "securityContext" => field!(spec.security_context, security_context(cursor)),
+        "os" => field!(
+            spec.os_name,
+            fields(cursor, |name: &mut Option<Text<'a>>, cursor, key| {
+                Some(match key {
+                    "name" => field!(*name, text(cursor)),
+                    _ => false,
+                })
+            })
+            .map(Option::flatten)
+        ),
         _ => false,
     })
 }
@@ -462,6 +472,7 @@ fn container_field<'a>(
                 Some(match key {
                     "postStart" => field!(lifecycle.post_start, handler(cursor)),
                     "preStop" => field!(lifecycle.pre_stop, handler(cursor)),
+                    "stopSignal" => field!(lifecycle.stop_signal, text(cursor)),
                     _ => false,
                 })
             })

@@ -356,17 +356,22 @@ impl Workload<'_> {
             i64::from(i32::MAX),
             || self.field_path("securityContext.runAsUser"),
         )?;
+        let os_name = spec.os_name.as_deref();
         for (index, container) in spec.init_containers().iter().enumerate() {
-            check_container(container, || self.init_container_path(index))?;
+            check_container(container, os_name, || self.init_container_path(index))?;
         }
         for (index, container) in spec.containers().iter().enumerate() {
-            check_container(container, || self.container_path(index))?;
+            check_container(container, os_name, || self.container_path(index))?;
         }
         Ok(())
     }
 }
 
-fn check_container(container: &Container, path: impl Fn() -> String) -> Parsed<()> {
+fn check_container(
+    container: &Container,
+    os_name: Option<&str>,
+    path: impl Fn() -> String,
+) -> Parsed<()> {
     for (index, port) in container.ports().iter().enumerate() {
         if let Some(IntOrString::Int(number)) = port.container_port {
             in_range(Some(number), 1, 65_535, || {
@@ -384,6 +389,15 @@ fn check_container(container: &Container, path: impl Fn() -> String) -> Parsed<(
             i64::MAX,
             || format!("{}.lifecycle.{hook}.sleep.seconds", path()),
         )?;
+    }
+    if let Some(refusal) = container
+        .stated_stop_signal()
+        .and_then(|signal| crate::stop_signal::refusal(signal, os_name))
+    {
+        return Err(InputError::new(
+            format!("{}.lifecycle.stopSignal", path()),
+            refusal,
+        ));
     }
     in_range(container.run_as_user(), 0, i64::from(i32::MAX), || {
         format!("{}.securityContext.runAsUser", path())

@@ -4,6 +4,7 @@
 
 use crate::mesh::Placement;
 use crate::rules::prestop_delay_seconds;
+use crate::stop_signal;
 
 use super::{
     Builder, EventKind, Fate, Outcome, Phase, Request, Role, Source, assumption, format_seconds,
@@ -15,6 +16,24 @@ use super::{
 /// hook leaves of the grace period is raised to it.
 const KUBELET_MINIMUM_WINDOW_MS: u64 = 2_000;
 
+/// An app container as its shutdown reads it.
+struct AppStop {
+    index: usize,
+    name: String,
+    prestop_seconds: Option<i64>,
+    has_pre_stop: bool,
+    stated_signal: Option<String>,
+}
+
+/// How the app containers stopped, for the requests' fates.
+pub(super) struct AppsStopped {
+    /// The first stop signal an app got (after its preStop).
+    pub first_signal_ms: u64,
+    pub last_exit_ms: u64,
+    /// The first app a SIGKILL stop signal ended, and when: it cuts what it serves.
+    pub ended_by_signal: Option<(String, u64)>,
+}
+
 impl Builder<'_, '_> {
     /// The shutdown events and fates; returns the grace period in ms.
     pub(super) fn shutdown(&mut self) -> u64 {
@@ -25,12 +44,20 @@ impl Builder<'_, '_> {
             Some(_) => Source::Manifest(self.workload.field_path("terminationGracePeriodSeconds")),
             None => Source::Default("terminationGracePeriodSeconds: Kubernetes' 30 s".into()),
         };
+        let settings = self.settings;
+        let any_stated_signal = self.app_containers().iter().any(|(_, container)| {
+            stop_signal::honoured(container.stated_stop_signal(), settings).is_some()
+        });
         self.event(
             Phase::Shutdown,
             EventKind::Sigterm,
             (0, None),
             None,
-            "pod deleted: preStop hooks run, then SIGTERM to each container".into(),
+            if any_stated_signal {
+                "pod deleted: preStop hooks run, then each container's stop signal (SIGTERM, or its lifecycle.stopSignal)".into()
+            } else {
+                "pod deleted: preStop hooks run, then SIGTERM to each container".into()
+            },
             Source::Derived("t = 0 of the shutdown".into()),
         );
         if let Some(decision) = self
@@ -55,22 +82,31 @@ impl Builder<'_, '_> {
         // Each app container: preStop, then SIGTERM, then its own shutdown; SIGKILL at grace.
         let mut app_exits = Vec::new();
         let mut app_sigterms = Vec::new();
-        let apps: Vec<(usize, String, Option<i64>, bool)> = self
+        let apps: Vec<AppStop> = self
             .app_containers()
             .iter()
             .map(|(index, container)| {
                 let pre_stop = container.pre_stop();
-                (
-                    *index,
-                    container.name().to_string(),
-                    pre_stop.and_then(prestop_delay_seconds),
-                    pre_stop.is_some(),
-                )
+                AppStop {
+                    index: *index,
+                    name: container.name().to_string(),
+                    prestop_seconds: pre_stop.and_then(prestop_delay_seconds),
+                    has_pre_stop: pre_stop.is_some(),
+                    stated_signal: container.stated_stop_signal().map(str::to_string),
+                }
             })
             .collect();
         let mut last_kill = grace_ms;
-        for (index, name, delay, has_pre_stop) in &apps {
-            let sigterm = match (delay, has_pre_stop) {
+        let mut ended_by_signal: Option<(String, u64)> = None;
+        for AppStop {
+            index,
+            name,
+            prestop_seconds,
+            has_pre_stop,
+            stated_signal,
+        } in &apps
+        {
+            let sigterm = match (prestop_seconds, has_pre_stop) {
                 (Some(seconds), _) => {
                     let end = seconds_ms(*seconds).min(grace_ms);
                     self.event(
@@ -123,23 +159,28 @@ impl Builder<'_, '_> {
                 app_exits.push(exit);
                 continue;
             }
-            let exit = (sigterm + assumptions.app_exit_ms).min(kill);
+            let (exit, text, source) = self.app_exit(
+                *index,
+                name,
+                stated_signal.as_deref(),
+                sigterm,
+                kill,
+                grace_ms,
+            );
+            let killed_by_signal = stop_signal::honoured(stated_signal.as_deref(), self.settings)
+                .is_some_and(|signal| {
+                    stop_signal::effect(signal) == stop_signal::Effect::KillsAtOnce
+                });
+            if killed_by_signal && ended_by_signal.as_ref().is_none_or(|(_, at)| exit < *at) {
+                ended_by_signal = Some((name.clone(), exit));
+            }
             self.event(
                 Phase::Shutdown,
                 EventKind::AppExit,
                 (exit, None),
                 Some(name),
-                if sigterm + assumptions.app_exit_ms <= kill {
-                    format!("{name} exits (SIGTERM at {})", format_seconds(sigterm))
-                } else if kill > grace_ms {
-                    format!(
-                        "{name} killed {} after its SIGTERM at the grace period: the kubelet's least window after a preStop",
-                        format_seconds(kill - sigterm)
-                    )
-                } else {
-                    format!("{name} killed at the grace period")
-                },
-                assumption("appExitMs"),
+                text,
+                source,
             );
             app_sigterms.push(sigterm);
             app_exits.push(exit);
@@ -147,19 +188,87 @@ impl Builder<'_, '_> {
                 lane.shutdown_exit_ms = Some(exit);
             }
         }
-        let last_app_exit = app_exits.iter().copied().max().unwrap_or(0);
-        let first_app_sigterm = app_sigterms.iter().copied().min().unwrap_or(0);
-        let proxy_exit = self.proxy_shutdown(grace_ms, last_app_exit);
+        let stopped = AppsStopped {
+            first_signal_ms: app_sigterms.iter().copied().min().unwrap_or(0),
+            last_exit_ms: app_exits.iter().copied().max().unwrap_or(0),
+            ended_by_signal,
+        };
+        let proxy_exit = self.proxy_shutdown(grace_ms, stopped.last_exit_ms);
         self.sigkill_event(last_kill, grace_ms, grace_source);
         self.shutdown_fates(
             grace_ms,
-            first_app_sigterm,
-            last_app_exit,
+            &stopped,
             proxy_exit,
             serves_requests,
             &assumptions,
         );
         grace_ms
+    }
+
+    /// When an app container is gone after its stop signal at `signal_ms`: `appExitMs` later,
+    /// unless its honoured `lifecycle.stopSignal` is SIGKILL (at once) or SIGSTOP (frozen until
+    /// the kill at `kill_ms`). The event's text and source.
+    fn app_exit(
+        &self,
+        index: usize,
+        name: &str,
+        stated_signal: Option<&str>,
+        signal_ms: u64,
+        kill_ms: u64,
+        grace_ms: u64,
+    ) -> (u64, String, Source) {
+        let signal_path = || {
+            Source::Manifest(format!(
+                "{}.lifecycle.stopSignal",
+                self.workload.container_path(index)
+            ))
+        };
+        let at = format_seconds(signal_ms);
+        let honoured = stop_signal::honoured(stated_signal, self.settings);
+        if let Some(signal) = honoured {
+            match stop_signal::effect(signal) {
+                stop_signal::Effect::KillsAtOnce => {
+                    return (
+                        signal_ms.min(kill_ms),
+                        format!(
+                            "{name} ends at {at}: its lifecycle.stopSignal SIGKILL leaves it no graceful shutdown"
+                        ),
+                        signal_path(),
+                    );
+                }
+                stop_signal::Effect::FreezesUntilKilled => {
+                    return (
+                        kill_ms,
+                        format!(
+                            "{name} is frozen at {at} by its lifecycle.stopSignal SIGSTOP and killed at the grace period"
+                        ),
+                        signal_path(),
+                    );
+                }
+                stop_signal::Effect::Handled => {}
+            }
+        }
+        let signal = match (honoured, stated_signal) {
+            (Some(signal), _) => format!("{signal} at {at}, its lifecycle.stopSignal"),
+            (None, Some(stated)) if stated != "SIGTERM" => format!(
+                "SIGTERM at {at}: its lifecycle.stopSignal {stated} is dropped below Kubernetes 1.{}",
+                stop_signal::HONOURED_FROM_MINOR
+            ),
+            _ => format!("SIGTERM at {at}"),
+        };
+        let signal_name = honoured.unwrap_or("SIGTERM");
+        let exit = (signal_ms + self.assumptions.app_exit_ms).min(kill_ms);
+        let text = if signal_ms + self.assumptions.app_exit_ms <= kill_ms {
+            format!("{name} exits ({signal})")
+        } else if kill_ms > grace_ms {
+            format!(
+                "{name} killed {} after its {signal_name} at the grace period: the kubelet's least window after a preStop",
+                format_seconds(kill_ms - signal_ms)
+            )
+        } else {
+            format!("{name} killed at the grace period")
+        };
+        (exit, text, assumption("appExitMs"))
     }
 
     /// A gateway's or waypoint's proxy: pilot-agent answers SIGTERM by draining Envoy for

@@ -3,18 +3,20 @@
 //! stop accepting and exit.
 
 use super::proxy_shutdown::ProxyExit;
+use super::shutdown::AppsStopped;
 use super::{Assumptions, Builder, Fate, Outcome, Phase, Request, format_seconds};
 
 impl Builder<'_, '_> {
     pub(super) fn shutdown_fates(
         &mut self,
         grace_ms: u64,
-        first_app_sigterm: u64,
-        last_app_exit: u64,
+        apps: &AppsStopped,
         proxy: Option<ProxyExit>,
         serves_requests: bool,
         assumptions: &Assumptions,
     ) {
+        let first_app_sigterm = apps.first_signal_ms;
+        let last_app_exit = apps.last_exit_ms;
         let short = assumptions.short_request_ms;
         let proxy_name = self.proxy_name().unwrap_or("the proxy");
         let serving_until = match proxy {
@@ -29,6 +31,14 @@ impl Builder<'_, '_> {
                 outcome: Outcome::Cut,
                 window: Some((grace_ms, grace_ms)),
                 why: "the grace period ends before it does: SIGKILL cuts it".into(),
+            }
+        } else if let Some((app, at_ms)) = &apps.ended_by_signal {
+            Fate {
+                request: Request::InFlightAtSigterm,
+                phase: Phase::Shutdown,
+                outcome: Outcome::Cut,
+                window: Some((*at_ms, *at_ms)),
+                why: format!("{app} ends at its stop signal, SIGKILL, before the request does"),
             }
         } else if proxy.is_some_and(|proxy| proxy.at_ms < short) {
             Fate {

@@ -441,6 +441,63 @@ fn native_sidecars_leave_after_the_app() {
     assert_eq!(at(&timeline, Phase::Shutdown, EventKind::ProxyExit), 11_000);
 }
 
+/// The app's exit event of a native Istio pod whose one app container states `stop_signal`,
+/// on Kubernetes `minor`.
+fn app_exit_with_stop_signal(stop_signal: &str, minor: u32) -> (u64, String, u64, Outcome) {
+    let mut parameters = native();
+    parameters["kubernetesMinorVersion"] = json!(minor);
+    let timeline = timeline_with(
+        workload(
+            "Deployment",
+            istio(json!({})),
+            json!({"os": {"name": "linux"}, "terminationGracePeriodSeconds": 20,
+                "containers": [{"name": "web", "image": "web:1", "lifecycle": {
+                    "preStop": {"sleep": {"seconds": 4}}, "stopSignal": stop_signal}}]}),
+        ),
+        parameters,
+    );
+    let exit = timeline
+        .events
+        .iter()
+        .find(|event| event.phase == Phase::Shutdown && event.kind == EventKind::AppExit)
+        .unwrap();
+    (
+        exit.at_ms,
+        exit.what.clone(),
+        at(&timeline, Phase::Shutdown, EventKind::ProxyExit),
+        fate(&timeline, Request::InFlightAtSigterm).0,
+    )
+}
+
+#[test]
+fn a_stated_stop_signal_is_named_and_sigkill_and_sigstop_decide_the_exit() {
+    // Handled by the app: the usual exit, with its signal named.
+    let (exit, what, _, in_flight) = app_exit_with_stop_signal("SIGQUIT", 37);
+    assert_eq!((exit, in_flight), (5_000, Outcome::Served));
+    assert!(
+        what.contains("SIGQUIT at 4s, its lifecycle.stopSignal"),
+        "{what}"
+    );
+    // SIGKILL ends the app at the end of its preStop, cutting what it serves; the native proxy
+    // leaves with it.
+    let (exit, what, proxy_exit, in_flight) = app_exit_with_stop_signal("SIGKILL", 37);
+    assert_eq!((exit, proxy_exit, in_flight), (4_000, 4_000, Outcome::Cut));
+    assert!(what.contains("no graceful shutdown"), "{what}");
+    // SIGSTOP freezes it until the grace period's SIGKILL.
+    let (exit, what, proxy_exit, _) = app_exit_with_stop_signal("SIGSTOP", 37);
+    assert_eq!((exit, proxy_exit), (20_000, 20_000));
+    assert!(what.contains("frozen at 4s"), "{what}");
+    // Below Kubernetes 1.37 the API server drops the field: SIGTERM, and the timeline says so.
+    let (exit, what, _, in_flight) = app_exit_with_stop_signal("SIGKILL", 36);
+    assert_eq!((exit, in_flight), (5_000, Outcome::Served));
+    assert!(
+        what.contains(
+            "SIGTERM at 4s: its lifecycle.stopSignal SIGKILL is dropped below Kubernetes 1.37"
+        ),
+        "{what}"
+    );
+}
+
 #[test]
 fn a_pod_without_a_mesh_still_has_its_timeline_and_says_why() {
     let timeline = timeline_of(workload("Deployment", json!({}), json!({})));
