@@ -362,15 +362,15 @@ impl Judgement {
                             .or_default()
                             .push(listed);
                     }
-                    // Not known to select ambient pods for lack of facts: said, as an unmeshed
-                    // workload is (a policy in a namespace known not to be ambient is not).
+                    // Not known to select ambient pods for lack of facts: said, in its own group
+                    // (a policy in a namespace known not to be ambient is judged: it holds none).
                     MeshVerdict::NotJudged(NotJudged::NetworkPolicyNotAmbient {
                         namespace,
                         namespace_known,
                     }) => {
                         if !namespace_known {
                             self.coverage
-                                .not_meshed
+                                .network_policies
                                 .entry(coverage::network_policy_reason(namespace))
                                 .or_default()
                                 .push(listed.clone());

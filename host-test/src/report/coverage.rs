@@ -37,6 +37,9 @@ pub struct Coverage {
     /// Workloads in a mesh's own control-plane namespace, not judged (`check
     /// --include-control-planes` judges them).
     pub control_plane: Vec<String>,
+    /// Reason → NetworkPolicies not judged because nothing said whether their namespace is
+    /// ambient (ML604 judges only policies over ambient pods). Not workloads: counted apart.
+    pub network_policies: BTreeMap<String, Vec<String>>,
 }
 
 impl Coverage {
@@ -50,6 +53,10 @@ impl Coverage {
 
     fn unmatched_count(&self) -> usize {
         self.unmatched.values().map(Vec::len).sum()
+    }
+
+    fn network_policy_count(&self) -> usize {
+        self.network_policies.values().map(Vec::len).sum()
     }
 
     /// The counts, for the summary line: `; not judged: 1 file skipped, ...`; empty when the
@@ -79,6 +86,15 @@ impl Coverage {
             parts.push(
                 plural(self.ambient_count(), "workload", "workloads")
                     + " in ambient mode (no sidecar rule applies)",
+            );
+        }
+        if self.network_policy_count() > 0 {
+            parts.push(
+                plural(
+                    self.network_policy_count(),
+                    "NetworkPolicy",
+                    "NetworkPolicies",
+                ) + " whose namespace's mode is unknown",
             );
         }
         if parts.is_empty() {
@@ -118,6 +134,13 @@ impl Coverage {
         for (reason, objects) in &self.ambient {
             groups.push(NotJudgedGroup {
                 kind: "ambient",
+                reason: reason.clone(),
+                objects: objects.clone(),
+            });
+        }
+        for (reason, objects) in &self.network_policies {
+            groups.push(NotJudgedGroup {
+                kind: "network-policy-mode-unknown",
                 reason: reason.clone(),
                 objects: objects.clone(),
             });
@@ -173,6 +196,7 @@ impl Coverage {
              traffic before its first container starts, init containers included)",
             &self.ambient,
         );
+        grouped("not judged", &self.network_policies);
         notes
     }
 }

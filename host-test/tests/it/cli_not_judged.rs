@@ -385,3 +385,61 @@ fn a_run_without_facts_says_which_cluster_it_assumed() {
     let with_constraint = workspace.run(&["check", "web.yaml", "--constraint", "constraint.yaml"]);
     assert_eq!(assumed(&with_constraint), 0, "{with_constraint:?}");
 }
+
+/// A NetworkPolicy restricting ingress to the app's port only, in namespace `shop`.
+const APP_PORT_ONLY_POLICY: &str = r#"apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: web-ingress
+  namespace: shop
+spec:
+  podSelector:
+    matchLabels: {app: web}
+  policyTypes: [Ingress]
+  ingress:
+  - ports:
+    - port: 8080
+"#;
+
+#[test]
+fn a_network_policy_whose_namespace_mode_is_unknown_is_said_apart_from_workloads() {
+    let workspace = Workspace::new();
+    workspace.write("policy.yaml", APP_PORT_ONLY_POLICY);
+    let outcome = workspace.run(&["check", "policy.yaml"]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    assert!(
+        outcome.stdout.contains(
+            "0 info findings; 1 NetworkPolicy whose namespace's mode is unknown (see the notes above)"
+        ) && !outcome.stdout.contains("judged as not meshed"),
+        "{outcome:?}"
+    );
+    assert!(
+        outcome
+            .stderr
+            .contains("1 object not judged: NetworkPolicies in namespace \"shop\"")
+            && outcome
+                .stderr
+                .contains("policy.yaml: document 1: NetworkPolicy shop/web-ingress"),
+        "{outcome:?}"
+    );
+    let json = workspace.run(&["check", "policy.yaml", "-o", "json"]);
+    assert_eq!(
+        json.json_envelope()["notJudged"][0]["kind"],
+        "network-policy-mode-unknown",
+        "{json:?}"
+    );
+
+    // Once the facts say the namespace is ambient, it is judged: ML604 for HBONE (a rule
+    // without `from` admits the kubelet's probes).
+    let outcome = workspace.run(&[
+        "check",
+        "policy.yaml",
+        "--istio",
+        "1.31",
+        "--istio-ambient-namespaces",
+        "shop",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(outcome.rules(), ["ML604"], "{outcome:?}");
+}
