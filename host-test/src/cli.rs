@@ -46,6 +46,14 @@ pub enum Command {
     /// Diagnose what really happened to a pod, from its status, events, logs and `kubectl
     /// describe` text (files, or `pod/NAME` from the cluster), beside what its spec predicts.
     Diagnose(Box<commands::diagnose::DiagnoseArgs>),
+    /// Prove a workload's rollout under load: restart it (or delete or evict one pod) while a
+    /// load pod calls its Service, and report every error with its cause and the rule that
+    /// predicted it. Changes the cluster: asks first (or --yes).
+    Drill(Box<commands::drill::DrillArgs>),
+    /// The load pod of `meshlife drill`: calls one HTTP target at a fixed rate, with no
+    /// retries, and writes each call's outcome as a JSON line.
+    #[command(hide = true)]
+    DrillClient(commands::drill::client::DrillClientArgs),
 }
 
 /// Runs the parsed command line and returns the process exit code.
@@ -61,5 +69,7 @@ pub fn run(cli: Cli) -> u8 {
         Command::Rules(args) => commands::rules::run(&args),
         Command::Explain(args) => commands::explain::run_explain(&args),
         Command::Diagnose(args) => commands::diagnose::run(&args),
+        Command::Drill(args) => commands::drill::run(&args),
+        Command::DrillClient(args) => commands::drill::client::run(&args),
     }
 }

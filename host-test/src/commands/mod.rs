@@ -6,6 +6,7 @@ pub mod build;
 pub mod check;
 pub mod constraint;
 pub mod diagnose;
+pub mod drill;
 pub mod explain;
 pub mod install;
 pub mod rules;

@@ -28,7 +28,7 @@ pub struct FactsReaderInstall {
     pub service_account: Vec<(String, String)>,
 }
 
-fn parse_service_account(text: &str) -> Result<(String, String), String> {
+pub(super) fn parse_service_account(text: &str) -> Result<(String, String), String> {
     let (namespace, name) = text
         .split_once('/')
         .ok_or_else(|| format!("{text:?}: give the ServiceAccount as NAMESPACE/NAME"))?;
@@ -95,6 +95,6 @@ pub fn manifests(args: &FactsReaderInstall) -> Result<String, String> {
 }
 
 /// A user or group name as a YAML string: they may hold `:` and `@` (`system:serviceaccounts`).
-fn quoted(text: &str) -> String {
+pub(super) fn quoted(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_else(|_| format!("{text:?}"))
 }

@@ -12,6 +12,7 @@
 //! then renews the serving certificate from that CA, and `meshlife serve` reloads it without a
 //! restart.
 
+mod drill_role;
 mod facts_reader;
 mod gatekeeper;
 mod kept_secrets;
@@ -62,6 +63,9 @@ pub enum InstallTarget {
     /// The read-only ClusterRole `constraint --from-cluster` and `check --kubeconfig` need, and
     /// its binding to the users, groups or ServiceAccounts given.
     FactsReader(FactsReaderInstall),
+    /// The Role `meshlife drill` needs in the namespace of the workloads it drills, and its
+    /// binding to the users, groups or ServiceAccounts given.
+    DrillRole(drill_role::DrillRoleInstall),
 }
 
 /// What every target's server takes from the command line.
@@ -151,6 +155,7 @@ pub fn run_install(args: &InstallArgs) -> u8 {
         InstallTarget::Kyverno(target) => kyverno::manifests(target),
         InstallTarget::Webhook(target) => webhook::manifests(target),
         InstallTarget::FactsReader(target) => facts_reader::manifests(target),
+        InstallTarget::DrillRole(target) => drill_role::manifests(target),
     };
     let written = printed
         .and_then(|text| crate::terminal::write_stdout(&text).map_err(|error| error.to_string()));

@@ -1,0 +1,612 @@
+//! What the drill asks of the API server: the target and the Service in front of it, the
+//! permissions it needs (checked before anything changes), the load pod, the event, and the
+//! watches of pods, EndpointSlices and events.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+use k8s_openapi::api::authorization::v1::{
+    ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+};
+use k8s_openapi::api::core::v1::{Pod, Service};
+use kube::api::{DeleteParams, EvictParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::{Value, json};
+
+use crate::terminal::error_chain;
+
+/// How long one API call may take.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The label on everything the drill creates, so that what a killed drill left is found.
+pub const DRILL_LABEL: &str = "app.kubernetes.io/managed-by";
+pub const DRILL_LABEL_VALUE: &str = "meshlife-drill";
+/// The load pod's container.
+pub const CLIENT_CONTAINER: &str = "drill-client";
+
+/// One permission the drill uses, in the namespace of its target.
+pub struct Permission {
+    pub group: &'static str,
+    pub resource: &'static str,
+    pub verbs: &'static [&'static str],
+    pub why: &'static str,
+}
+
+/// Everything the drill asks of the API server, and nothing more (`meshlife install
+/// drill-role` prints it as a Role).
+pub const PERMISSIONS: [Permission; 8] = [
+    Permission {
+        group: "apps",
+        resource: "deployments",
+        verbs: &["get", "patch"],
+        why: "the target, and its restart (the pod template's restartedAt annotation, as kubectl rollout restart)",
+    },
+    Permission {
+        group: "apps",
+        resource: "statefulsets",
+        verbs: &["get", "patch"],
+        why: "a StatefulSet target, and its restart",
+    },
+    Permission {
+        group: "",
+        resource: "services",
+        verbs: &["list"],
+        why: "the Service in front of the target: the address and port the load calls",
+    },
+    Permission {
+        group: "",
+        resource: "pods",
+        verbs: &["get", "list", "watch", "create", "delete"],
+        why: "the target's pods (watched; one deleted with --event delete-pod), and the load pod",
+    },
+    Permission {
+        group: "",
+        resource: "pods/log",
+        verbs: &["get"],
+        why: "the load pod's calls, read from its log",
+    },
+    Permission {
+        group: "",
+        resource: "pods/eviction",
+        verbs: &["create"],
+        why: "--event evict (the PodDisruptionBudget is honoured)",
+    },
+    Permission {
+        group: "discovery.k8s.io",
+        resource: "endpointslices",
+        verbs: &["list", "watch"],
+        why: "when each pod leaves the Service's endpoints",
+    },
+    Permission {
+        group: "",
+        resource: "events",
+        verbs: &["list", "watch"],
+        why: "the kubelet's Killing events (when it stops each container)",
+    },
+];
+
+pub async fn call<T>(
+    what: &str,
+    call: impl std::future::Future<Output = kube::Result<T>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(CALL_TIMEOUT, call).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(kube::Error::Api(status))) if status.code == 404 => {
+            Err(format!("{what}: not found ({})", status.message))
+        }
+        Ok(Err(kube::Error::Api(status))) if status.code == 403 => Err(format!(
+            "{what}: the API server forbids it: {} (`meshlife install drill-role` prints the Role the drill needs)",
+            status.message
+        )),
+        Ok(Err(error)) => Err(format!("{what}: {}", error_chain(&error))),
+        Err(_) => Err(format!("{what}: no answer in {} s", CALL_TIMEOUT.as_secs())),
+    }
+}
+
+/// The kinds a drill restarts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetKind {
+    Deployment,
+    StatefulSet,
+}
+
+impl TargetKind {
+    pub fn parse(text: &str) -> Result<(TargetKind, String), String> {
+        let (kind, name) = text.split_once('/').ok_or_else(|| {
+            format!("{text:?}: give the target as deployment/NAME or statefulset/NAME")
+        })?;
+        let kind = match kind.to_ascii_lowercase().as_str() {
+            "deployment" | "deployments" | "deploy" => TargetKind::Deployment,
+            "statefulset" | "statefulsets" | "sts" => TargetKind::StatefulSet,
+            other => {
+                return Err(format!(
+                    "{text:?}: a drill restarts a Deployment or a StatefulSet, not a {other}"
+                ));
+            }
+        };
+        if name.is_empty() {
+            return Err(format!("{text:?}: the target's name is missing"));
+        }
+        Ok((kind, name.to_string()))
+    }
+
+    pub fn noun(self) -> &'static str {
+        match self {
+            TargetKind::Deployment => "deployment",
+            TargetKind::StatefulSet => "statefulset",
+        }
+    }
+}
+
+/// The target as read: its object (JSON, for the prediction), its pod labels and selector.
+pub struct TargetObject {
+    pub kind: TargetKind,
+    pub name: String,
+    pub object: Value,
+    pub pod_labels: BTreeMap<String, String>,
+    /// `key=value,...` of `spec.selector.matchLabels`.
+    pub selector: String,
+    pub replicas: i32,
+}
+
+pub async fn read_target(
+    client: &Client,
+    namespace: &str,
+    kind: TargetKind,
+    name: &str,
+) -> Result<TargetObject, String> {
+    let what = format!("get {}/{name} in {namespace}", kind.noun());
+    let object = match kind {
+        TargetKind::Deployment => {
+            let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+            serde_json::to_value(call(&what, api.get(name)).await?)
+        }
+        TargetKind::StatefulSet => {
+            let api: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
+            serde_json::to_value(call(&what, api.get(name)).await?)
+        }
+    }
+    .map_err(|error| format!("{what}: {error}"))?;
+    let labels_at = |object: &Value, pointer: &str| -> BTreeMap<String, String> {
+        object
+            .pointer(pointer)
+            .and_then(Value::as_object)
+            .map(|map| {
+                map.iter()
+                    .filter_map(|(key, value)| Some((key.clone(), value.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let match_labels = labels_at(&object, "/spec/selector/matchLabels");
+    if match_labels.is_empty() {
+        return Err(format!(
+            "{}/{name}: its selector has no matchLabels, which the drill watches its pods by",
+            kind.noun()
+        ));
+    }
+    let selector = match_labels
+        .iter()
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let mut object = object;
+    // The prediction reads the object as its manifest would be: without the server's status.
+    if let Some(map) = object.as_object_mut() {
+        map.remove("status");
+        map.insert(
+            "apiVersion".into(),
+            json!(match kind {
+                TargetKind::Deployment | TargetKind::StatefulSet => "apps/v1",
+            }),
+        );
+        map.insert(
+            "kind".into(),
+            json!(match kind {
+                TargetKind::Deployment => "Deployment",
+                TargetKind::StatefulSet => "StatefulSet",
+            }),
+        );
+    }
+    let replicas = object
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1) as i32;
+    Ok(TargetObject {
+        kind,
+        name: name.to_string(),
+        pod_labels: labels_at(&object, "/spec/template/metadata/labels"),
+        object,
+        selector,
+        replicas,
+    })
+}
+
+/// Where the load goes: a Service's cluster IP and port.
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    pub service: String,
+    pub cluster_ip: String,
+    pub port: i32,
+    pub port_name: Option<String>,
+}
+
+impl Endpoint {
+    pub fn describe(&self) -> String {
+        match &self.port_name {
+            Some(name) => format!(
+                "Service {} port {} \"{name}\" ({}:{})",
+                self.service, self.port, self.cluster_ip, self.port
+            ),
+            None => format!(
+                "Service {} port {} ({}:{})",
+                self.service, self.port, self.cluster_ip, self.port
+            ),
+        }
+    }
+}
+
+/// The Service whose selector selects the target's pods (or the one named), and its port (the
+/// one named or numbered, else its first TCP port).
+pub async fn find_service(
+    client: &Client,
+    namespace: &str,
+    target: &TargetObject,
+    service: Option<&str>,
+    port: Option<&str>,
+) -> Result<Endpoint, String> {
+    let api: Api<Service> = Api::namespaced(client.clone(), namespace);
+    let services = call(
+        &format!("list services in {namespace}"),
+        api.list(&ListParams::default()),
+    )
+    .await?
+    .items;
+    let selects = |candidate: &Service| {
+        candidate
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.selector.as_ref())
+            .is_some_and(|selector| {
+                !selector.is_empty()
+                    && selector
+                        .iter()
+                        .all(|(key, value)| target.pod_labels.get(key) == Some(value))
+            })
+    };
+    let chosen: Vec<&Service> = match service {
+        Some(name) => services
+            .iter()
+            .filter(|candidate| candidate.metadata.name.as_deref() == Some(name))
+            .collect(),
+        None => services
+            .iter()
+            .filter(|candidate| selects(candidate))
+            .collect(),
+    };
+    let found = match (chosen.as_slice(), service) {
+        ([one], _) => *one,
+        ([], Some(name)) => {
+            return Err(format!("no Service {name} in namespace {namespace}"));
+        }
+        ([], None) => {
+            return Err(format!(
+                "no Service in namespace {namespace} selects the pods of {}/{}: the drill calls the target through its Service, as its clients do (give --service if it selects them otherwise)",
+                target.kind.noun(),
+                target.name
+            ));
+        }
+        (several, _) => {
+            let names: Vec<&str> = several
+                .iter()
+                .filter_map(|candidate| candidate.metadata.name.as_deref())
+                .collect();
+            return Err(format!(
+                "several Services select the pods of {}/{}: {}; choose one with --service",
+                target.kind.noun(),
+                target.name,
+                names.join(", ")
+            ));
+        }
+    };
+    let name = found.metadata.name.clone().unwrap_or_default();
+    let spec = found.spec.clone().unwrap_or_default();
+    let cluster_ip = spec
+        .cluster_ip
+        .clone()
+        .filter(|ip| !ip.is_empty() && ip != "None")
+        .ok_or_else(|| {
+            format!(
+                "Service {name} has no cluster IP (a headless Service): the drill calls a Service's cluster IP, as the mesh routes it"
+            )
+        })?;
+    let ports = spec.ports.unwrap_or_default();
+    let tcp = |candidate: &&k8s_openapi::api::core::v1::ServicePort| {
+        candidate.protocol.as_deref().unwrap_or("TCP") == "TCP"
+    };
+    let chosen_port = match port {
+        Some(wanted) => ports.iter().find(|candidate| {
+            candidate.name.as_deref() == Some(wanted) || candidate.port.to_string() == wanted
+        }),
+        None => ports.iter().find(tcp),
+    }
+    .ok_or_else(|| match port {
+        Some(wanted) => format!("Service {name} has no port {wanted}"),
+        None => format!("Service {name} has no TCP port"),
+    })?;
+    Ok(Endpoint {
+        service: name,
+        cluster_ip,
+        port: chosen_port.port,
+        port_name: chosen_port.name.clone(),
+    })
+}
+
+/// Asks the API server whether the drill may do all it will, before it changes anything.
+pub async fn check_permissions(client: &Client, namespace: &str) -> Result<(), String> {
+    let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
+    let mut refused = Vec::new();
+    for permission in &PERMISSIONS {
+        for verb in permission.verbs {
+            let (resource, subresource) = match permission.resource.split_once('/') {
+                Some((resource, sub)) => (resource, Some(sub.to_string())),
+                None => (permission.resource, None),
+            };
+            let review = SelfSubjectAccessReview {
+                spec: SelfSubjectAccessReviewSpec {
+                    resource_attributes: Some(ResourceAttributes {
+                        namespace: Some(namespace.to_string()),
+                        group: Some(permission.group.to_string()),
+                        resource: Some(resource.to_string()),
+                        subresource,
+                        verb: Some((*verb).to_string()),
+                        ..ResourceAttributes::default()
+                    }),
+                    ..SelfSubjectAccessReviewSpec::default()
+                },
+                ..SelfSubjectAccessReview::default()
+            };
+            let answer = call(
+                "create selfsubjectaccessreviews (may I?)",
+                api.create(&PostParams::default(), &review),
+            )
+            .await?;
+            if !answer.status.is_some_and(|status| status.allowed) {
+                refused.push(format!(
+                    "{verb} {}{}",
+                    permission.resource,
+                    if permission.group.is_empty() {
+                        String::new()
+                    } else {
+                        format!(".{}", permission.group)
+                    }
+                ));
+            }
+        }
+    }
+    if refused.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "in namespace {namespace} the drill may not {}; nothing was changed (`meshlife install drill-role -n {namespace}` prints the Role it needs)",
+            refused.join(", ")
+        ))
+    }
+}
+
+/// The load pod: `meshlife drill-client` calling the endpoint, meshed as any client of the
+/// namespace is (the injectors see an ordinary pod).
+pub fn load_pod(
+    name: &str,
+    args: &super::DrillArgs,
+    endpoint: &Endpoint,
+    namespace: &str,
+    duration: Duration,
+) -> Pod {
+    let value = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "labels": {DRILL_LABEL: DRILL_LABEL_VALUE, "app.kubernetes.io/name": "meshlife-drill"},
+        },
+        "spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 10,
+            "automountServiceAccountToken": false,
+            "containers": [{
+                "name": CLIENT_CONTAINER,
+                "image": args.image,
+                "imagePullPolicy": args.image_pull_policy,
+                "args": [
+                    "drill-client",
+                    "--target", format!("http://{}:{}{}", endpoint.cluster_ip, endpoint.port, args.path),
+                    "--host", format!("{}.{namespace}.svc:{}", endpoint.service, endpoint.port),
+                    "--rate", args.rate.to_string(),
+                    "--duration", format!("{}s", duration.as_secs().max(1)),
+                    "--timeout", format!("{}ms", args.timeout.as_millis()),
+                ],
+                "resources": {
+                    "requests": {"cpu": "100m", "memory": "32Mi"},
+                    "limits": {"memory": "256Mi"},
+                },
+                "securityContext": {
+                    "allowPrivilegeEscalation": false,
+                    "readOnlyRootFilesystem": true,
+                    "runAsNonRoot": true,
+                    "runAsUser": 65532,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+            }],
+        },
+    });
+    serde_json::from_value(value).unwrap_or_default()
+}
+
+/// What the drill does to the target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Event {
+    /// `kubectl rollout restart`: a new pod-template annotation, so every pod is replaced.
+    Restart,
+    /// Delete one pod (the oldest ready one) with its own grace period.
+    DeletePod,
+    /// Evict one pod through the Eviction API, which honours PodDisruptionBudgets.
+    Evict,
+}
+
+impl Event {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Event::Restart => "a rollout restart",
+            Event::DeletePod => "deleting one pod",
+            Event::Evict => "evicting one pod",
+        }
+    }
+}
+
+/// Does `event` to the target; returns what it did, for the report.
+pub async fn act(
+    client: &Client,
+    namespace: &str,
+    target: &TargetObject,
+    event: Event,
+    pods: &[Pod],
+) -> Result<String, String> {
+    match event {
+        Event::Restart => {
+            let now = time::OffsetDateTime::now_utc();
+            let now = format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+                now.year(),
+                u8::from(now.month()),
+                now.day(),
+                now.hour(),
+                now.minute(),
+                now.second()
+            );
+            let patch = json!({"spec": {"template": {"metadata": {"annotations": {
+                "kubectl.kubernetes.io/restartedAt": now}}}}});
+            let what = format!("patch {}/{} (restart)", target.kind.noun(), target.name);
+            let params = PatchParams::default();
+            match target.kind {
+                TargetKind::Deployment => {
+                    let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+                    call(
+                        &what,
+                        api.patch(&target.name, &params, &Patch::Merge(&patch)),
+                    )
+                    .await?;
+                }
+                TargetKind::StatefulSet => {
+                    let api: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
+                    call(
+                        &what,
+                        api.patch(&target.name, &params, &Patch::Merge(&patch)),
+                    )
+                    .await?;
+                }
+            }
+            Ok(format!(
+                "restarted {}/{} (kubectl.kubernetes.io/restartedAt {now})",
+                target.kind.noun(),
+                target.name
+            ))
+        }
+        Event::DeletePod | Event::Evict => {
+            let victim = oldest_ready(pods).ok_or_else(|| {
+                format!(
+                    "{}/{} has no ready pod to {}",
+                    target.kind.noun(),
+                    target.name,
+                    if event == Event::Evict {
+                        "evict"
+                    } else {
+                        "delete"
+                    }
+                )
+            })?;
+            let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+            if event == Event::DeletePod {
+                call(
+                    &format!("delete pod/{victim}"),
+                    api.delete(&victim, &DeleteParams::default()),
+                )
+                .await?;
+                return Ok(format!("deleted pod/{victim} with its own grace period"));
+            }
+            let what = format!("evict pod/{victim}");
+            match tokio::time::timeout(CALL_TIMEOUT, api.evict(&victim, &EvictParams::default()))
+                .await
+            {
+                Ok(Ok(_)) => Ok(format!("evicted pod/{victim}")),
+                Ok(Err(kube::Error::Api(status))) if status.code == 429 => Err(format!(
+                    "{what}: a PodDisruptionBudget refuses it now ({}); the drill does not force it",
+                    status.message
+                )),
+                Ok(Err(error)) => Err(format!("{what}: {}", error_chain(&error))),
+                Err(_) => Err(format!("{what}: no answer in {} s", CALL_TIMEOUT.as_secs())),
+            }
+        }
+    }
+}
+
+fn oldest_ready(pods: &[Pod]) -> Option<String> {
+    pods.iter()
+        .filter(|pod| pod.metadata.deletion_timestamp.is_none())
+        .filter(|pod| {
+            pod.status
+                .as_ref()
+                .and_then(|status| status.conditions.as_ref())
+                .is_some_and(|conditions| {
+                    conditions
+                        .iter()
+                        .any(|condition| condition.type_ == "Ready" && condition.status == "True")
+                })
+        })
+        .min_by_key(|pod| pod.metadata.creation_timestamp.clone().map(|time| time.0))
+        .and_then(|pod| pod.metadata.name.clone())
+}
+
+/// Whether the target's rollout is complete: every replica updated and available, no old pod
+/// left (and, for one deleted or evicted pod, its replacement ready).
+pub async fn settled(
+    client: &Client,
+    namespace: &str,
+    target: &TargetObject,
+    old_pods_left: usize,
+) -> Result<bool, String> {
+    if old_pods_left > 0 {
+        return Ok(false);
+    }
+    let what = format!("get {}/{}", target.kind.noun(), target.name);
+    let (generation, observed, replicas, updated, available, total) = match target.kind {
+        TargetKind::Deployment => {
+            let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+            let object = call(&what, api.get(&target.name)).await?;
+            let status = object.status.unwrap_or_default();
+            (
+                object.metadata.generation.unwrap_or(0),
+                status.observed_generation.unwrap_or(0),
+                object.spec.replicas.unwrap_or(1),
+                status.updated_replicas.unwrap_or(0),
+                status.available_replicas.unwrap_or(0),
+                status.replicas.unwrap_or(0),
+            )
+        }
+        TargetKind::StatefulSet => {
+            let api: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
+            let object = call(&what, api.get(&target.name)).await?;
+            let status = object.status.unwrap_or_default();
+            (
+                object.metadata.generation.unwrap_or(0),
+                status.observed_generation.unwrap_or(0),
+                object.spec.replicas.unwrap_or(1),
+                status.updated_replicas.unwrap_or(0),
+                status.available_replicas.unwrap_or(0),
+                status.replicas,
+            )
+        }
+    };
+    Ok(observed >= generation && updated >= replicas && available >= replicas && total == replicas)
+}

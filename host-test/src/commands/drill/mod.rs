@@ -1,0 +1,758 @@
+//! `meshlife drill deployment/NAME`: a workload's rollout proven under load instead of assumed.
+//! A load pod in the target's namespace (`meshlife drill-client`, client.rs; meshed as any
+//! client there) calls the target's Service at a fixed rate with no retries; the drill then
+//! restarts the target (or deletes or evicts one pod), watches its pods, endpoints and the
+//! kubelet's events (observe.rs), and reports each phase's errors and latency, with each error
+//! put down to the change that caused it and the rule that predicted it (report.rs). The load
+//! pod is deleted on every way out, Ctrl-C included.
+
+pub mod calls;
+pub mod client;
+pub mod cluster;
+pub mod observe;
+pub mod report;
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use clap::{Args, ValueEnum};
+use futures_util::{AsyncBufReadExt, StreamExt};
+use k8s_openapi::api::core::v1::{Event as KubeEvent, Pod};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::{DeleteParams, ListParams, LogParams, PostParams};
+use kube::runtime::watcher;
+use kube::{Api, Client};
+
+use self::calls::{Call, ClientSummary, Line};
+use self::cluster::{CLIENT_CONTAINER, Endpoint, Event, TargetKind, TargetObject, call};
+use self::observe::Observations;
+use self::report::{Moments, Report};
+use crate::cluster::reader;
+use crate::inputs::manifests::{ManifestObject, ObjectBody, ObjectIdentity};
+use crate::terminal::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, error_chain, print_error};
+
+#[derive(Args, Debug)]
+pub struct DrillArgs {
+    /// The workload to drill: deployment/NAME or statefulset/NAME.
+    pub target: String,
+
+    /// Its namespace (default: the kubeconfig context's).
+    #[arg(short, long)]
+    pub namespace: Option<String>,
+
+    /// What to do to it under load.
+    #[arg(long, value_enum, default_value = "restart")]
+    pub event: Event,
+
+    /// Calls per second on new connections, and as many on kept-alive ones (at most 200).
+    #[arg(long, default_value_t = 25)]
+    pub rate: u32,
+
+    /// Load before the event, once the load pod is ready.
+    #[arg(long, default_value = "10s", value_parser = client::parse_duration)]
+    pub before: Duration,
+
+    /// Load after the rollout has settled.
+    #[arg(long, default_value = "10s", value_parser = client::parse_duration)]
+    pub after: Duration,
+
+    /// The longest the rollout may take to settle; past it the drill reports and fails.
+    #[arg(long, default_value = "5m", value_parser = client::parse_duration)]
+    pub settle_timeout: Duration,
+
+    /// How long one call may take before it counts as a timeout.
+    #[arg(long, default_value = "2s", value_parser = client::parse_duration)]
+    pub timeout: Duration,
+
+    /// The Service to call (default: the one whose selector selects the target's pods).
+    #[arg(long)]
+    pub service: Option<String>,
+
+    /// The Service's port, by name or number (default: its first TCP port).
+    #[arg(long)]
+    pub port: Option<String>,
+
+    /// The HTTP path called.
+    #[arg(long, default_value = "/")]
+    pub path: String,
+
+    /// The load pod's image: meshlife's own, which runs `meshlife drill-client`.
+    #[arg(long, default_value = concat!("ghcr.io/meshlife/meshlife:", env!("CARGO_PKG_VERSION")))]
+    pub image: String,
+
+    /// The load pod's imagePullPolicy.
+    #[arg(long, default_value = "IfNotPresent")]
+    pub image_pull_policy: String,
+
+    /// The most errors (after warm-up) the drill passes with; more exit 1.
+    #[arg(long, default_value_t = 0)]
+    pub max_errors: usize,
+
+    /// Run without asking (the drill changes the cluster: it restarts the target).
+    #[arg(long)]
+    pub yes: bool,
+
+    /// Report format.
+    #[arg(short, long, value_enum, default_value = "text")]
+    pub output: DrillFormat,
+
+    /// The kubeconfig (default: KUBECONFIG, ~/.kube/config, or the in-cluster account).
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// The kubeconfig context.
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DrillFormat {
+    Text,
+    Json,
+}
+
+/// How long the load pod may take to start (its image pulled, its proxy ready).
+const LOAD_POD_START: Duration = Duration::from_secs(120);
+/// How long the load pod's last lines may take to arrive once it is told to stop.
+const LOG_END: Duration = Duration::from_secs(20);
+
+pub fn run(args: &DrillArgs) -> u8 {
+    match drill(args) {
+        Ok(report) => {
+            let text = match args.output {
+                DrillFormat::Text => report::text(&report),
+                DrillFormat::Json => {
+                    serde_json::to_string_pretty(&report).unwrap_or_default() + "\n"
+                }
+            };
+            if let Err(error) = crate::terminal::write_stdout(&text) {
+                print_error(error);
+                return EXIT_ERROR;
+            }
+            if report.passed() {
+                EXIT_OK
+            } else {
+                EXIT_FAILED
+            }
+        }
+        Err(message) => {
+            print_error(format_args!("drill: {message}"));
+            EXIT_ERROR
+        }
+    }
+}
+
+fn checked(args: &DrillArgs) -> Result<(TargetKind, String), String> {
+    if args.rate == 0 || args.rate > client::MOST_RATE {
+        return Err(format!(
+            "--rate {}: give 1 to {} calls per second",
+            args.rate,
+            client::MOST_RATE
+        ));
+    }
+    let total = args.before + args.settle_timeout + args.after;
+    if total > client::LONGEST {
+        return Err(format!(
+            "--before, --settle-timeout and --after add up to {} s, more than a drill's {} minutes",
+            total.as_secs(),
+            client::LONGEST.as_secs() / 60
+        ));
+    }
+    if !args.path.starts_with('/') {
+        return Err(format!("--path {:?}: a path starts with /", args.path));
+    }
+    cluster::TargetKind::parse(&args.target)
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|error| format!("cannot start the Kubernetes client: {error}"))
+}
+
+/// What is read before anything changes.
+struct Prepared {
+    client: Client,
+    cluster: String,
+    namespace: String,
+    target: TargetObject,
+    endpoint: Endpoint,
+}
+
+fn drill(args: &DrillArgs) -> Result<Report, String> {
+    let (kind, name) = checked(args)?;
+    let cluster_target = reader::Target {
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+    };
+    let prepared = runtime()?.block_on(prepare(args, &cluster_target, kind, &name))?;
+    let mut notes = Vec::new();
+    let predicted = predict(&prepared, &cluster_target, &mut notes);
+    confirm(args, &prepared)?;
+    let runtime = runtime()?;
+    let report = runtime.block_on(async {
+        let load_pod = format!("meshlife-drill-{}", unique_suffix());
+        let pods: Api<Pod> = Api::namespaced(prepared.client.clone(), &prepared.namespace);
+        let outcome = tokio::select! {
+            outcome = run_drill(args, &prepared, &load_pod, predicted, notes) => outcome,
+            _ = tokio::signal::ctrl_c() => Err("interrupted (Ctrl-C); the load pod is deleted".to_string()),
+        };
+        // On every way out: the load pod goes (a pod never created is a 404, ignored).
+        let _ = tokio::time::timeout(
+            cluster::CALL_TIMEOUT,
+            pods.delete(&load_pod, &DeleteParams::default()),
+        )
+        .await;
+        outcome
+    });
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    report
+}
+
+async fn prepare(
+    args: &DrillArgs,
+    cluster_target: &reader::Target,
+    kind: TargetKind,
+    name: &str,
+) -> Result<Prepared, String> {
+    let (config, cluster) = reader::configuration(cluster_target).await?;
+    let namespace = args
+        .namespace
+        .clone()
+        .unwrap_or_else(|| config.default_namespace.clone());
+    let client = Client::try_from(config)
+        .map_err(|error| format!("{cluster}: cannot make a client: {}", error_chain(&error)))?;
+    let with_cluster = |error: String| format!("{cluster}: {error}");
+    let target = cluster::read_target(&client, &namespace, kind, name)
+        .await
+        .map_err(with_cluster)?;
+    let endpoint = cluster::find_service(
+        &client,
+        &namespace,
+        &target,
+        args.service.as_deref(),
+        args.port.as_deref(),
+    )
+    .await
+    .map_err(with_cluster)?;
+    cluster::check_permissions(&client, &namespace)
+        .await
+        .map_err(with_cluster)?;
+    Ok(Prepared {
+        client,
+        cluster,
+        namespace,
+        target,
+        endpoint,
+    })
+}
+
+/// `check`'s findings on the target as it is, under the cluster's facts: the rules whose
+/// errors the drill may attribute.
+fn predict(prepared: &Prepared, cluster: &reader::Target, notes: &mut Vec<String>) -> Vec<String> {
+    let source = crate::cluster::ClusterSourceArgs {
+        from_cluster: true,
+        kubeconfig: cluster.kubeconfig.clone(),
+        context: cluster.context.clone(),
+    };
+    let mut read_notes = Vec::new();
+    let predictor = match crate::commands::explain::Predictor::new(
+        &[],
+        &crate::constraints::facts::ClusterFactArgs::default(),
+        &source,
+        crate::inputs::files::ReadLimit::default(),
+        &mut read_notes,
+    ) {
+        Ok(predictor) => predictor,
+        Err(error) => {
+            notes.push(format!(
+                "no prediction (the cluster's facts could not be read: {error}); errors are put down to what was observed alone"
+            ));
+            return Vec::new();
+        }
+    };
+    let target = &prepared.target;
+    let kind = match target.kind {
+        TargetKind::Deployment => "Deployment",
+        TargetKind::StatefulSet => "StatefulSet",
+    };
+    let object = ManifestObject {
+        identity: ObjectIdentity {
+            file: format!("{}/{}", target.kind.noun(), target.name),
+            document: 0,
+            item: None,
+            inner_items: Vec::new(),
+            line: 1,
+            api_version: "apps/v1".into(),
+            kind: kind.into(),
+            namespace: prepared.namespace.clone(),
+            name: target.name.clone(),
+        },
+        object: ObjectBody::new(&target.object),
+        admission_request: None,
+    };
+    let mut errors = Vec::new();
+    let explained = predictor.explain(
+        &[object],
+        &meshlife_policy::timeline::Assumptions::default(),
+        notes,
+        &mut errors,
+    );
+    notes.extend(errors.iter().map(|error| format!("no prediction: {error}")));
+    explained
+        .iter()
+        .flat_map(|one| one.findings.iter())
+        .map(|finding| format!("{} ({})", finding.rule, finding.severity.as_str()))
+        .collect()
+}
+
+fn confirm(args: &DrillArgs, prepared: &Prepared) -> Result<(), String> {
+    if args.yes {
+        return Ok(());
+    }
+    let question = format!(
+        "Drill {}/{} in {} on {}: {} under {} calls/s on new connections and {} on reused ones to {}, for about {} s plus the rollout?",
+        prepared.target.kind.noun(),
+        prepared.target.name,
+        prepared.namespace,
+        prepared.cluster,
+        args.event.describe(),
+        args.rate,
+        args.rate,
+        prepared.endpoint.describe(),
+        (args.before + args.after).as_secs()
+    );
+    if !std::io::stdin().is_terminal() {
+        return Err(format!(
+            "{question}\nThe drill changes the cluster, so it asks first; without a terminal, give --yes"
+        ));
+    }
+    eprint!("{question} [y/N] ");
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut answer);
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        Ok(())
+    } else {
+        Err("not confirmed; nothing was changed".into())
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis() as u64)
+}
+
+fn unique_suffix() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_nanos());
+    format!(
+        "{:x}",
+        (nanos ^ u128::from(std::process::id())) & 0xff_ffff_ffff
+    )
+}
+
+/// The drill proper, once confirmed: everything it creates is the load pod, which the caller
+/// deletes on every way out.
+async fn run_drill(
+    args: &DrillArgs,
+    prepared: &Prepared,
+    load_pod: &str,
+    predicted: Vec<String>,
+    mut notes: Vec<String>,
+) -> Result<Report, String> {
+    let client = &prepared.client;
+    let namespace = prepared.namespace.as_str();
+    let target = &prepared.target;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let initial = call(
+        &format!("list pods ({})", target.selector),
+        pods.list(&ListParams::default().labels(&target.selector)),
+    )
+    .await?
+    .items;
+    let observations = Arc::new(Mutex::new(Observations::begin(&initial, now_ms())));
+    let watches = watch(
+        client.clone(),
+        namespace,
+        &target.selector,
+        &prepared.endpoint.service,
+        Arc::clone(&observations),
+    );
+
+    // The load pod, then its calls from its log.
+    let client_runs = args.before + args.settle_timeout + args.after + Duration::from_secs(60);
+    let pod = cluster::load_pod(
+        load_pod,
+        args,
+        &prepared.endpoint,
+        namespace,
+        client_runs.min(client::LONGEST),
+    );
+    call(
+        &format!("create the load pod {load_pod}"),
+        pods.create(&PostParams::default(), &pod),
+    )
+    .await?;
+    let load_ready_ms = wait_ready(&pods, load_pod).await?;
+    let calls: Arc<Mutex<Vec<Call>>> = Arc::default();
+    let summary: Arc<Mutex<Option<ClientSummary>>> = Arc::default();
+    let log = {
+        let pods = pods.clone();
+        let load_pod = load_pod.to_string();
+        let calls = Arc::clone(&calls);
+        let summary = Arc::clone(&summary);
+        tokio::spawn(async move {
+            let params = LogParams {
+                follow: true,
+                container: Some(CLIENT_CONTAINER.into()),
+                ..LogParams::default()
+            };
+            let stream = pods
+                .log_stream(&load_pod, &params)
+                .await
+                .map_err(|error| format!("reading the load pod's log: {}", error_chain(&error)))?;
+            let mut lines = stream.lines();
+            while let Some(line) = lines.next().await {
+                let Ok(line) = line else { break };
+                match Line::parse(&line) {
+                    Some(Line::Call(one)) => calls.lock().map_or((), |mut all| all.push(one)),
+                    Some(Line::Summary(last)) => {
+                        if let Ok(mut slot) = summary.lock() {
+                            *slot = Some(last);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Ok::<(), String>(())
+        })
+    };
+
+    let live = std::io::stderr().is_terminal();
+    let started = now_ms();
+    pause(args.before, live, started, &calls, &observations).await;
+
+    let event_ms = now_ms();
+    let current: Vec<Pod> = call(
+        &format!("list pods ({})", target.selector),
+        pods.list(&ListParams::default().labels(&target.selector)),
+    )
+    .await?
+    .items;
+    let what = cluster::act(client, namespace, target, args.event, &current).await?;
+    notes.push(what);
+    let victims: Option<Vec<String>> = match args.event {
+        Event::Restart => None,
+        Event::DeletePod | Event::Evict => Some(
+            observations
+                .lock()
+                .map(|seen| {
+                    seen.pods
+                        .values()
+                        .filter(|life| life.old && life.deleted_ms.is_some())
+                        .map(|life| life.name.clone())
+                        .collect()
+                })
+                .unwrap_or_default(),
+        ),
+    };
+
+    // Until settled: the old pods gone (all of them, or the one deleted) and the target's
+    // status complete.
+    let deadline = tokio::time::Instant::now() + args.settle_timeout;
+    let settled_ms = loop {
+        let old_left = observations.lock().map_or(0, |seen| {
+            seen.pods
+                .values()
+                .filter(|life| {
+                    life.old
+                        && life.gone_ms.is_none()
+                        && match (&victims, args.event) {
+                            (_, Event::Restart) => true,
+                            (Some(names), _) => {
+                                names.is_empty() && life.deleted_ms.is_some()
+                                    || names.contains(&life.name)
+                            }
+                            (None, _) => false,
+                        }
+                })
+                .count()
+        });
+        if cluster::settled(client, namespace, target, old_left).await? {
+            break now_ms();
+        }
+        if tokio::time::Instant::now() >= deadline {
+            notes.push(format!(
+                "the rollout had not settled after --settle-timeout {} s: the report stops there",
+                args.settle_timeout.as_secs()
+            ));
+            break now_ms();
+        }
+        pause(
+            Duration::from_millis(500),
+            live,
+            started,
+            &calls,
+            &observations,
+        )
+        .await;
+    };
+    pause(args.after, live, started, &calls, &observations).await;
+    let end_ms = now_ms();
+    if live {
+        eprintln!();
+    }
+
+    // Stop the client (SIGTERM: it finishes its calls in flight and writes its summary), then
+    // read its log to the end.
+    call(
+        &format!("delete the load pod {load_pod}"),
+        pods.delete(load_pod, &DeleteParams::default()),
+    )
+    .await?;
+    match tokio::time::timeout(LOG_END, log).await {
+        Ok(Ok(Ok(()))) => {}
+        Ok(Ok(Err(error))) => notes.push(error),
+        Ok(Err(error)) => notes.push(format!("reading the load pod's log: {error}")),
+        Err(_) => notes.push(format!(
+            "the load pod's log did not end within {} s of its deletion: its last calls may be missing",
+            LOG_END.as_secs()
+        )),
+    }
+    watches.abort();
+
+    let calls = calls.lock().map(|all| all.clone()).unwrap_or_default();
+    let client_summary = summary.lock().ok().and_then(|slot| slot.clone());
+    if client_summary.is_none() {
+        notes.push(
+            "the load pod's summary line was not read: its count of calls is not compared".into(),
+        );
+    }
+    if let Some(summary) = &client_summary
+        && summary.sent != calls.len() as u64
+    {
+        notes.push(format!(
+            "the load pod sent {} calls and the drill read {} of them from its log",
+            summary.sent,
+            calls.len()
+        ));
+    }
+    let moments = Moments {
+        load_ready_ms,
+        event_ms,
+        settled_ms,
+        end_ms,
+    };
+    let pods_seen: Vec<observe::PodLife> = observations
+        .lock()
+        .map(|seen| seen.pods.values().cloned().collect())
+        .unwrap_or_default();
+    let phases = report::phases(&calls, &moments);
+    let (attributions, unattributed) = report::attribute(&calls, &moments, &pods_seen, &predicted);
+    Ok(Report {
+        target: format!("{}/{}", target.kind.noun(), target.name),
+        namespace: namespace.to_string(),
+        event: args.event.describe().to_string(),
+        service: prepared.endpoint.describe(),
+        rate_per_second: args.rate,
+        moments,
+        phases,
+        pods: pods_seen,
+        attributions,
+        unattributed,
+        predicted,
+        client: client_summary,
+        max_errors: args.max_errors,
+        notes,
+    })
+}
+
+/// Waits for the load pod to be ready (its proxy too, where one is injected); a pod that cannot
+/// start is an error naming why.
+async fn wait_ready(pods: &Api<Pod>, name: &str) -> Result<u64, String> {
+    let deadline = tokio::time::Instant::now() + LOAD_POD_START;
+    loop {
+        let pod = call(&format!("get the load pod {name}"), pods.get(name)).await?;
+        let status = pod.status.unwrap_or_default();
+        let ready = status
+            .conditions
+            .iter()
+            .flatten()
+            .any(|condition| condition.type_ == "Ready" && condition.status == "True");
+        if ready {
+            return Ok(now_ms());
+        }
+        let waiting: Vec<String> = status
+            .container_statuses
+            .iter()
+            .flatten()
+            .filter_map(|container| {
+                let waiting = container.state.as_ref()?.waiting.as_ref()?;
+                let reason = waiting.reason.clone()?;
+                matches!(
+                    reason.as_str(),
+                    "ErrImagePull"
+                        | "ImagePullBackOff"
+                        | "ErrImageNeverPull"
+                        | "InvalidImageName"
+                        | "CreateContainerError"
+                        | "CrashLoopBackOff"
+                )
+                .then(|| {
+                    format!(
+                        "{}: {reason}{}",
+                        container.name,
+                        waiting
+                            .message
+                            .as_ref()
+                            .map(|message| format!(" ({message})"))
+                            .unwrap_or_default()
+                    )
+                })
+            })
+            .collect();
+        if !waiting.is_empty() {
+            return Err(format!(
+                "the load pod {name} cannot start: {} (give the meshlife image the cluster can run with --image)",
+                waiting.join("; ")
+            ));
+        }
+        if status.phase.as_deref() == Some("Failed") {
+            return Err(format!("the load pod {name} failed before it was ready"));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(format!(
+                "the load pod {name} was not ready within {} s",
+                LOAD_POD_START.as_secs()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Waits `how_long`, showing the run on a terminal: elapsed time, calls and errors so far, the
+/// old and new pods.
+async fn pause(
+    how_long: Duration,
+    live: bool,
+    started: u64,
+    calls: &Arc<Mutex<Vec<Call>>>,
+    observations: &Arc<Mutex<Observations>>,
+) {
+    if !live {
+        tokio::time::sleep(how_long).await;
+        return;
+    }
+    let end = tokio::time::Instant::now() + how_long;
+    loop {
+        let (sent, failed) = calls.lock().map_or((0, 0), |all| {
+            (all.len(), all.iter().filter(|one| one.failed()).count())
+        });
+        let (old, new) = observations.lock().map_or((0, 0), |seen| {
+            let alive = seen.pods.values().filter(|life| life.gone_ms.is_none());
+            alive.fold((0, 0), |(old, new), life| {
+                if life.old {
+                    (old + 1, new)
+                } else {
+                    (old, new + 1)
+                }
+            })
+        });
+        eprint!(
+            "\r{:>6.1}s  {sent} calls  {failed} errors  old pods {old}  new pods {new}   ",
+            now_ms().saturating_sub(started) as f64 / 1000.0
+        );
+        let _ = std::io::stderr().flush();
+        let now = tokio::time::Instant::now();
+        if now >= end {
+            return;
+        }
+        tokio::time::sleep((end - now).min(Duration::from_secs(1))).await;
+    }
+}
+
+/// The watches of the target's pods, the Service's EndpointSlices and the kubelet's Killing
+/// events, feeding `observations` until aborted.
+fn watch(
+    client: Client,
+    namespace: &str,
+    selector: &str,
+    service: &str,
+    observations: Arc<Mutex<Observations>>,
+) -> tokio::task::JoinHandle<()> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
+    let events: Api<KubeEvent> = Api::namespaced(client, namespace);
+    let pod_config = watcher::Config::default().labels(selector);
+    let slice_config =
+        watcher::Config::default().labels(&format!("kubernetes.io/service-name={service}"));
+    let event_config = watcher::Config::default().fields("reason=Killing");
+    tokio::spawn(async move {
+        let pod_watch = {
+            let observations = Arc::clone(&observations);
+            async move {
+                let mut stream = watcher(pods, pod_config).boxed();
+                while let Some(event) = stream.next().await {
+                    let Ok(mut seen) = observations.lock() else {
+                        break;
+                    };
+                    match event {
+                        Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod)) => {
+                            seen.pod_changed(&pod, now_ms());
+                        }
+                        Ok(watcher::Event::Delete(pod)) => seen.pod_deleted(&pod, now_ms()),
+                        _ => {}
+                    }
+                }
+            }
+        };
+        let slice_watch = {
+            let observations = Arc::clone(&observations);
+            async move {
+                let mut current: std::collections::BTreeMap<String, EndpointSlice> =
+                    std::collections::BTreeMap::new();
+                let mut stream = watcher(slices, slice_config).boxed();
+                while let Some(event) = stream.next().await {
+                    let key =
+                        |slice: &EndpointSlice| slice.metadata.name.clone().unwrap_or_default();
+                    match event {
+                        Ok(watcher::Event::Apply(slice) | watcher::Event::InitApply(slice)) => {
+                            current.insert(key(&slice), slice);
+                        }
+                        Ok(watcher::Event::Delete(slice)) => {
+                            current.remove(&key(&slice));
+                        }
+                        _ => continue,
+                    }
+                    let all: Vec<EndpointSlice> = current.values().cloned().collect();
+                    if let Ok(mut seen) = observations.lock() {
+                        seen.endpoints_changed(&all, now_ms());
+                    }
+                }
+            }
+        };
+        let event_watch = {
+            let observations = Arc::clone(&observations);
+            async move {
+                let mut stream = watcher(events, event_config).boxed();
+                while let Some(event) = stream.next().await {
+                    if let Ok(watcher::Event::Apply(event)) = event
+                        && event.involved_object.kind.as_deref() == Some("Pod")
+                        && let Some(pod) = &event.involved_object.name
+                        && let Ok(mut seen) = observations.lock()
+                    {
+                        seen.killing(pod, now_ms());
+                    }
+                }
+            }
+        };
+        tokio::join!(pod_watch, slice_watch, event_watch);
+    })
+}

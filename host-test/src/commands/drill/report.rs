@@ -1,0 +1,550 @@
+//! The drill's report: the calls by phase (before the event, during it, after the rollout),
+//! their errors by reason and latency, what the watch saw of each pod, and each error put down
+//! to what the evidence shows caused it, with the rule that predicted it.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::calls::{Call, ClientSummary, Connection};
+use super::observe::PodLife;
+
+/// When the drill did what, in ms since the epoch.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Moments {
+    /// The load pod was ready (its proxy too, where it is meshed): calls before are warm-up.
+    pub load_ready_ms: u64,
+    pub event_ms: u64,
+    /// The rollout (or the replacement of the pod) was complete.
+    pub settled_ms: u64,
+    pub end_ms: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Phase {
+    WarmUp,
+    Before,
+    During,
+    After,
+}
+
+impl Phase {
+    fn label(self) -> &'static str {
+        match self {
+            Phase::WarmUp => "warm-up",
+            Phase::Before => "before",
+            Phase::During => "during",
+            Phase::After => "after",
+        }
+    }
+
+    fn of(at_ms: u64, moments: &Moments) -> Phase {
+        if at_ms < moments.load_ready_ms {
+            Phase::WarmUp
+        } else if at_ms < moments.event_ms {
+            Phase::Before
+        } else if at_ms < moments.settled_ms {
+            Phase::During
+        } else {
+            Phase::After
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PhaseStats {
+    pub phase: Phase,
+    pub seconds: f64,
+    pub calls: usize,
+    pub errors: usize,
+    /// Error label → count.
+    pub errors_by_reason: BTreeMap<String, usize>,
+    /// Calls on new and on reused connections, and their errors.
+    pub by_connection: BTreeMap<Connection, (usize, usize)>,
+    /// Of the answered calls, in milliseconds.
+    pub p50_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    /// Answers that said `Connection: close` (a server or its proxy draining).
+    pub closed_by_server: usize,
+}
+
+/// What caused a group of errors, as far as the evidence shows.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attribution {
+    /// The rule that predicts it, when `check` gave that finding for the target.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+    pub cause: String,
+    pub errors: usize,
+    /// The first and last error's time.
+    pub from_ms: u64,
+    pub until_ms: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub target: String,
+    pub namespace: String,
+    pub event: String,
+    pub service: String,
+    pub rate_per_second: u32,
+    pub moments: Moments,
+    pub phases: Vec<PhaseStats>,
+    pub pods: Vec<PodLife>,
+    pub attributions: Vec<Attribution>,
+    /// Errors after warm-up no evidence explains.
+    pub unattributed: usize,
+    /// `check`'s findings on the target as it was, by rule id and severity.
+    pub predicted: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientSummary>,
+    pub max_errors: usize,
+    pub notes: Vec<String>,
+}
+
+impl Report {
+    /// Errors once the load was warm.
+    pub fn errors(&self) -> usize {
+        self.phases
+            .iter()
+            .filter(|phase| phase.phase != Phase::WarmUp)
+            .map(|phase| phase.errors)
+            .sum()
+    }
+
+    pub fn calls(&self) -> usize {
+        self.phases
+            .iter()
+            .filter(|phase| phase.phase != Phase::WarmUp)
+            .map(|phase| phase.calls)
+            .sum()
+    }
+
+    pub fn passed(&self) -> bool {
+        self.errors() <= self.max_errors
+    }
+}
+
+/// The statistics of each phase.
+pub fn phases(calls: &[Call], moments: &Moments) -> Vec<PhaseStats> {
+    let mut grouped: BTreeMap<Phase, Vec<&Call>> = BTreeMap::new();
+    for call in calls {
+        grouped
+            .entry(Phase::of(call.at_ms, moments))
+            .or_default()
+            .push(call);
+    }
+    let span = |phase: Phase| -> f64 {
+        let (from, to) = match phase {
+            Phase::WarmUp => (
+                calls.first().map_or(moments.load_ready_ms, |c| c.at_ms),
+                moments.load_ready_ms,
+            ),
+            Phase::Before => (moments.load_ready_ms, moments.event_ms),
+            Phase::During => (moments.event_ms, moments.settled_ms),
+            Phase::After => (moments.settled_ms, moments.end_ms),
+        };
+        to.saturating_sub(from) as f64 / 1000.0
+    };
+    [Phase::WarmUp, Phase::Before, Phase::During, Phase::After]
+        .into_iter()
+        .filter_map(|phase| {
+            let calls = grouped.get(&phase)?;
+            let mut stats = PhaseStats {
+                phase,
+                seconds: span(phase),
+                calls: calls.len(),
+                errors: 0,
+                errors_by_reason: BTreeMap::new(),
+                by_connection: BTreeMap::new(),
+                p50_ms: None,
+                p99_ms: None,
+                closed_by_server: 0,
+            };
+            let mut latencies: Vec<u64> = Vec::new();
+            for call in calls {
+                let counts = stats.by_connection.entry(call.connection).or_default();
+                counts.0 += 1;
+                match &call.failure {
+                    Some(failure) => {
+                        stats.errors += 1;
+                        counts.1 += 1;
+                        *stats.errors_by_reason.entry(failure.label()).or_default() += 1;
+                    }
+                    None => latencies.push(call.latency_us),
+                }
+                stats.closed_by_server += usize::from(call.closed_by_server);
+            }
+            latencies.sort_unstable();
+            stats.p50_ms = percentile(&latencies, 50);
+            stats.p99_ms = percentile(&latencies, 99);
+            Some(stats)
+        })
+        .collect()
+}
+
+fn percentile(sorted_us: &[u64], percent: usize) -> Option<f64> {
+    if sorted_us.is_empty() {
+        return None;
+    }
+    let rank = (sorted_us.len() * percent).div_ceil(100).max(1) - 1;
+    Some(sorted_us[rank.min(sorted_us.len() - 1)] as f64 / 1000.0)
+}
+
+/// How far an error may lie from the moment that explains it: the watch sees a change a few
+/// hundred milliseconds after it happens, and the load pod's clock is another machine's.
+const SLACK_MS: u64 = 1_500;
+/// How long after a new pod counts as ready its errors are put down to it.
+const NEW_POD_WINDOW_MS: u64 = 5_000;
+
+/// Puts each error after warm-up down to the first cause whose window holds it: an old pod
+/// killed at its grace period (ML401 where predicted, else ML405), an old pod that stopped
+/// serving while still an endpoint (the endpoint's removal racing its shutdown), a new pod
+/// that got traffic as soon as it counted as ready (ML502).
+pub fn attribute(
+    calls: &[Call],
+    moments: &Moments,
+    pods: &[PodLife],
+    predicted: &[String],
+) -> (Vec<Attribution>, usize) {
+    let predicts = |rule: &str| predicted.iter().any(|finding| finding.starts_with(rule));
+    let mut groups: BTreeMap<(Option<String>, String), Attribution> = BTreeMap::new();
+    let mut unattributed = 0;
+    for call in calls.iter().filter(|call| call.failed()) {
+        if Phase::of(call.at_ms, moments) == Phase::WarmUp {
+            continue;
+        }
+        let at = call.at_ms;
+        let near = |from: u64, until: u64| at + SLACK_MS >= from && at <= until + SLACK_MS;
+        let mut cause: Option<(Option<&str>, String)> = None;
+        for pod in pods.iter().filter(|pod| pod.old) {
+            let Some(deleted) = pod.deleted_ms else {
+                continue;
+            };
+            if pod.killed() {
+                let kill = deleted + pod.grace_seconds.unwrap_or(30).max(0) as u64 * 1000;
+                if near(kill, kill) {
+                    let rule = if predicts("ML401") {
+                        Some("ML401")
+                    } else if predicts("ML405") {
+                        Some("ML405")
+                    } else {
+                        None
+                    };
+                    cause = Some((
+                        rule,
+                        format!(
+                            "{} was killed at its grace period ({} s after its deletion): what it still carried was cut",
+                            pod.name,
+                            pod.grace_seconds.unwrap_or(30)
+                        ),
+                    ));
+                    break;
+                }
+            }
+            let left = pod.left_endpoints_ms.or(pod.gone_ms).unwrap_or(deleted);
+            if near(deleted, left) {
+                cause = Some((
+                    None,
+                    format!(
+                        "{} stopped serving while still an endpoint: its deletion and its removal from the endpoints raced (no preStop delay covers the removal)",
+                        pod.name
+                    ),
+                ));
+                break;
+            }
+        }
+        if cause.is_none() {
+            for pod in pods.iter().filter(|pod| !pod.old) {
+                let Some(ready) = pod.ready_ms else { continue };
+                if at + SLACK_MS >= ready && at <= ready + NEW_POD_WINDOW_MS {
+                    cause = Some((
+                        predicts("ML502").then_some("ML502"),
+                        format!(
+                            "{} got traffic as soon as it counted as ready, before it served",
+                            pod.name
+                        ),
+                    ));
+                    break;
+                }
+            }
+        }
+        match cause {
+            Some((rule, text)) => {
+                let rule = rule.map(str::to_string);
+                let group = groups
+                    .entry((rule.clone(), text.clone()))
+                    .or_insert(Attribution {
+                        rule,
+                        cause: text,
+                        errors: 0,
+                        from_ms: at,
+                        until_ms: at,
+                    });
+                group.errors += 1;
+                group.from_ms = group.from_ms.min(at);
+                group.until_ms = group.until_ms.max(at);
+            }
+            None => unattributed += 1,
+        }
+    }
+    let mut attributions: Vec<Attribution> = groups.into_values().collect();
+    attributions.sort_by_key(|group| group.from_ms);
+    (attributions, unattributed)
+}
+
+fn seconds_after(at_ms: u64, zero_ms: u64) -> String {
+    if at_ms >= zero_ms {
+        format!("{:.1}s", (at_ms - zero_ms) as f64 / 1000.0)
+    } else {
+        format!("-{:.1}s", (zero_ms - at_ms) as f64 / 1000.0)
+    }
+}
+
+/// The report as text; times count from the event.
+pub fn text(report: &Report) -> String {
+    let zero = report.moments.event_ms;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "drill {} in {}: {} under {} calls/s on new connections and {} on reused ones, to {}",
+        report.target,
+        report.namespace,
+        report.event,
+        report.rate_per_second,
+        report.rate_per_second,
+        report.service
+    );
+    let _ = writeln!(out, "  (times from the event at 0s)");
+    for phase in &report.phases {
+        let latency = match (phase.p50_ms, phase.p99_ms) {
+            (Some(p50), Some(p99)) => format!("p50 {p50:.1}ms p99 {p99:.1}ms"),
+            _ => "no answers".into(),
+        };
+        let reasons: Vec<String> = phase
+            .errors_by_reason
+            .iter()
+            .map(|(reason, count)| format!("{reason} {count}"))
+            .collect();
+        let reasons = if reasons.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", reasons.join(", "))
+        };
+        let closes = if phase.closed_by_server > 0 {
+            format!(
+                ", {} answers with Connection: close",
+                phase.closed_by_server
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  {:<8} {:>6.1}s {:>6} calls {:>5} errors{reasons}, {latency}{closes}",
+            phase.phase.label(),
+            phase.seconds,
+            phase.calls,
+            phase.errors
+        );
+    }
+    for pod in &report.pods {
+        let mut parts = Vec::new();
+        if let Some(at) = pod.ready_ms.filter(|_| !pod.old) {
+            parts.push(format!("ready {}", seconds_after(at, zero)));
+        }
+        if let Some(at) = pod.deleted_ms {
+            parts.push(format!(
+                "deleted {} (grace {}s)",
+                seconds_after(at, zero),
+                pod.grace_seconds.unwrap_or(30)
+            ));
+        }
+        if let Some(at) = pod.killing_ms {
+            parts.push(format!("kubelet stopping it {}", seconds_after(at, zero)));
+        }
+        if let Some(at) = pod.left_endpoints_ms {
+            parts.push(format!("left the endpoints {}", seconds_after(at, zero)));
+        }
+        for exit in &pod.exits {
+            parts.push(format!(
+                "{} exited {} with {}",
+                exit.container,
+                seconds_after(exit.seen_ms, zero),
+                exit.exit_code
+            ));
+        }
+        if let Some(at) = pod.gone_ms {
+            parts.push(format!("gone {}", seconds_after(at, zero)));
+        }
+        let _ = writeln!(
+            out,
+            "  {} pod {}: {}",
+            if pod.old { "old" } else { "new" },
+            pod.name,
+            if parts.is_empty() {
+                "unchanged".to_string()
+            } else {
+                parts.join(", ")
+            }
+        );
+    }
+    if !report.predicted.is_empty() {
+        let _ = writeln!(out, "  predicted by check: {}", report.predicted.join(", "));
+    }
+    for group in &report.attributions {
+        let _ = writeln!(
+            out,
+            "  {} errors {}-{}: {}{}",
+            group.errors,
+            seconds_after(group.from_ms, zero),
+            seconds_after(group.until_ms, zero),
+            group.cause,
+            group
+                .rule
+                .as_ref()
+                .map(|rule| format!(" [{rule}]"))
+                .unwrap_or_default()
+        );
+    }
+    if report.unattributed > 0 {
+        let _ = writeln!(
+            out,
+            "  {} errors no observed change explains",
+            report.unattributed
+        );
+    }
+    for note in &report.notes {
+        let _ = writeln!(out, "  note: {note}");
+    }
+    let _ = writeln!(out, "{}", summary_line(report));
+    out
+}
+
+/// The one line a pipeline (and the node stage of CI) prints per drill.
+pub fn summary_line(report: &Report) -> String {
+    let rules: Vec<String> = report
+        .attributions
+        .iter()
+        .filter_map(|group| {
+            group
+                .rule
+                .as_ref()
+                .map(|rule| format!("{rule} ({})", group.errors))
+        })
+        .collect();
+    format!(
+        "drill {} in {}: {} requests, {} errors, 0 streams cut, attributed to {}: {}",
+        report.target,
+        report.namespace,
+        report.calls(),
+        report.errors(),
+        if rules.is_empty() {
+            "no rule".to_string()
+        } else {
+            rules.join(", ")
+        },
+        if report.passed() {
+            "PASS".to_string()
+        } else {
+            format!("FAIL (more than --max-errors {})", report.max_errors)
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::calls::Failure;
+    use super::*;
+
+    fn call(at_ms: u64, failure: Option<Failure>) -> Call {
+        Call {
+            at_ms,
+            connection: Connection::New,
+            latency_us: 1_000,
+            status: failure.is_none().then_some(200),
+            failure,
+            closed_by_server: false,
+            served_by: None,
+        }
+    }
+
+    fn moments() -> Moments {
+        Moments {
+            load_ready_ms: 1_000,
+            event_ms: 10_000,
+            settled_ms: 40_000,
+            end_ms: 50_000,
+        }
+    }
+
+    #[test]
+    fn calls_fall_into_their_phase_and_warm_up_errors_do_not_count() {
+        let calls = [
+            call(500, Some(Failure::Refused)),
+            call(5_000, None),
+            call(20_000, Some(Failure::Reset)),
+            call(45_000, None),
+        ];
+        let phases = phases(&calls, &moments());
+        let counts: Vec<(Phase, usize, usize)> = phases
+            .iter()
+            .map(|phase| (phase.phase, phase.calls, phase.errors))
+            .collect();
+        assert_eq!(
+            counts,
+            [
+                (Phase::WarmUp, 1, 1),
+                (Phase::Before, 1, 0),
+                (Phase::During, 1, 1),
+                (Phase::After, 1, 0)
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_go_to_the_pod_whose_window_holds_them() {
+        let old = PodLife {
+            name: "web-old".into(),
+            old: true,
+            deleted_ms: Some(12_000),
+            grace_seconds: Some(5),
+            left_endpoints_ms: Some(13_000),
+            exits: vec![super::super::observe::ContainerExit {
+                container: "web".into(),
+                exit_code: 137,
+                seen_ms: 17_100,
+            }],
+            ..PodLife::default()
+        };
+        let new = PodLife {
+            name: "web-new".into(),
+            ready_ms: Some(25_000),
+            ..PodLife::default()
+        };
+        let calls = [
+            call(12_400, Some(Failure::Refused)),
+            call(17_000, Some(Failure::Reset)),
+            call(26_000, Some(Failure::Refused)),
+            call(35_000, Some(Failure::Timeout)),
+        ];
+        let (groups, unattributed) = attribute(
+            &calls,
+            &moments(),
+            &[old, new],
+            &["ML401 (error)".into(), "ML502 (warning)".into()],
+        );
+        let summary: Vec<(Option<&str>, usize)> = groups
+            .iter()
+            .map(|group| (group.rule.as_deref(), group.errors))
+            .collect();
+        assert_eq!(summary, [(None, 1), (Some("ML401"), 1), (Some("ML502"), 1)]);
+        assert_eq!(unattributed, 1);
+    }
+}

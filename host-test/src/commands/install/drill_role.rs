@@ -1,0 +1,95 @@
+//! `meshlife install drill-role -n NAMESPACE`: the Role `meshlife drill` needs in the namespace
+//! of its target (from `commands::drill::cluster::PERMISSIONS`, which the drill also checks
+//! before it changes anything), and a binding for whoever runs it.
+
+use std::fmt::Write as _;
+
+use clap::Args;
+
+use super::facts_reader::{parse_service_account, quoted};
+use crate::commands::drill::cluster::PERMISSIONS;
+use crate::constraints::facts::parse_name;
+
+#[derive(Args, Debug)]
+pub struct DrillRoleInstall {
+    /// The namespace of the workloads to drill: the Role and its binding are made there.
+    #[arg(short, long, value_parser = parse_name)]
+    pub namespace: String,
+
+    /// Name of the Role (and of its binding).
+    #[arg(long, default_value = "meshlife-drill", value_parser = parse_name)]
+    pub name: String,
+
+    /// Bind it to this user (as the kubeconfig authenticates them); repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub user: Vec<String>,
+
+    /// Bind it to this group; repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub group: Vec<String>,
+
+    /// Bind it to this ServiceAccount, as NAMESPACE/NAME (a pipeline's, say); repeatable.
+    #[arg(long, value_name = "NAMESPACE/NAME", value_parser = parse_service_account)]
+    pub service_account: Vec<(String, String)>,
+}
+
+pub fn manifests(args: &DrillRoleInstall) -> Result<String, String> {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# What `meshlife drill` does in namespace {0}: it reads the target and its Service,\n\
+         # restarts the target (or deletes or evicts one pod), runs one load pod (labelled\n\
+         # app.kubernetes.io/managed-by: meshlife-drill, deleted on every way out) and watches\n\
+         # pods, EndpointSlices and events. Nothing outside the namespace. Bind it below, or:\n\
+         #   kubectl -n {0} create rolebinding {1} --role {1} --user YOU",
+        args.namespace, args.name
+    );
+    let _ = writeln!(
+        out,
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: {}\n  \
+         namespace: {}\n  labels:\n    app.kubernetes.io/name: meshlife\nrules:",
+        args.name, args.namespace
+    );
+    for permission in &PERMISSIONS {
+        let _ = writeln!(
+            out,
+            "# {}\n- apiGroups: [\"{}\"]\n  resources: [{}]\n  verbs: [{}]",
+            permission.why,
+            permission.group,
+            permission.resource,
+            permission.verbs.join(", ")
+        );
+    }
+    let mut subjects = String::new();
+    for user in &args.user {
+        let _ = write!(
+            subjects,
+            "\n- kind: User\n  apiGroup: rbac.authorization.k8s.io\n  name: {}",
+            quoted(user)
+        );
+    }
+    for group in &args.group {
+        let _ = write!(
+            subjects,
+            "\n- kind: Group\n  apiGroup: rbac.authorization.k8s.io\n  name: {}",
+            quoted(group)
+        );
+    }
+    for (namespace, name) in &args.service_account {
+        let _ = write!(
+            subjects,
+            "\n- kind: ServiceAccount\n  namespace: {namespace}\n  name: {name}"
+        );
+    }
+    if !subjects.is_empty() {
+        let _ = writeln!(
+            out,
+            "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  \
+             name: {0}\n  namespace: {1}\n  labels:\n    app.kubernetes.io/name: meshlife\n\
+             roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: {0}\n\
+             subjects:{subjects}",
+            args.name, args.namespace
+        );
+    }
+    Ok(out)
+}
