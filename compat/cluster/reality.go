@@ -148,6 +148,10 @@ func (r *reality) buildImages() ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the proxy image: %w", err)
 	}
+	meshlifeFiles, err := meshlifeImageFiles(r.h.meshlife)
+	if err != nil {
+		return nil, fmt.Errorf("the meshlife image: %w", err)
+	}
 	images := []struct {
 		ref    string
 		files  []imageFile
@@ -156,6 +160,7 @@ func (r *reality) buildImages() ([]string, error) {
 		{pauseImageRef, pauseImageFiles(filepath.Join(bin, "pause")), pauseImageConfig()},
 		{workloadImage, workloadImageFiles(filepath.Join(bin, "workload")), workloadImageConfig()},
 		{proxyImage, proxyFiles, proxyImageConfig()},
+		{meshlifeImage, meshlifeFiles, meshlifeImageConfig()},
 	}
 	var archives []string
 	for i, image := range images {

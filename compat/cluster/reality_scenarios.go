@@ -41,6 +41,7 @@ func realityScenarios() []realityScenario {
 		{"ML407", (*reality).inPlaceRestart},
 		{"ML304", (*reality).jobHelper},
 		{"ML603", (*reality).waypointGrace},
+		{"drill", (*reality).drills},
 	}
 }
 

@@ -16,8 +16,10 @@ use std::thread::JoinHandle;
 use serde_json::{Value, json};
 
 /// The resource names served, and their kinds.
-const RESOURCES: [(&str, &str); 10] = [
+const RESOURCES: [(&str, &str); 12] = [
     ("pods", "Pod"),
+    ("services", "Service"),
+    ("statefulsets", "StatefulSet"),
     ("events", "Event"),
     ("namespaces", "Namespace"),
     ("nodes", "Node"),
@@ -34,6 +36,7 @@ const RESOURCES: [(&str, &str); 10] = [
 
 pub struct FakeApiServer {
     pub address: SocketAddr,
+    /// Each request as `METHOD /path?query`.
     requests: Arc<Mutex<Vec<String>>>,
     stopping: Arc<AtomicBool>,
     accepting: Option<JoinHandle<()>>,
@@ -86,6 +89,21 @@ impl FakeApiServer {
 
     /// The paths asked for so far, with their queries, in order.
     pub fn requests(&self) -> Vec<String> {
+        self.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|request| {
+                request
+                    .split_once(' ')
+                    .map_or("", |(_, path)| path)
+                    .to_string()
+            })
+            .collect()
+    }
+
+    /// The requests so far as `METHOD /path?query`, in order.
+    pub fn requests_with_methods(&self) -> Vec<String> {
         self.requests.lock().unwrap().clone()
     }
 }
@@ -111,16 +129,57 @@ fn answer(mut stream: TcpStream, objects: &[Value], git_version: &str, log: &Mut
         }
     }
     let head = String::from_utf8_lossy(&head);
+    let method = head.split_whitespace().next().unwrap_or("GET").to_string();
     let target = head.split_whitespace().nth(1).unwrap_or("/").to_string();
-    log.lock().unwrap().push(target.clone());
-    let (status, body) = respond(&target, objects, git_version);
-    let reason = if status == 200 { "OK" } else { "Not Found" };
+    log.lock().unwrap().push(format!("{method} {target}"));
+    let length: usize = head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().ok())?
+        })
+        .unwrap_or(0);
+    let mut request_body = vec![0u8; length];
+    if stream.read_exact(&mut request_body).is_err() {
+        return;
+    }
+    let (status, body) = match method.as_str() {
+        "GET" => respond(&target, objects, git_version),
+        "POST" if target.starts_with("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews") => {
+            read_only_review(&request_body)
+        }
+        _ => (
+            405,
+            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                   "reason": "MethodNotAllowed", "code": 405,
+                   "message": format!("the fake API server is read-only: {method} {target}")})
+            .to_string(),
+        ),
+    };
+    let reason = match status {
+        200 | 201 => "OK",
+        405 => "Method Not Allowed",
+        _ => "Not Found",
+    };
     let _ = write!(
         stream,
         "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
          Connection: close\r\n\r\n{body}",
         body.len()
     );
+}
+
+/// A SelfSubjectAccessReview answered for an identity that may read and nothing else.
+fn read_only_review(body: &[u8]) -> (u16, String) {
+    let mut review: Value = serde_json::from_slice(body).unwrap_or_else(|_| json!({}));
+    let verb = review
+        .pointer("/spec/resourceAttributes/verb")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let allowed = matches!(verb, "get" | "list" | "watch");
+    review["status"] = json!({"allowed": allowed});
+    (201, review.to_string())
 }
 
 fn not_found(what: &str) -> (u16, String) {

@@ -15,6 +15,7 @@ mod cli_constraint_gen;
 mod cli_constraints;
 mod cli_diagnose;
 mod cli_diagnose_helpers_restarts;
+mod cli_drill;
 mod cli_exit_codes;
 mod cli_explain;
 mod cli_formats;

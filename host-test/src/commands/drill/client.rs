@@ -269,7 +269,9 @@ async fn one_call(target: &Target, connection: Connection, pool: &Pool, timeout:
         Ok(Err(failure)) => call.failure = Some(failure),
         Ok(Ok(answer)) => {
             call.status = Some(answer.status);
-            call.closed_by_server = answer.closed;
+            // A new connection asks for its own close; only on a kept-alive one is the
+            // server's (or its draining proxy's) close news.
+            call.closed_by_server = answer.closed && connection == Connection::Reused;
             call.served_by = answer.served_by;
             if answer.status >= 400 {
                 call.failure = Some(Failure::Status(answer.status));

@@ -30,6 +30,7 @@ use self::cluster::{CLIENT_CONTAINER, Endpoint, Event, TargetKind, TargetObject,
 use self::observe::Observations;
 use self::report::{Moments, Report};
 use crate::cluster::reader;
+use crate::commands::explain::Predictor;
 use crate::inputs::manifests::{ManifestObject, ObjectBody, ObjectIdentity};
 use crate::terminal::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, error_chain, print_error};
 
@@ -181,6 +182,8 @@ struct Prepared {
     namespace: String,
     target: TargetObject,
     endpoint: Endpoint,
+    /// One of the target's pods as it runs (the injected proxy in it), for the prediction.
+    running_pod: Option<serde_json::Value>,
 }
 
 fn drill(args: &DrillArgs) -> Result<Report, String> {
@@ -189,11 +192,14 @@ fn drill(args: &DrillArgs) -> Result<Report, String> {
         kubeconfig: args.kubeconfig.clone(),
         context: args.context.clone(),
     };
-    let prepared = runtime()?.block_on(prepare(args, &cluster_target, kind, &name))?;
+    // One runtime for the whole drill: the client's connection worker lives in the runtime
+    // that made it. The prediction reads the cluster on a runtime of its own, between the two
+    // `block_on`s.
+    let runtime = runtime()?;
+    let prepared = runtime.block_on(prepare(args, &cluster_target, kind, &name))?;
     let mut notes = Vec::new();
     let predicted = predict(&prepared, &cluster_target, &mut notes);
     confirm(args, &prepared)?;
-    let runtime = runtime()?;
     let report = runtime.block_on(async {
         let load_pod = format!("meshlife-drill-{}", unique_suffix());
         let pods: Api<Pod> = Api::namespaced(prepared.client.clone(), &prepared.namespace);
@@ -242,40 +248,76 @@ async fn prepare(
     cluster::check_permissions(&client, &namespace)
         .await
         .map_err(with_cluster)?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+    let running_pod = call(
+        &format!("list pods ({})", target.selector),
+        pods.list(&ListParams::default().labels(&target.selector)),
+    )
+    .await
+    .map_err(with_cluster)?
+    .items
+    .into_iter()
+    .find(|pod| pod.metadata.deletion_timestamp.is_none())
+    .and_then(|pod| serde_json::to_value(pod).ok());
     Ok(Prepared {
         client,
         cluster,
         namespace,
         target,
         endpoint,
+        running_pod,
     })
 }
 
-/// `check`'s findings on the target as it is, under the cluster's facts: the rules whose
-/// errors the drill may attribute.
+/// `check`'s findings on the target as it runs: its template with the spec of one of its
+/// running pods (the proxy its injector added in it, so the mesh is what runs, not a guess),
+/// under the cluster's facts where they can be read, else today's releases' defaults. These are the rules its
+/// errors can be put down to.
 fn predict(prepared: &Prepared, cluster: &reader::Target, notes: &mut Vec<String>) -> Vec<String> {
-    let source = crate::cluster::ClusterSourceArgs {
+    let from_cluster = crate::cluster::ClusterSourceArgs {
         from_cluster: true,
         kubeconfig: cluster.kubeconfig.clone(),
         context: cluster.context.clone(),
     };
+    let facts = crate::constraints::facts::ClusterFactArgs::default();
+    let limit = crate::inputs::files::ReadLimit::default();
     let mut read_notes = Vec::new();
-    let predictor = match crate::commands::explain::Predictor::new(
-        &[],
-        &crate::constraints::facts::ClusterFactArgs::default(),
-        &source,
-        crate::inputs::files::ReadLimit::default(),
-        &mut read_notes,
-    ) {
+    let predictor = match Predictor::new(&[], &facts, &from_cluster, limit, &mut read_notes) {
         Ok(predictor) => predictor,
         Err(error) => {
             notes.push(format!(
-                "no prediction (the cluster's facts could not be read: {error}); errors are put down to what was observed alone"
+                "the cluster's facts could not be read ({error}): the prediction uses today's releases' defaults"
             ));
-            return Vec::new();
+            match Predictor::new(
+                &[],
+                &facts,
+                &crate::cluster::ClusterSourceArgs::default(),
+                limit,
+                &mut read_notes,
+            ) {
+                Ok(predictor) => predictor,
+                Err(error) => {
+                    notes.push(format!("no prediction: {error}"));
+                    return Vec::new();
+                }
+            }
         }
     };
     let target = &prepared.target;
+    // The template as it runs: the running pod's spec (with the containers its injector
+    // added) and annotations in the target's own template, so that the template's rules
+    // (ML501, ML502) apply beside the pod's.
+    let mut value = target.object.clone();
+    if let Some(pod) = &prepared.running_pod
+        && let Some(template) = value.pointer_mut("/spec/template")
+    {
+        if let Some(spec) = pod.get("spec") {
+            template["spec"] = spec.clone();
+        }
+        if let Some(annotations) = pod.pointer("/metadata/annotations") {
+            template["metadata"]["annotations"] = annotations.clone();
+        }
+    }
     let kind = match target.kind {
         TargetKind::Deployment => "Deployment",
         TargetKind::StatefulSet => "StatefulSet",
@@ -292,7 +334,7 @@ fn predict(prepared: &Prepared, cluster: &reader::Target, notes: &mut Vec<String
             namespace: prepared.namespace.clone(),
             name: target.name.clone(),
         },
-        object: ObjectBody::new(&target.object),
+        object: ObjectBody::new(&value),
         admission_request: None,
     };
     let mut errors = Vec::new();
@@ -308,6 +350,34 @@ fn predict(prepared: &Prepared, cluster: &reader::Target, notes: &mut Vec<String
         .flat_map(|one| one.findings.iter())
         .map(|finding| format!("{} ({})", finding.rule, finding.severity.as_str()))
         .collect()
+}
+
+/// Where the target's pod template leaves room for the causes the report looks for.
+fn template_gaps(object: &serde_json::Value) -> report::TemplateGaps {
+    let apps: Vec<&serde_json::Value> = object
+        .pointer("/spec/template/spec/containers")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|container| {
+            !matches!(
+                container.get("name").and_then(serde_json::Value::as_str),
+                Some("istio-proxy" | "linkerd-proxy")
+            )
+        })
+        .collect();
+    report::TemplateGaps {
+        serves_without_readiness: apps.iter().any(|container| {
+            container.get("readinessProbe").is_none()
+                && container
+                    .get("ports")
+                    .and_then(serde_json::Value::as_array)
+                    .is_some_and(|ports| !ports.is_empty())
+        }),
+        stops_without_pre_stop: apps
+            .iter()
+            .any(|container| container.pointer("/lifecycle/preStop").is_none()),
+    }
 }
 
 fn confirm(args: &DrillArgs, prepared: &Prepared) -> Result<(), String> {
@@ -505,7 +575,10 @@ async fn run_drill(
         .await;
     };
     pause(args.after, live, started, &calls, &observations).await;
+    // Calls sent from now on are cool-down; those already sent get their timeout to end
+    // before the load pod (and its proxy, which may leave first) is stopped.
     let end_ms = now_ms();
+    pause(args.timeout, live, started, &calls, &observations).await;
     if live {
         eprintln!();
     }
@@ -555,7 +628,13 @@ async fn run_drill(
         .map(|seen| seen.pods.values().cloned().collect())
         .unwrap_or_default();
     let phases = report::phases(&calls, &moments);
-    let (attributions, unattributed) = report::attribute(&calls, &moments, &pods_seen, &predicted);
+    let (attributions, unattributed) = report::attribute(
+        &calls,
+        &moments,
+        &pods_seen,
+        &predicted,
+        template_gaps(&target.object),
+    );
     Ok(Report {
         target: format!("{}/{}", target.kind.noun(), target.name),
         namespace: namespace.to_string(),

@@ -29,6 +29,9 @@ pub enum Phase {
     Before,
     During,
     After,
+    /// Sent once the drill had decided to stop: the load pod's own shutdown (its proxy
+    /// leaving first) may cut them, so they do not count.
+    CoolDown,
 }
 
 impl Phase {
@@ -38,7 +41,13 @@ impl Phase {
             Phase::Before => "before",
             Phase::During => "during",
             Phase::After => "after",
+            Phase::CoolDown => "cool-down",
         }
+    }
+
+    /// Whether its calls count: warm-up and cool-down are the load pod's own start and end.
+    pub fn counts(self) -> bool {
+        !matches!(self, Phase::WarmUp | Phase::CoolDown)
     }
 
     fn of(at_ms: u64, moments: &Moments) -> Phase {
@@ -48,8 +57,10 @@ impl Phase {
             Phase::Before
         } else if at_ms < moments.settled_ms {
             Phase::During
-        } else {
+        } else if at_ms < moments.end_ms {
             Phase::After
+        } else {
+            Phase::CoolDown
         }
     }
 }
@@ -113,7 +124,7 @@ impl Report {
     pub fn errors(&self) -> usize {
         self.phases
             .iter()
-            .filter(|phase| phase.phase != Phase::WarmUp)
+            .filter(|phase| phase.phase.counts())
             .map(|phase| phase.errors)
             .sum()
     }
@@ -121,7 +132,7 @@ impl Report {
     pub fn calls(&self) -> usize {
         self.phases
             .iter()
-            .filter(|phase| phase.phase != Phase::WarmUp)
+            .filter(|phase| phase.phase.counts())
             .map(|phase| phase.calls)
             .sum()
     }
@@ -149,44 +160,54 @@ pub fn phases(calls: &[Call], moments: &Moments) -> Vec<PhaseStats> {
             Phase::Before => (moments.load_ready_ms, moments.event_ms),
             Phase::During => (moments.event_ms, moments.settled_ms),
             Phase::After => (moments.settled_ms, moments.end_ms),
+            Phase::CoolDown => (
+                moments.end_ms,
+                calls.last().map_or(moments.end_ms, |c| c.at_ms),
+            ),
         };
         to.saturating_sub(from) as f64 / 1000.0
     };
-    [Phase::WarmUp, Phase::Before, Phase::During, Phase::After]
-        .into_iter()
-        .filter_map(|phase| {
-            let calls = grouped.get(&phase)?;
-            let mut stats = PhaseStats {
-                phase,
-                seconds: span(phase),
-                calls: calls.len(),
-                errors: 0,
-                errors_by_reason: BTreeMap::new(),
-                by_connection: BTreeMap::new(),
-                p50_ms: None,
-                p99_ms: None,
-                closed_by_server: 0,
-            };
-            let mut latencies: Vec<u64> = Vec::new();
-            for call in calls {
-                let counts = stats.by_connection.entry(call.connection).or_default();
-                counts.0 += 1;
-                match &call.failure {
-                    Some(failure) => {
-                        stats.errors += 1;
-                        counts.1 += 1;
-                        *stats.errors_by_reason.entry(failure.label()).or_default() += 1;
-                    }
-                    None => latencies.push(call.latency_us),
+    [
+        Phase::WarmUp,
+        Phase::Before,
+        Phase::During,
+        Phase::After,
+        Phase::CoolDown,
+    ]
+    .into_iter()
+    .filter_map(|phase| {
+        let calls = grouped.get(&phase)?;
+        let mut stats = PhaseStats {
+            phase,
+            seconds: span(phase),
+            calls: calls.len(),
+            errors: 0,
+            errors_by_reason: BTreeMap::new(),
+            by_connection: BTreeMap::new(),
+            p50_ms: None,
+            p99_ms: None,
+            closed_by_server: 0,
+        };
+        let mut latencies: Vec<u64> = Vec::new();
+        for call in calls {
+            let counts = stats.by_connection.entry(call.connection).or_default();
+            counts.0 += 1;
+            match &call.failure {
+                Some(failure) => {
+                    stats.errors += 1;
+                    counts.1 += 1;
+                    *stats.errors_by_reason.entry(failure.label()).or_default() += 1;
                 }
-                stats.closed_by_server += usize::from(call.closed_by_server);
+                None => latencies.push(call.latency_us),
             }
-            latencies.sort_unstable();
-            stats.p50_ms = percentile(&latencies, 50);
-            stats.p99_ms = percentile(&latencies, 99);
-            Some(stats)
-        })
-        .collect()
+            stats.closed_by_server += usize::from(call.closed_by_server);
+        }
+        latencies.sort_unstable();
+        stats.p50_ms = percentile(&latencies, 50);
+        stats.p99_ms = percentile(&latencies, 99);
+        Some(stats)
+    })
+    .collect()
 }
 
 fn percentile(sorted_us: &[u64], percent: usize) -> Option<f64> {
@@ -203,71 +224,91 @@ const SLACK_MS: u64 = 1_500;
 /// How long after a new pod counts as ready its errors are put down to it.
 const NEW_POD_WINDOW_MS: u64 = 5_000;
 
+/// What the target's pod template makes possible, for the attribution: a window is a cause only
+/// where the spec allows it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TemplateGaps {
+    /// An app container declares ports and has no readinessProbe: a new pod counts as ready
+    /// before it serves.
+    pub serves_without_readiness: bool,
+    /// An app container has no preStop hook: its shutdown starts while it is still an
+    /// endpoint.
+    pub stops_without_pre_stop: bool,
+}
+
 /// Puts each error after warm-up down to the first cause whose window holds it: an old pod
-/// killed at its grace period (ML401 where predicted, else ML405), an old pod that stopped
-/// serving while still an endpoint (the endpoint's removal racing its shutdown), a new pod
-/// that got traffic as soon as it counted as ready (ML502).
+/// killed at its grace period (ML401 where predicted, else ML405); a new pod that got traffic
+/// as soon as it counted as ready, where the template lets a pod be ready before it serves
+/// (ML502); an old pod that stopped serving while still an endpoint, where the template has no
+/// preStop delay to cover the endpoint's removal.
 pub fn attribute(
     calls: &[Call],
     moments: &Moments,
     pods: &[PodLife],
     predicted: &[String],
+    gaps: TemplateGaps,
 ) -> (Vec<Attribution>, usize) {
     let predicts = |rule: &str| predicted.iter().any(|finding| finding.starts_with(rule));
     let mut groups: BTreeMap<(Option<String>, String), Attribution> = BTreeMap::new();
     let mut unattributed = 0;
     for call in calls.iter().filter(|call| call.failed()) {
-        if Phase::of(call.at_ms, moments) == Phase::WarmUp {
+        if !Phase::of(call.at_ms, moments).counts() {
             continue;
         }
-        let at = call.at_ms;
+        // When it failed: a long call sent before the deletion fails at the kill.
+        let at = call.at_ms + call.latency_us / 1000;
         let near = |from: u64, until: u64| at + SLACK_MS >= from && at <= until + SLACK_MS;
         let mut cause: Option<(Option<&str>, String)> = None;
-        for pod in pods.iter().filter(|pod| pod.old) {
+        for pod in pods.iter().filter(|pod| pod.old && pod.killed()) {
             let Some(deleted) = pod.deleted_ms else {
                 continue;
             };
-            if pod.killed() {
-                let kill = deleted + pod.grace_seconds.unwrap_or(30).max(0) as u64 * 1000;
-                if near(kill, kill) {
-                    let rule = if predicts("ML401") {
-                        Some("ML401")
-                    } else if predicts("ML405") {
-                        Some("ML405")
-                    } else {
-                        None
-                    };
-                    cause = Some((
-                        rule,
-                        format!(
-                            "{} was killed at its grace period ({} s after its deletion): what it still carried was cut",
-                            pod.name,
-                            pod.grace_seconds.unwrap_or(30)
-                        ),
-                    ));
-                    break;
-                }
-            }
-            let left = pod.left_endpoints_ms.or(pod.gone_ms).unwrap_or(deleted);
-            if near(deleted, left) {
+            let kill = deleted + pod.grace_seconds.unwrap_or(30).max(0) as u64 * 1000;
+            if near(kill, kill) {
+                let rule = if predicts("ML401") {
+                    Some("ML401")
+                } else if predicts("ML405") {
+                    Some("ML405")
+                } else {
+                    None
+                };
                 cause = Some((
-                    None,
+                    rule,
                     format!(
-                        "{} stopped serving while still an endpoint: its deletion and its removal from the endpoints raced (no preStop delay covers the removal)",
-                        pod.name
+                        "{} was killed at its grace period ({} s after its deletion): what it still carried was cut",
+                        pod.name,
+                        pod.grace_seconds.unwrap_or(30)
                     ),
                 ));
                 break;
             }
         }
-        if cause.is_none() {
+        if cause.is_none() && gaps.serves_without_readiness {
             for pod in pods.iter().filter(|pod| !pod.old) {
                 let Some(ready) = pod.ready_ms else { continue };
                 if at + SLACK_MS >= ready && at <= ready + NEW_POD_WINDOW_MS {
                     cause = Some((
                         predicts("ML502").then_some("ML502"),
                         format!(
-                            "{} got traffic as soon as it counted as ready, before it served",
+                            "{} got traffic as soon as it counted as ready, before it served (no readinessProbe)",
+                            pod.name
+                        ),
+                    ));
+                    break;
+                }
+            }
+        }
+        if cause.is_none() && gaps.stops_without_pre_stop {
+            for pod in pods.iter().filter(|pod| pod.old) {
+                let Some(deleted) = pod.deleted_ms else {
+                    continue;
+                };
+                let left = pod.left_endpoints_ms.or(pod.gone_ms).unwrap_or(deleted);
+                if near(deleted, left) {
+                    cause = Some((
+                        None,
+                        format!(
+                            "{} stopped serving while still an endpoint: its shutdown began at its deletion, and its removal from the endpoints reached the callers later (no preStop delay covers it)",
                             pod.name
                         ),
                     ));
@@ -429,15 +470,20 @@ pub fn text(report: &Report) -> String {
 
 /// The one line a pipeline (and the node stage of CI) prints per drill.
 pub fn summary_line(report: &Report) -> String {
-    let rules: Vec<String> = report
-        .attributions
+    // Errors per rule, in the order each rule was first met.
+    let mut per_rule: Vec<(&str, usize)> = Vec::new();
+    for group in &report.attributions {
+        let Some(rule) = group.rule.as_deref() else {
+            continue;
+        };
+        match per_rule.iter_mut().find(|(seen, _)| *seen == rule) {
+            Some((_, count)) => *count += group.errors,
+            None => per_rule.push((rule, group.errors)),
+        }
+    }
+    let rules: Vec<String> = per_rule
         .iter()
-        .filter_map(|group| {
-            group
-                .rule
-                .as_ref()
-                .map(|rule| format!("{rule} ({})", group.errors))
-        })
+        .map(|(rule, count)| format!("{rule} ({count})"))
         .collect();
     format!(
         "drill {} in {}: {} requests, {} errors, 0 streams cut, attributed to {}: {}",
@@ -491,6 +537,7 @@ mod tests {
             call(5_000, None),
             call(20_000, Some(Failure::Reset)),
             call(45_000, None),
+            call(50_500, Some(Failure::Reset)),
         ];
         let phases = phases(&calls, &moments());
         let counts: Vec<(Phase, usize, usize)> = phases
@@ -503,7 +550,8 @@ mod tests {
                 (Phase::WarmUp, 1, 1),
                 (Phase::Before, 1, 0),
                 (Phase::During, 1, 1),
-                (Phase::After, 1, 0)
+                (Phase::After, 1, 0),
+                (Phase::CoolDown, 1, 1)
             ]
         );
     }
@@ -534,11 +582,16 @@ mod tests {
             call(26_000, Some(Failure::Refused)),
             call(35_000, Some(Failure::Timeout)),
         ];
+        let gaps = TemplateGaps {
+            serves_without_readiness: true,
+            stops_without_pre_stop: true,
+        };
         let (groups, unattributed) = attribute(
             &calls,
             &moments(),
             &[old, new],
             &["ML401 (error)".into(), "ML502 (warning)".into()],
+            gaps,
         );
         let summary: Vec<(Option<&str>, usize)> = groups
             .iter()
@@ -546,5 +599,43 @@ mod tests {
             .collect();
         assert_eq!(summary, [(None, 1), (Some("ML401"), 1), (Some("ML502"), 1)]);
         assert_eq!(unattributed, 1);
+    }
+
+    #[test]
+    fn the_summary_line_counts_errors_per_rule_and_says_pass_or_fail() {
+        let group = |rule: Option<&str>, errors: usize| Attribution {
+            rule: rule.map(str::to_string),
+            cause: "cause".into(),
+            errors,
+            from_ms: 12_000,
+            until_ms: 13_000,
+        };
+        let calls = [call(5_000, None), call(20_000, Some(Failure::Reset))];
+        let mut report = Report {
+            target: "deployment/web".into(),
+            namespace: "shop".into(),
+            event: "a rollout restart".into(),
+            service: "Service web port 80".into(),
+            rate_per_second: 25,
+            moments: moments(),
+            phases: phases(&calls, &moments()),
+            pods: Vec::new(),
+            attributions: vec![
+                group(Some("ML401"), 31),
+                group(None, 2),
+                group(Some("ML401"), 23),
+            ],
+            unattributed: 0,
+            predicted: vec!["ML401 (error)".into()],
+            client: None,
+            max_errors: 0,
+            notes: Vec::new(),
+        };
+        assert_eq!(
+            summary_line(&report),
+            "drill deployment/web in shop: 2 requests, 1 errors, 0 streams cut, attributed to ML401 (54): FAIL (more than --max-errors 0)"
+        );
+        report.max_errors = 1;
+        assert!(summary_line(&report).ends_with(": PASS"));
     }
 }

@@ -1,0 +1,332 @@
+//! `meshlife drill` and its load pod's mode, `drill-client`: the client against a real server
+//! on loopback that answers, fails, closes and resets; the drill's checks before it changes
+//! anything, against the fake API server (read-only: any write would be refused and seen).
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::Value;
+
+use crate::cli_support::*;
+use crate::fake_api_server::FakeApiServer;
+
+/// Reads one request head; false when the connection ended first.
+fn read_head(stream: &mut TcpStream) -> bool {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// A server whose answers go round: 200 (kept alive), 503, 200 with `Connection: close`, and
+/// a connection closed without an answer.
+fn misbehaving_server() -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let answered = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&answered);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let counter = Arc::clone(&counter);
+            std::thread::spawn(move || {
+                while read_head(&mut stream) {
+                    let turn = counter.fetch_add(1, Ordering::SeqCst) % 4;
+                    let answer = match turn {
+                        0 => "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-Served-By: web-1\r\n\r\nok",
+                        1 => {
+                            "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 19\r\n\r\nno healthy upstream"
+                        }
+                        2 => "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                        _ => return,
+                    };
+                    if stream.write_all(answer.as_bytes()).is_err() || turn == 2 {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (port, answered)
+}
+
+fn lines(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
+        .collect()
+}
+
+#[test]
+fn the_drill_client_writes_every_call_with_its_outcome() {
+    let (port, answered) = misbehaving_server();
+    let workspace = Workspace::new();
+    let target = format!("http://127.0.0.1:{port}/healthz");
+    let outcome = workspace.run(&[
+        "drill-client",
+        "--target",
+        &target,
+        "--host",
+        "web.shop.svc:80",
+        "--rate",
+        "20",
+        "--duration",
+        "1s",
+    ]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    let lines = lines(&outcome.stdout);
+    assert!(
+        lines[0]["started"]["atMs"].as_u64().is_some(),
+        "{outcome:?}"
+    );
+    let calls: Vec<&Value> = lines.iter().filter_map(|line| line.get("call")).collect();
+    let summary = &lines.last().unwrap()["summary"];
+    assert_eq!(
+        summary["sent"].as_u64(),
+        Some(calls.len() as u64),
+        "{summary}"
+    );
+    assert_eq!(summary["stoppedBy"], "duration");
+    // 20 ticks a second for a second, each a call on a new and on a reused connection.
+    assert!((36..=44).contains(&calls.len()), "{} calls", calls.len());
+    assert!(answered.load(Ordering::SeqCst) > 0);
+    let failures: Vec<&str> = calls
+        .iter()
+        .filter_map(|call| call["failure"]["kind"].as_str())
+        .collect();
+    for kind in ["status", "reset"] {
+        assert!(
+            failures.contains(&kind),
+            "no {kind} failure in {failures:?}"
+        );
+    }
+    assert!(
+        calls
+            .iter()
+            .any(|call| call["status"] == 503 && call["failure"]["detail"] == 503)
+    );
+    assert!(calls.iter().any(|call| call["closedByServer"] == true));
+    assert!(calls.iter().any(|call| call["servedBy"] == "web-1"));
+    for connection in ["new", "reused"] {
+        assert!(calls.iter().any(|call| call["connection"] == connection));
+    }
+    assert_eq!(summary["failed"].as_u64(), Some(failures.len() as u64));
+}
+
+#[test]
+fn the_drill_client_counts_a_closed_port_as_refused() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let workspace = Workspace::new();
+    let target = format!("http://127.0.0.1:{port}/");
+    let outcome = workspace.run(&[
+        "drill-client",
+        "--target",
+        &target,
+        "--rate",
+        "5",
+        "--duration",
+        "500ms",
+    ]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    let calls: Vec<Value> = lines(&outcome.stdout)
+        .into_iter()
+        .filter_map(|line| line.get("call").cloned())
+        .collect();
+    assert!(!calls.is_empty());
+    assert!(
+        calls
+            .iter()
+            .all(|call| call["failure"]["kind"] == "refused"),
+        "{calls:#?}"
+    );
+}
+
+#[test]
+fn bad_drill_arguments_are_refused_with_what_to_give() {
+    let workspace = Workspace::new();
+    for (args, expected) in [
+        (
+            vec!["drill", "pod/web-1", "--yes"],
+            "a drill restarts a Deployment or a StatefulSet, not a pod",
+        ),
+        (
+            vec!["drill", "web", "--yes"],
+            "give the target as deployment/NAME or statefulset/NAME",
+        ),
+        (
+            vec!["drill", "deployment/web", "--rate", "500", "--yes"],
+            "--rate 500: give 1 to 200 calls per second",
+        ),
+        (
+            vec!["drill", "deployment/web", "--settle-timeout", "1h", "--yes"],
+            "more than a drill's 30 minutes",
+        ),
+        (
+            vec!["drill-client", "--target", "http://web.shop:80/"],
+            "\"web.shop:80\" is not ADDRESS:PORT",
+        ),
+    ] {
+        let outcome = workspace.run(&args);
+        assert_eq!(outcome.code, 2, "{args:?}: {outcome:?}");
+        assert!(outcome.stderr.contains(expected), "{args:?}: {outcome:?}");
+    }
+}
+
+const WEB: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web, tier: front}}
+    spec:
+      containers: [{name: web, image: web:1}]
+"#;
+
+fn service(name: &str, cluster_ip: &str, selector: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: shop}}\n\
+         spec: {{clusterIP: \"{cluster_ip}\", selector: {{{selector}}}, ports: [{{name: http, port: 80, targetPort: 8080}}]}}\n"
+    )
+}
+
+fn drill_against(cluster: &str) -> (Outcome, Vec<String>) {
+    let server = FakeApiServer::serve(cluster, "v1.35.4");
+    let workspace = Workspace::new();
+    let kubeconfig = server.kubeconfig(workspace.path());
+    let outcome = workspace.run(&[
+        "drill",
+        "deployment/web",
+        "-n",
+        "shop",
+        "--kubeconfig",
+        kubeconfig.to_str().unwrap(),
+        "--yes",
+    ]);
+    (outcome, server.requests_with_methods())
+}
+
+/// Whether anything but reads and the access reviews reached the API server.
+fn changed_anything(requests: &[String]) -> Vec<&String> {
+    requests
+        .iter()
+        .filter(|request| {
+            !request.starts_with("GET ") && !request.starts_with("POST /apis/authorization.k8s.io/")
+        })
+        .collect()
+}
+
+#[test]
+fn a_drill_it_may_not_run_is_refused_before_anything_changes() {
+    let cluster = format!("{WEB}---\n{}", service("web", "10.96.0.20", "app: web"));
+    let (outcome, requests) = drill_against(&cluster);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    for refused in [
+        "patch deployments.apps",
+        "create pods",
+        "delete pods",
+        "create pods/eviction",
+    ] {
+        assert!(outcome.stderr.contains(refused), "{refused}: {outcome:?}");
+    }
+    assert!(
+        outcome
+            .stderr
+            .contains("nothing was changed (`meshlife install drill-role -n shop`"),
+        "{outcome:?}"
+    );
+    assert!(changed_anything(&requests).is_empty(), "{requests:#?}");
+}
+
+#[test]
+fn the_drill_calls_through_the_one_service_that_selects_the_pods() {
+    for (cluster, expected) in [
+        (
+            WEB.to_string(),
+            "no Service in namespace shop selects the pods of deployment/web",
+        ),
+        (
+            format!("{WEB}---\n{}", service("web", "None", "app: web")),
+            "Service web has no cluster IP (a headless Service)",
+        ),
+        (
+            format!(
+                "{WEB}---\n{}---\n{}",
+                service("web", "10.96.0.20", "app: web"),
+                service("web-front", "10.96.0.21", "tier: front")
+            ),
+            "several Services select the pods of deployment/web: web, web-front; choose one with --service",
+        ),
+        (
+            service("web", "10.96.0.20", "app: web"),
+            "get deployment/web in shop: not found",
+        ),
+    ] {
+        let (outcome, requests) = drill_against(&cluster);
+        assert_eq!(outcome.code, 2, "{outcome:?}");
+        assert!(outcome.stderr.contains(expected), "{expected}: {outcome:?}");
+        assert!(changed_anything(&requests).is_empty(), "{requests:#?}");
+    }
+}
+
+#[test]
+fn install_drill_role_prints_exactly_what_the_drill_uses() {
+    let workspace = Workspace::new();
+    let outcome = workspace.run(&[
+        "install",
+        "drill-role",
+        "-n",
+        "shop",
+        "--service-account",
+        "ci/deployer",
+    ]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    let documents: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&outcome.stdout)
+        .map(|document| <Value as serde::Deserialize>::deserialize(document).unwrap())
+        .collect();
+    assert_eq!(documents.len(), 2, "{outcome:?}");
+    let role = &documents[0];
+    assert_eq!(role["kind"], "Role");
+    assert_eq!(role["metadata"]["namespace"], "shop");
+    let grants: Vec<String> = role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|rule| {
+            let resource = rule["resources"][0].as_str().unwrap().to_string();
+            rule["verbs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(move |verb| format!("{} {resource}", verb.as_str().unwrap()))
+        })
+        .collect();
+    for grant in [
+        "patch deployments",
+        "create pods",
+        "delete pods",
+        "get pods/log",
+        "create pods/eviction",
+        "watch endpointslices",
+        "watch events",
+    ] {
+        assert!(grants.iter().any(|one| one == grant), "{grant}: {grants:?}");
+    }
+    assert!(!grants.iter().any(|one| one.contains("secrets")));
+    let binding = &documents[1];
+    assert_eq!(binding["kind"], "RoleBinding");
+    assert_eq!(binding["subjects"][0]["namespace"], "ci");
+    assert_eq!(binding["subjects"][0]["name"], "deployer");
+}
