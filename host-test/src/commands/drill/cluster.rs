@@ -465,14 +465,21 @@ impl Event {
     }
 }
 
-/// Does `event` to the target; returns what it did, for the report.
+/// What the drill did: its description for the report, and the one pod it deleted or
+/// evicted (none for a restart, which replaces them all).
+pub struct Done {
+    pub what: String,
+    pub victim: Option<String>,
+}
+
+/// Does `event` to the target.
 pub async fn act(
     client: &Client,
     namespace: &str,
     target: &TargetObject,
     event: Event,
     pods: &[Pod],
-) -> Result<String, String> {
+) -> Result<Done, String> {
     match event {
         Event::Restart => {
             let now = time::OffsetDateTime::now_utc();
@@ -507,11 +514,14 @@ pub async fn act(
                     .await?;
                 }
             }
-            Ok(format!(
-                "restarted {}/{} (kubectl.kubernetes.io/restartedAt {now})",
-                target.kind.noun(),
-                target.name
-            ))
+            Ok(Done {
+                what: format!(
+                    "restarted {}/{} (kubectl.kubernetes.io/restartedAt {now})",
+                    target.kind.noun(),
+                    target.name
+                ),
+                victim: None,
+            })
         }
         Event::DeletePod | Event::Evict => {
             let victim = oldest_ready(pods).ok_or_else(|| {
@@ -533,13 +543,19 @@ pub async fn act(
                     api.delete(&victim, &DeleteParams::default()),
                 )
                 .await?;
-                return Ok(format!("deleted pod/{victim} with its own grace period"));
+                return Ok(Done {
+                    what: format!("deleted pod/{victim} with its own grace period"),
+                    victim: Some(victim),
+                });
             }
             let what = format!("evict pod/{victim}");
             match tokio::time::timeout(CALL_TIMEOUT, api.evict(&victim, &EvictParams::default()))
                 .await
             {
-                Ok(Ok(_)) => Ok(format!("evicted pod/{victim}")),
+                Ok(Ok(_)) => Ok(Done {
+                    what: format!("evicted pod/{victim}"),
+                    victim: Some(victim),
+                }),
                 Ok(Err(kube::Error::Api(status))) if status.code == 429 => Err(format!(
                     "{what}: a PodDisruptionBudget refuses it now ({}); the drill does not force it",
                     status.message

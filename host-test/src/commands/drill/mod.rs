@@ -516,42 +516,24 @@ async fn run_drill(
     )
     .await?
     .items;
-    let what = cluster::act(client, namespace, target, args.event, &current).await?;
-    notes.push(what);
-    let victims: Option<Vec<String>> = match args.event {
-        Event::Restart => None,
-        Event::DeletePod | Event::Evict => Some(
-            observations
-                .lock()
-                .map(|seen| {
-                    seen.pods
-                        .values()
-                        .filter(|life| life.old && life.deleted_ms.is_some())
-                        .map(|life| life.name.clone())
-                        .collect()
-                })
-                .unwrap_or_default(),
-        ),
-    };
+    let done = cluster::act(client, namespace, target, args.event, &current).await?;
+    notes.push(done.what);
 
     // Until settled: the old pods gone (all of them, or the one deleted) and the target's
     // status complete.
     let deadline = tokio::time::Instant::now() + args.settle_timeout;
     let settled_ms = loop {
+        // The old pods still there: all of them for a restart, else the one deleted.
         let old_left = observations.lock().map_or(0, |seen| {
             seen.pods
                 .values()
                 .filter(|life| {
                     life.old
                         && life.gone_ms.is_none()
-                        && match (&victims, args.event) {
-                            (_, Event::Restart) => true,
-                            (Some(names), _) => {
-                                names.is_empty() && life.deleted_ms.is_some()
-                                    || names.contains(&life.name)
-                            }
-                            (None, _) => false,
-                        }
+                        && done
+                            .victim
+                            .as_ref()
+                            .is_none_or(|victim| *victim == life.name)
                 })
                 .count()
         });
