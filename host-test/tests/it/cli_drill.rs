@@ -330,3 +330,109 @@ fn install_drill_role_prints_exactly_what_the_drill_uses() {
     assert_eq!(binding["subjects"][0]["namespace"], "ci");
     assert_eq!(binding["subjects"][0]["name"], "deployer");
 }
+
+/// A WebSocket server on loopback whose first stream is dropped mid-stream, whose second is
+/// closed with 1001 "going away", and whose later ones tick until the client leaves; plain
+/// requests get 200.
+fn websocket_server() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let upgrades = Arc::new(AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let upgrades = Arc::clone(&upgrades);
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    match stream.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => return,
+                    }
+                }
+                let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+                if !head.contains("upgrade: websocket") {
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                    );
+                    return;
+                }
+                let _ = stream.write_all(
+                    b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                      Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n",
+                );
+                let tick = [0x81u8, 4, b't', b'i', b'c', b'k'];
+                let turn = upgrades.fetch_add(1, Ordering::SeqCst);
+                for _ in 0..3 {
+                    if stream.write_all(&tick).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                match turn {
+                    // Dropped without a close frame.
+                    0 => {}
+                    // Closed as a draining server closes: 1001 "going away".
+                    1 => {
+                        let _ = stream.write_all(&[0x88, 2, 0x03, 0xe9]);
+                        let mut reply = [0u8; 8];
+                        let _ = stream.read(&mut reply);
+                    }
+                    _ => loop {
+                        if stream.write_all(&tick).is_err() {
+                            return;
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                    },
+                }
+            });
+        }
+    });
+    port
+}
+
+#[test]
+fn the_drill_client_holds_websocket_streams_and_tells_a_cut_from_a_close() {
+    let port = websocket_server();
+    let workspace = Workspace::new();
+    let target = format!("http://127.0.0.1:{port}/");
+    let outcome = workspace.run(&[
+        "drill-client",
+        "--target",
+        &target,
+        "--rate",
+        "2",
+        "--duration",
+        "1500ms",
+        "--websocket",
+        "/ws",
+        "--streams",
+        "1",
+    ]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    let lines = lines(&outcome.stdout);
+    let opens = lines
+        .iter()
+        .filter(|line| line.get("streamOpen").is_some())
+        .count();
+    let endings: Vec<&Value> = lines
+        .iter()
+        .filter_map(|line| line.get("streamEnd"))
+        .map(|end| &end["ending"])
+        .collect();
+    assert_eq!(opens, 3, "{outcome:?}");
+    assert_eq!(
+        endings,
+        [
+            &serde_json::json!({"kind": "cut", "detail": "closed without a close frame"}),
+            &serde_json::json!({"kind": "closed", "detail": 1001}),
+            &serde_json::json!({"kind": "stopped"}),
+        ],
+        "{outcome:?}"
+    );
+    let first_end = lines.iter().find_map(|line| line.get("streamEnd")).unwrap();
+    assert_eq!(first_end["messages"], 3, "{first_end}");
+    // The HTTP calls went on beside the streams.
+    assert!(lines.iter().any(|line| line["call"]["status"] == 200));
+}

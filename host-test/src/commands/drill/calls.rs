@@ -104,6 +104,45 @@ pub enum Line {
         at_ms: u64,
         target: String,
     },
+    /// A long-lived stream was opened, after `failed_attempts` refused or failed ones.
+    StreamOpen {
+        stream: u32,
+        at_ms: u64,
+        failed_attempts: u32,
+    },
+    StreamEnd(StreamEnd),
+}
+
+/// How a long-lived stream (a WebSocket) ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "kind", content = "detail")]
+pub enum StreamEnding {
+    /// The server sent a close frame (1001 "going away" at a graceful shutdown): the client
+    /// knows to reconnect, and nothing in flight is lost.
+    Closed(u16),
+    /// The connection ended without a close frame (reset, or closed mid-stream): what was in
+    /// flight is lost, and the client learns it only from the error.
+    Cut(String),
+    /// Nothing arrived for the client's stall limit.
+    Stalled,
+    /// The client itself closed it, at its own stop.
+    Stopped,
+}
+
+impl StreamEnding {
+    pub fn is_cut(&self) -> bool {
+        matches!(self, StreamEnding::Cut(_) | StreamEnding::Stalled)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamEnd {
+    pub stream: u32,
+    pub opened_ms: u64,
+    pub at_ms: u64,
+    pub messages: u64,
+    pub ending: StreamEnding,
 }
 
 impl Line {

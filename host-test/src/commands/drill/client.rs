@@ -49,7 +49,19 @@ pub struct DrillClientArgs {
     /// How long one call may take before it counts as a timeout.
     #[arg(long, default_value = "2s", value_parser = parse_duration)]
     pub timeout: Duration,
+
+    /// Also hold WebSocket streams open on this path of the target's address, each reopened
+    /// as soon as it ends (its end and the time to reopen it are written).
+    #[arg(long, value_name = "PATH")]
+    pub websocket: Option<String>,
+
+    /// How many streams to hold, with --websocket (at most 50).
+    #[arg(long, default_value_t = 4)]
+    pub streams: u32,
 }
+
+/// The most streams held.
+pub const MOST_STREAMS: u32 = 50;
 
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let milliseconds = meshlife_policy::duration::parse_go_duration(text)
@@ -131,6 +143,17 @@ fn check(args: &DrillClientArgs) -> Result<Target, String> {
     if args.timeout.is_zero() {
         return Err("--timeout must be more than 0".into());
     }
+    if args.websocket.is_some() && (args.streams == 0 || args.streams > MOST_STREAMS) {
+        return Err(format!(
+            "--streams {}: give 1 to {MOST_STREAMS} streams",
+            args.streams
+        ));
+    }
+    if let Some(path) = &args.websocket
+        && !path.starts_with('/')
+    {
+        return Err(format!("--websocket {path:?}: a path starts with /"));
+    }
     Target::parse(&args.target, args.host.as_deref())
 }
 
@@ -150,7 +173,7 @@ async fn stop_signal() -> &'static str {
     "interrupt"
 }
 
-fn now_ms() -> u64 {
+pub(super) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_millis() as u64)
@@ -198,6 +221,20 @@ pub async fn send(
         at_ms: now_ms(),
         target: args.target.clone(),
     });
+    let (stop_streams, streams_stop) = tokio::sync::watch::channel(false);
+    let mut streams = JoinSet::new();
+    if let Some(path) = &args.websocket {
+        for id in 1..=args.streams {
+            streams.spawn(super::stream::hold(
+                id,
+                target.address,
+                target.host.clone(),
+                path.clone(),
+                lines.clone(),
+                streams_stop.clone(),
+            ));
+        }
+    }
     let target = Arc::new(target);
     let pool: Pool = Arc::default();
     let period = Duration::from_secs(1) / args.rate;
@@ -228,9 +265,14 @@ pub async fn send(
         }
     };
     let drained = in_flight.len() as u64;
+    let _ = stop_streams.send(true);
     // Each call ends within its timeout; the margin covers the writer.
     let _ = tokio::time::timeout(args.timeout + Duration::from_secs(1), async {
         while in_flight.join_next().await.is_some() {}
+    })
+    .await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), async {
+        while streams.join_next().await.is_some() {}
     })
     .await;
     let _ = lines.send(Line::Summary(ClientSummary {

@@ -404,6 +404,30 @@ pub fn load_pod(
     namespace: &str,
     duration: Duration,
 ) -> Pod {
+    let mut client_args = vec![
+        "drill-client".to_string(),
+        "--target".into(),
+        format!(
+            "http://{}:{}{}",
+            endpoint.cluster_ip, endpoint.port, args.path
+        ),
+        "--host".into(),
+        format!("{}.{namespace}.svc:{}", endpoint.service, endpoint.port),
+        "--rate".into(),
+        args.rate.to_string(),
+        "--duration".into(),
+        format!("{}s", duration.as_secs().max(1)),
+        "--timeout".into(),
+        format!("{}ms", args.timeout.as_millis()),
+    ];
+    if let Some(path) = &args.websocket {
+        client_args.extend([
+            "--websocket".into(),
+            path.clone(),
+            "--streams".into(),
+            args.streams.to_string(),
+        ]);
+    }
     let value = json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -419,14 +443,7 @@ pub fn load_pod(
                 "name": CLIENT_CONTAINER,
                 "image": args.image,
                 "imagePullPolicy": args.image_pull_policy,
-                "args": [
-                    "drill-client",
-                    "--target", format!("http://{}:{}{}", endpoint.cluster_ip, endpoint.port, args.path),
-                    "--host", format!("{}.{namespace}.svc:{}", endpoint.service, endpoint.port),
-                    "--rate", args.rate.to_string(),
-                    "--duration", format!("{}s", duration.as_secs().max(1)),
-                    "--timeout", format!("{}ms", args.timeout.as_millis()),
-                ],
+                "args": client_args,
                 "resources": {
                     "requests": {"cpu": "100m", "memory": "32Mi"},
                     "limits": {"memory": "256Mi"},

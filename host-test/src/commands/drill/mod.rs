@@ -11,6 +11,7 @@ pub mod client;
 pub mod cluster;
 pub mod observe;
 pub mod report;
+pub mod stream;
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
@@ -78,6 +79,16 @@ pub struct DrillArgs {
     /// The HTTP path called.
     #[arg(long, default_value = "/")]
     pub path: String,
+
+    /// Also hold WebSocket streams open on this path of the same port (`--streams` of them),
+    /// each reopened as soon as it ends: a stream the rollout cuts without a close frame counts
+    /// as an error, with the time its client took to reopen it.
+    #[arg(long, value_name = "PATH")]
+    pub websocket: Option<String>,
+
+    /// How many streams to hold, with --websocket (at most 50).
+    #[arg(long, default_value_t = 4)]
+    pub streams: u32,
 
     /// The load pod's image: meshlife's own, which runs `meshlife drill-client`.
     #[arg(long, default_value = concat!("ghcr.io/meshlife/meshlife:", env!("CARGO_PKG_VERSION")))]
@@ -472,11 +483,13 @@ async fn run_drill(
     .await?;
     let load_ready_ms = wait_ready(&pods, load_pod).await?;
     let calls: Arc<Mutex<Vec<Call>>> = Arc::default();
+    let stream_lines: Arc<Mutex<Vec<Line>>> = Arc::default();
     let summary: Arc<Mutex<Option<ClientSummary>>> = Arc::default();
     let log = {
         let pods = pods.clone();
         let load_pod = load_pod.to_string();
         let calls = Arc::clone(&calls);
+        let stream_lines = Arc::clone(&stream_lines);
         let summary = Arc::clone(&summary);
         tokio::spawn(async move {
             let params = LogParams {
@@ -492,7 +505,16 @@ async fn run_drill(
             while let Some(line) = lines.next().await {
                 let Ok(line) = line else { break };
                 match Line::parse(&line) {
-                    Some(Line::Call(one)) => calls.lock().map_or((), |mut all| all.push(one)),
+                    Some(Line::Call(one)) => {
+                        if let Ok(mut all) = calls.lock() {
+                            all.push(one);
+                        }
+                    }
+                    Some(line @ (Line::StreamOpen { .. } | Line::StreamEnd(_))) => {
+                        if let Ok(mut all) = stream_lines.lock() {
+                            all.push(line);
+                        }
+                    }
                     Some(Line::Summary(last)) => {
                         if let Ok(mut slot) = summary.lock() {
                             *slot = Some(last);
@@ -610,6 +632,11 @@ async fn run_drill(
         .map(|seen| seen.pods.values().cloned().collect())
         .unwrap_or_default();
     let phases = report::phases(&calls, &moments);
+    let stream_lines = stream_lines
+        .lock()
+        .map(|all| all.clone())
+        .unwrap_or_default();
+    let streams = report::streams(&stream_lines, &moments, &pods_seen, &predicted);
     let (attributions, unattributed) = report::attribute(
         &calls,
         &moments,
@@ -630,6 +657,7 @@ async fn run_drill(
         unattributed,
         predicted,
         client: client_summary,
+        streams,
         max_errors: args.max_errors,
         notes,
     })

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::calls::{Call, ClientSummary, Connection};
+use super::calls::{Call, ClientSummary, Connection, Line, StreamEnding};
 use super::observe::PodLife;
 
 /// When the drill did what, in ms since the epoch.
@@ -115,8 +115,44 @@ pub struct Report {
     pub predicted: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientSummary>,
+    /// The WebSocket streams held, where the drill held any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub streams: Option<StreamStats>,
     pub max_errors: usize,
     pub notes: Vec<String>,
+}
+
+/// What became of the long-lived streams, once the load was warm.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamStats {
+    /// Streams held at once.
+    pub held: usize,
+    /// Opens, the first ones included.
+    pub opened: usize,
+    /// Ends with the server's close frame: the client was told, nothing was lost.
+    pub closed_by_server: usize,
+    pub cuts: Vec<StreamCut>,
+    /// From a stream's end to its reopening, of the ends that counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reconnect_p50_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reconnect_max_ms: Option<u64>,
+}
+
+/// A stream that ended without the server's close frame.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamCut {
+    pub stream: u32,
+    pub at_ms: u64,
+    pub reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reconnect_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 impl Report {
@@ -137,8 +173,15 @@ impl Report {
             .sum()
     }
 
+    pub fn streams_cut(&self) -> usize {
+        self.streams
+            .as_ref()
+            .map_or(0, |streams| streams.cuts.len())
+    }
+
+    /// Errors and cut streams within `--max-errors`.
     pub fn passed(&self) -> bool {
-        self.errors() <= self.max_errors
+        self.errors() + self.streams_cut() <= self.max_errors
     }
 }
 
@@ -340,6 +383,81 @@ pub fn attribute(
     (attributions, unattributed)
 }
 
+/// The streams' opens and ends, once the load was warm: each cut with the time to reopen its
+/// stream and, where an old pod was stopping then, that pod as its cause (ML404 where `check`
+/// gives it).
+pub fn streams(
+    lines: &[Line],
+    moments: &Moments,
+    pods: &[PodLife],
+    predicted: &[String],
+) -> Option<StreamStats> {
+    let opens: Vec<(u32, u64)> = lines
+        .iter()
+        .filter_map(|line| match line {
+            Line::StreamOpen { stream, at_ms, .. } => Some((*stream, *at_ms)),
+            _ => None,
+        })
+        .collect();
+    if opens.is_empty() {
+        return None;
+    }
+    let mut stats = StreamStats {
+        held: opens
+            .iter()
+            .map(|(stream, _)| *stream)
+            .collect::<std::collections::BTreeSet<_>>()
+            .len(),
+        opened: opens.len(),
+        ..StreamStats::default()
+    };
+    let predicts_ml404 = predicted.iter().any(|finding| finding.starts_with("ML404"));
+    let mut reconnects = Vec::new();
+    for line in lines {
+        let Line::StreamEnd(end) = line else { continue };
+        if end.ending == StreamEnding::Stopped || !Phase::of(end.at_ms, moments).counts() {
+            continue;
+        }
+        let reconnect_ms = opens
+            .iter()
+            .filter(|(stream, at)| *stream == end.stream && *at >= end.at_ms)
+            .map(|(_, at)| at - end.at_ms)
+            .min();
+        reconnects.extend(reconnect_ms);
+        let reason = match &end.ending {
+            StreamEnding::Closed(_) => {
+                stats.closed_by_server += 1;
+                continue;
+            }
+            StreamEnding::Cut(reason) => reason.clone(),
+            StreamEnding::Stalled => "stalled (nothing arrived)".into(),
+            StreamEnding::Stopped => continue,
+        };
+        let stopping = pods.iter().filter(|pod| pod.old).find(|pod| {
+            pod.deleted_ms.is_some_and(|deleted| {
+                let gone = pod.gone_ms.unwrap_or(u64::MAX);
+                end.at_ms + SLACK_MS >= deleted && end.at_ms <= gone.saturating_add(SLACK_MS)
+            })
+        });
+        stats.cuts.push(StreamCut {
+            stream: end.stream,
+            at_ms: end.at_ms,
+            reason,
+            reconnect_ms,
+            cause: stopping.map(|pod| format!("{} stopped without closing its streams", pod.name)),
+            rule: stopping
+                .filter(|_| predicts_ml404)
+                .map(|_| "ML404".to_string()),
+        });
+    }
+    reconnects.sort_unstable();
+    stats.reconnect_p50_ms = reconnects
+        .get(reconnects.len().saturating_sub(1) / 2)
+        .copied();
+    stats.reconnect_max_ms = reconnects.last().copied();
+    Some(stats)
+}
+
 fn seconds_after(at_ms: u64, zero_ms: u64) -> String {
     if at_ms >= zero_ms {
         format!("{:.1}s", (at_ms - zero_ms) as f64 / 1000.0)
@@ -436,6 +554,37 @@ pub fn text(report: &Report) -> String {
             }
         );
     }
+    if let Some(streams) = &report.streams {
+        let reconnect = match (streams.reconnect_p50_ms, streams.reconnect_max_ms) {
+            (Some(p50), Some(max)) => format!(", reopened after {p50}ms (p50), at most {max}ms"),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "  streams: {} held, {} opens, {} closed by the server, {} cut{reconnect}",
+            streams.held,
+            streams.opened,
+            streams.closed_by_server,
+            streams.cuts.len()
+        );
+        for cut in &streams.cuts {
+            let _ = writeln!(
+                out,
+                "    stream {} cut {}: {}{}{}",
+                cut.stream,
+                seconds_after(cut.at_ms, zero),
+                cut.reason,
+                cut.cause
+                    .as_ref()
+                    .map(|cause| format!(": {cause}"))
+                    .unwrap_or_default(),
+                cut.rule
+                    .as_ref()
+                    .map(|rule| format!(" [{rule}]"))
+                    .unwrap_or_default()
+            );
+        }
+    }
     if !report.predicted.is_empty() {
         let _ = writeln!(out, "  predicted by check: {}", report.predicted.join(", "));
     }
@@ -481,16 +630,26 @@ pub fn summary_line(report: &Report) -> String {
             None => per_rule.push((rule, group.errors)),
         }
     }
+    for cut in report.streams.iter().flat_map(|streams| &streams.cuts) {
+        let Some(rule) = cut.rule.as_deref() else {
+            continue;
+        };
+        match per_rule.iter_mut().find(|(seen, _)| *seen == rule) {
+            Some((_, count)) => *count += 1,
+            None => per_rule.push((rule, 1)),
+        }
+    }
     let rules: Vec<String> = per_rule
         .iter()
         .map(|(rule, count)| format!("{rule} ({count})"))
         .collect();
     format!(
-        "drill {} in {}: {} requests, {} errors, 0 streams cut, attributed to {}: {}",
+        "drill {} in {}: {} requests, {} errors, {} streams cut, attributed to {}: {}",
         report.target,
         report.namespace,
         report.calls(),
         report.errors(),
+        report.streams_cut(),
         if rules.is_empty() {
             "no rule".to_string()
         } else {
@@ -628,6 +787,7 @@ mod tests {
             unattributed: 0,
             predicted: vec!["ML401 (error)".into()],
             client: None,
+            streams: None,
             max_errors: 0,
             notes: Vec::new(),
         };
@@ -637,5 +797,56 @@ mod tests {
         );
         report.max_errors = 1;
         assert!(summary_line(&report).ends_with(": PASS"));
+    }
+
+    #[test]
+    fn a_stream_cut_while_an_old_pod_stops_is_put_down_to_it() {
+        use super::super::calls::StreamEnd;
+        let open = |at_ms| Line::StreamOpen {
+            stream: 1,
+            at_ms,
+            failed_attempts: 0,
+        };
+        let end = |at_ms, ending| {
+            Line::StreamEnd(StreamEnd {
+                stream: 1,
+                opened_ms: 0,
+                at_ms,
+                messages: 10,
+                ending,
+            })
+        };
+        let lines = [
+            open(2_000),
+            end(12_500, StreamEnding::Cut("reset".into())),
+            open(12_700),
+            end(30_000, StreamEnding::Closed(1001)),
+            open(30_050),
+            end(60_000, StreamEnding::Stopped),
+        ];
+        let old = PodLife {
+            name: "web-old".into(),
+            old: true,
+            deleted_ms: Some(12_000),
+            gone_ms: Some(14_000),
+            ..PodLife::default()
+        };
+        let streams = streams(&lines, &moments(), &[old], &["ML404 (info)".into()]).unwrap();
+        assert_eq!(
+            (streams.held, streams.opened, streams.closed_by_server),
+            (1, 3, 1)
+        );
+        assert_eq!(streams.cuts.len(), 1);
+        let cut = &streams.cuts[0];
+        assert_eq!(cut.reconnect_ms, Some(200));
+        assert_eq!(cut.rule.as_deref(), Some("ML404"));
+        assert_eq!(
+            cut.cause.as_deref(),
+            Some("web-old stopped without closing its streams")
+        );
+        assert_eq!(
+            (streams.reconnect_p50_ms, streams.reconnect_max_ms),
+            (Some(50), Some(200))
+        );
     }
 }
