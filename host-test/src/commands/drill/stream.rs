@@ -130,16 +130,15 @@ async fn read_until_end(socket: &mut Socket, messages: &mut u64) -> StreamEnding
                 let _ = socket.get_mut().write_all(&close_frame(code)).await;
                 return StreamEnding::Closed(code);
             }
-            0x9 => {
-                if socket
-                    .get_mut()
-                    .write_all(&masked_frame(0xA, &frame.payload))
-                    .await
-                    .is_err()
-                {
-                    return StreamEnding::Cut("the pong could not be written".into());
-                }
+            0x9 if socket
+                .get_mut()
+                .write_all(&masked_frame(0xA, &frame.payload))
+                .await
+                .is_err() =>
+            {
+                return StreamEnding::Cut("the pong could not be written".into());
             }
+            0x9 => {}
             0xA => {}
             // A final frame of a message (text, binary, or the last continuation).
             _ if frame.fin => *messages += 1,
