@@ -14,6 +14,7 @@ use kube::api::{DeleteParams, EvictParams, ListParams, Patch, PatchParams, PostP
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
+use crate::cluster::reader::Permission;
 use crate::terminal::error_chain;
 
 /// How long one API call may take.
@@ -24,14 +25,6 @@ pub const DRILL_LABEL: &str = "app.kubernetes.io/managed-by";
 pub const DRILL_LABEL_VALUE: &str = "meshlife-drill";
 /// The load pod's container.
 pub const CLIENT_CONTAINER: &str = "drill-client";
-
-/// One permission the drill uses, in the namespace of its target.
-pub struct Permission {
-    pub group: &'static str,
-    pub resource: &'static str,
-    pub verbs: &'static [&'static str],
-    pub why: &'static str,
-}
 
 /// Everything the drill asks of the API server, and nothing more (`meshlife install
 /// drill-role` prints it as a Role).

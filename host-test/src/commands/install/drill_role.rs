@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use clap::Args;
 
-use super::facts_reader::{parse_service_account, quoted};
+use super::rbac::{self, parse_service_account};
 use crate::commands::drill::cluster::PERMISSIONS;
 use crate::constraints::facts::parse_name;
 
@@ -50,37 +50,8 @@ pub fn manifests(args: &DrillRoleInstall) -> Result<String, String> {
          namespace: {}\n  labels:\n    app.kubernetes.io/name: meshlife\nrules:",
         args.name, args.namespace
     );
-    for permission in &PERMISSIONS {
-        let _ = writeln!(
-            out,
-            "# {}\n- apiGroups: [\"{}\"]\n  resources: [{}]\n  verbs: [{}]",
-            permission.why,
-            permission.group,
-            permission.resource,
-            permission.verbs.join(", ")
-        );
-    }
-    let mut subjects = String::new();
-    for user in &args.user {
-        let _ = write!(
-            subjects,
-            "\n- kind: User\n  apiGroup: rbac.authorization.k8s.io\n  name: {}",
-            quoted(user)
-        );
-    }
-    for group in &args.group {
-        let _ = write!(
-            subjects,
-            "\n- kind: Group\n  apiGroup: rbac.authorization.k8s.io\n  name: {}",
-            quoted(group)
-        );
-    }
-    for (namespace, name) in &args.service_account {
-        let _ = write!(
-            subjects,
-            "\n- kind: ServiceAccount\n  namespace: {namespace}\n  name: {name}"
-        );
-    }
+    out.push_str(&rbac::rules(&PERMISSIONS));
+    let subjects = rbac::subjects(&args.user, &args.group, &args.service_account);
     if !subjects.is_empty() {
         let _ = writeln!(
             out,

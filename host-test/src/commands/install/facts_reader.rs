@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 
 use clap::Args;
 
+use super::rbac::{self, parse_service_account};
+
 use crate::cluster::reader::PERMISSIONS;
 use crate::constraints::facts::parse_name;
 
@@ -28,13 +30,6 @@ pub struct FactsReaderInstall {
     pub service_account: Vec<(String, String)>,
 }
 
-pub(super) fn parse_service_account(text: &str) -> Result<(String, String), String> {
-    let (namespace, name) = text
-        .split_once('/')
-        .ok_or_else(|| format!("{text:?}: give the ServiceAccount as NAMESPACE/NAME"))?;
-    Ok((parse_name(namespace)?, parse_name(name)?))
-}
-
 pub fn manifests(args: &FactsReaderInstall) -> Result<String, String> {
     let mut out = String::new();
     let _ = writeln!(
@@ -51,37 +46,8 @@ pub fn manifests(args: &FactsReaderInstall) -> Result<String, String> {
          labels:\n    app.kubernetes.io/name: meshlife\nrules:",
         args.name
     );
-    for permission in &PERMISSIONS {
-        let _ = writeln!(
-            out,
-            "# {}\n- apiGroups: [\"{}\"]\n  resources: [{}]\n  verbs: [{}]",
-            permission.why,
-            permission.group,
-            permission.resource,
-            permission.verbs.join(", ")
-        );
-    }
-    let mut subjects = String::new();
-    for user in &args.user {
-        let _ = write!(
-            subjects,
-            "\n- kind: User\n  apiGroup: rbac.authorization.k8s.io\n  name: {}",
-            quoted(user)
-        );
-    }
-    for group in &args.group {
-        let _ = write!(
-            subjects,
-            "\n- kind: Group\n  apiGroup: rbac.authorization.k8s.io\n  name: {}",
-            quoted(group)
-        );
-    }
-    for (namespace, name) in &args.service_account {
-        let _ = write!(
-            subjects,
-            "\n- kind: ServiceAccount\n  namespace: {namespace}\n  name: {name}"
-        );
-    }
+    out.push_str(&rbac::rules(&PERMISSIONS));
+    let subjects = rbac::subjects(&args.user, &args.group, &args.service_account);
     if !subjects.is_empty() {
         let _ = writeln!(
             out,
@@ -92,9 +58,4 @@ pub fn manifests(args: &FactsReaderInstall) -> Result<String, String> {
         );
     }
     Ok(out)
-}
-
-/// A user or group name as a YAML string: they may hold `:` and `@` (`system:serviceaccounts`).
-pub(super) fn quoted(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_else(|_| format!("{text:?}"))
 }

@@ -17,6 +17,7 @@ mod facts_reader;
 mod gatekeeper;
 mod kept_secrets;
 mod kyverno;
+mod rbac;
 mod webhook;
 
 use std::fmt::Write as _;
