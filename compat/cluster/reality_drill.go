@@ -53,6 +53,10 @@ type drillTarget struct {
 	preStop     string
 	// the drill's own flags beyond the common ones.
 	drillArgs []string
+	// port is the app's port, named as the Service's (8080 "http" unless set).
+	port       int
+	portName   string
+	wantStream bool
 	// rule the errors must be put down to; "" for the clean one (0 errors) or for a defect
 	// whose errors no rule predicts (wantCause then names the observed cause).
 	rule, wantCause string
@@ -95,13 +99,26 @@ func drillTargets() []drillTarget {
 			drillArgs: []string{"--rate", "50"},
 			wantCause: "stopped serving while still an endpoint",
 		},
+		{
+			name: "streams-cut", what: "WebSocket server dropping its streams at exit, no preStop",
+			annotations: []string{classic, holdAnnotation}, grace: 30,
+			args:  []string{"ws-server", "-listen", ":8081", "-every", "100ms"},
+			probe: true, port: 8081, portName: "ws",
+			drillArgs:  []string{"--port", "ws", "--websocket", "/ws", "--streams", "4"},
+			rule:       "ML404",
+			wantStream: true,
+		},
 	}
 }
 
 func (t drillTarget) manifest(namespace string) string {
+	port, portName := t.port, t.portName
+	if port == 0 {
+		port, portName = 8080, "http"
+	}
 	probe := ""
 	if t.probe {
-		probe = "\n        readinessProbe: {httpGet: {path: /ready, port: 8080}, periodSeconds: 1}"
+		probe = fmt.Sprintf("\n        readinessProbe: {httpGet: {path: /ready, port: %d}, periodSeconds: 1}", port)
 	}
 	lifecycle := ""
 	if t.preStop != "" {
@@ -124,15 +141,15 @@ spec:
         image: %[5]s
         imagePullPolicy: Never
         args: [%[6]s]
-        ports: [{name: http, containerPort: 8080}]%[7]s%[8]s
+        ports: [{name: %[9]s, containerPort: %[10]d}]%[7]s%[8]s
 ---
 apiVersion: v1
 kind: Service
 metadata: {name: drill-%[1]s, namespace: %[2]s}
 spec:
   selector: {app: drill-%[1]s}
-  ports: [{name: http, port: 80, targetPort: 8080}]
-`, t.name, namespace, strings.Join(t.annotations, ", "), t.grace, workloadImage, quoteArgs(t.args), probe, lifecycle)
+  ports: [{name: %[9]s, port: 80, targetPort: %[10]d}]
+`, t.name, namespace, strings.Join(t.annotations, ", "), t.grace, workloadImage, quoteArgs(t.args), probe, lifecycle, portName, port)
 }
 
 // drillReport is what the checks read of `meshlife drill -o json`.
@@ -148,6 +165,13 @@ type drillReport struct {
 		Cause  string `json:"cause"`
 		Errors int    `json:"errors"`
 	} `json:"attributions"`
+	Streams *struct {
+		Opened         int `json:"opened"`
+		ClosedByServer int `json:"closedByServer"`
+		Cuts           []struct {
+			Rule string `json:"rule"`
+		} `json:"cuts"`
+	} `json:"streams"`
 	Unattributed int      `json:"unattributed"`
 	Predicted    []string `json:"predicted"`
 	Notes        []string `json:"notes"`
@@ -219,6 +243,15 @@ func (r *reality) drill(ctx context.Context, namespace string, target drillTarge
 		return
 	}
 	calls, errors := report.totals()
+	cut, cutByRule := 0, 0
+	if report.Streams != nil {
+		cut = len(report.Streams.Cuts)
+		for _, one := range report.Streams.Cuts {
+			if one.Rule != "" && one.Rule == target.rule {
+				cutByRule++
+			}
+		}
+	}
 	// Errors per rule (or per observed cause, where no rule predicts it), in first-seen order.
 	var labels []string
 	counts := map[string]int{}
@@ -236,20 +269,23 @@ func (r *reality) drill(ctx context.Context, namespace string, target drillTarge
 			causes += group.Errors
 		}
 	}
+	parts := make([]string, 0, len(labels)+1)
+	for _, label := range labels {
+		parts = append(parts, fmt.Sprintf("%s (%d)", label, counts[label]))
+	}
+	if cutByRule > 0 {
+		parts = append(parts, fmt.Sprintf("%s (%d streams)", target.rule, cutByRule))
+	}
 	attributed := "no rule"
-	if len(labels) > 0 {
-		parts := make([]string, len(labels))
-		for i, label := range labels {
-			parts[i] = fmt.Sprintf("%s (%d)", label, counts[label])
-		}
+	if len(parts) > 0 {
 		attributed = strings.Join(parts, ", ")
 	}
 	predictedText := strings.Join(report.Predicted, ", ")
 	if predictedText == "" {
 		predictedText = "nothing"
 	}
-	fmt.Printf("  drill deployment/%s (%s): %d requests, %d errors, 0 streams cut, attributed to %s; exit %d in %.0fs\n",
-		name, target.what, calls, errors, attributed, run.code, took.Seconds())
+	fmt.Printf("  drill deployment/%s (%s): %d requests, %d errors, %d streams cut, attributed to %s; exit %d in %.0fs\n",
+		name, target.what, calls, errors, cut, attributed, run.code, took.Seconds())
 	if calls == 0 {
 		r.h.fail("drill %s: no calls were read from the load pod: %s", name, strings.Join(report.Notes, "; "))
 		return
@@ -260,6 +296,12 @@ func (r *reality) drill(ctx context.Context, namespace string, target drillTarge
 		return
 	}
 	predicted := target.rule == "" || containsPrefix(report.Predicted, target.rule)
+	if target.wantStream {
+		r.h.check(cut > 0 && cutByRule > 0 && run.code == 1 && predicted,
+			"drill %s: the streams are cut (%d cut, %d put down to %s, exit %d; check predicted %s)",
+			name, cut, cutByRule, target.rule, run.code, predictedText)
+		return
+	}
 	r.h.check(errors > 0 && run.code == 1 && causes > 0 && predicted,
 		"drill %s: the defect shows (errors %d, exit %d, %d put down to %s; check predicted %s)",
 		name, errors, run.code, causes, firstNonEmpty(target.rule, target.wantCause), predictedText)

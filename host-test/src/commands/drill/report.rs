@@ -433,12 +433,27 @@ pub fn streams(
             StreamEnding::Stalled => "stalled (nothing arrived)".into(),
             StreamEnding::Stopped => continue,
         };
-        let stopping = pods.iter().filter(|pod| pod.old).find(|pod| {
-            pod.deleted_ms.is_some_and(|deleted| {
-                let gone = pod.gone_ms.unwrap_or(u64::MAX);
-                end.at_ms + SLACK_MS >= deleted && end.at_ms <= gone.saturating_add(SLACK_MS)
+        // Of the old pods stopping then, the one whose end is nearest: in a rollout two may be
+        // stopping at once.
+        let stopping = pods
+            .iter()
+            .filter(|pod| pod.old)
+            .filter(|pod| {
+                pod.deleted_ms.is_some_and(|deleted| {
+                    let gone = pod.gone_ms.unwrap_or(u64::MAX);
+                    end.at_ms + SLACK_MS >= deleted && end.at_ms <= gone.saturating_add(SLACK_MS)
+                })
             })
-        });
+            .min_by_key(|pod| {
+                let ended = pod
+                    .exits
+                    .iter()
+                    .map(|exit| exit.seen_ms)
+                    .min()
+                    .or(pod.gone_ms)
+                    .unwrap_or(u64::MAX);
+                ended.abs_diff(end.at_ms)
+            });
         stats.cuts.push(StreamCut {
             stream: end.stream,
             at_ms: end.at_ms,
@@ -831,7 +846,20 @@ mod tests {
             gone_ms: Some(14_000),
             ..PodLife::default()
         };
-        let streams = streams(&lines, &moments(), &[old], &["ML404 (info)".into()]).unwrap();
+        // Another old pod, deleted earlier and gone later, whose app ended well after the cut.
+        let other = PodLife {
+            name: "web-other".into(),
+            old: true,
+            deleted_ms: Some(11_000),
+            gone_ms: Some(20_000),
+            exits: vec![super::super::observe::ContainerExit {
+                container: "app".into(),
+                exit_code: 0,
+                seen_ms: 19_000,
+            }],
+            ..PodLife::default()
+        };
+        let streams = streams(&lines, &moments(), &[other, old], &["ML404 (info)".into()]).unwrap();
         assert_eq!(
             (streams.held, streams.opened, streams.closed_by_server),
             (1, 3, 1)
