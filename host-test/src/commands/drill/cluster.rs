@@ -149,18 +149,7 @@ pub async fn read_target(
     kind: TargetKind,
     name: &str,
 ) -> Result<TargetObject, String> {
-    let what = format!("get {}/{name} in {namespace}", kind.noun());
-    let object = match kind {
-        TargetKind::Deployment => {
-            let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
-            serde_json::to_value(call(&what, api.get(name)).await?)
-        }
-        TargetKind::StatefulSet => {
-            let api: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
-            serde_json::to_value(call(&what, api.get(name)).await?)
-        }
-    }
-    .map_err(|error| format!("{what}: {error}"))?;
+    let object = get_object(client, namespace, kind, name).await?;
     let labels_at = |object: &Value, pointer: &str| -> BTreeMap<String, String> {
         object
             .pointer(pointer)
@@ -214,6 +203,28 @@ pub async fn read_target(
         selector,
         replicas,
     })
+}
+
+/// The target's object as the API server has it now, as JSON: the kinds share the fields the
+/// drill reads (selector, template, replicas, rollout status).
+async fn get_object(
+    client: &Client,
+    namespace: &str,
+    kind: TargetKind,
+    name: &str,
+) -> Result<Value, String> {
+    let what = format!("get {}/{name} in {namespace}", kind.noun());
+    match kind {
+        TargetKind::Deployment => {
+            let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+            serde_json::to_value(call(&what, api.get(name)).await?)
+        }
+        TargetKind::StatefulSet => {
+            let api: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
+            serde_json::to_value(call(&what, api.get(name)).await?)
+        }
+    }
+    .map_err(|error| format!("{what}: {error}"))
 }
 
 /// Where the load goes: a Service's cluster IP and port.
@@ -605,34 +616,18 @@ pub async fn settled(
     if old_pods_left > 0 {
         return Ok(false);
     }
-    let what = format!("get {}/{}", target.kind.noun(), target.name);
-    let (generation, observed, replicas, updated, available, total) = match target.kind {
-        TargetKind::Deployment => {
-            let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
-            let object = call(&what, api.get(&target.name)).await?;
-            let status = object.status.unwrap_or_default();
-            (
-                object.metadata.generation.unwrap_or(0),
-                status.observed_generation.unwrap_or(0),
-                object.spec.replicas.unwrap_or(1),
-                status.updated_replicas.unwrap_or(0),
-                status.available_replicas.unwrap_or(0),
-                status.replicas.unwrap_or(0),
-            )
-        }
-        TargetKind::StatefulSet => {
-            let api: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
-            let object = call(&what, api.get(&target.name)).await?;
-            let status = object.status.unwrap_or_default();
-            (
-                object.metadata.generation.unwrap_or(0),
-                status.observed_generation.unwrap_or(0),
-                object.spec.replicas.unwrap_or(1),
-                status.updated_replicas.unwrap_or(0),
-                status.available_replicas.unwrap_or(0),
-                status.replicas,
-            )
-        }
+    let object = get_object(client, namespace, target.kind, &target.name).await?;
+    let number = |pointer: &str, absent: i64| {
+        object
+            .pointer(pointer)
+            .and_then(Value::as_i64)
+            .unwrap_or(absent)
     };
+    let generation = number("/metadata/generation", 0);
+    let observed = number("/status/observedGeneration", 0);
+    let replicas = number("/spec/replicas", 1);
+    let updated = number("/status/updatedReplicas", 0);
+    let available = number("/status/availableReplicas", 0);
+    let total = number("/status/replicas", 0);
     Ok(observed >= generation && updated >= replicas && available >= replicas && total == replicas)
 }

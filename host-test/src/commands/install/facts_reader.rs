@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use clap::Args;
 
-use super::rbac::{self, parse_service_account};
+use super::rbac;
 
 use crate::cluster::reader::PERMISSIONS;
 use crate::constraints::facts::parse_name;
@@ -17,17 +17,8 @@ pub struct FactsReaderInstall {
     #[arg(long, default_value = "meshlife-facts-reader", value_parser = parse_name)]
     pub name: String,
 
-    /// Bind it to this user (as the kubeconfig authenticates them); repeatable.
-    #[arg(long, value_name = "NAME")]
-    pub user: Vec<String>,
-
-    /// Bind it to this group; repeatable.
-    #[arg(long, value_name = "NAME")]
-    pub group: Vec<String>,
-
-    /// Bind it to this ServiceAccount, as NAMESPACE/NAME (a CI job's, say); repeatable.
-    #[arg(long, value_name = "NAMESPACE/NAME", value_parser = parse_service_account)]
-    pub service_account: Vec<(String, String)>,
+    #[command(flatten)]
+    pub subjects: rbac::BindingSubjects,
 }
 
 pub fn manifests(args: &FactsReaderInstall) -> Result<String, String> {
@@ -47,7 +38,7 @@ pub fn manifests(args: &FactsReaderInstall) -> Result<String, String> {
         args.name
     );
     out.push_str(&rbac::rules(&PERMISSIONS));
-    let subjects = rbac::subjects(&args.user, &args.group, &args.service_account);
+    let subjects = rbac::subjects(&args.subjects);
     if !subjects.is_empty() {
         let _ = writeln!(
             out,

@@ -3,7 +3,25 @@
 
 use std::fmt::Write as _;
 
+use clap::Args;
+
 use crate::cluster::reader::Permission;
+
+/// Who a printed binding names.
+#[derive(Args, Debug)]
+pub struct BindingSubjects {
+    /// Bind it to this user (as the kubeconfig authenticates them); repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub user: Vec<String>,
+
+    /// Bind it to this group; repeatable.
+    #[arg(long, value_name = "NAME")]
+    pub group: Vec<String>,
+
+    /// Bind it to this ServiceAccount, as NAMESPACE/NAME (a CI job's, say); repeatable.
+    #[arg(long, value_name = "NAMESPACE/NAME", value_parser = parse_service_account)]
+    pub service_account: Vec<(String, String)>,
+}
 
 /// Each permission as a rule, with why it is needed as its comment.
 pub(super) fn rules(permissions: &[Permission]) -> String {
@@ -23,27 +41,23 @@ pub(super) fn rules(permissions: &[Permission]) -> String {
 
 /// The subjects of a binding (users, groups, ServiceAccounts as NAMESPACE/NAME), as the YAML
 /// list items that follow `subjects:`; empty when none is given.
-pub(super) fn subjects(
-    users: &[String],
-    groups: &[String],
-    service_accounts: &[(String, String)],
-) -> String {
+pub(super) fn subjects(given: &BindingSubjects) -> String {
     let mut subjects = String::new();
-    for user in users {
+    for user in &given.user {
         let _ = write!(
             subjects,
             "\n- kind: User\n  apiGroup: rbac.authorization.k8s.io\n  name: {}",
             quoted(user)
         );
     }
-    for group in groups {
+    for group in &given.group {
         let _ = write!(
             subjects,
             "\n- kind: Group\n  apiGroup: rbac.authorization.k8s.io\n  name: {}",
             quoted(group)
         );
     }
-    for (namespace, name) in service_accounts {
+    for (namespace, name) in &given.service_account {
         let _ = write!(
             subjects,
             "\n- kind: ServiceAccount\n  namespace: {namespace}\n  name: {name}"
@@ -53,7 +67,7 @@ pub(super) fn subjects(
 }
 
 /// `NAMESPACE/NAME` of a ServiceAccount, each part a DNS name.
-pub(super) fn parse_service_account(text: &str) -> Result<(String, String), String> {
+fn parse_service_account(text: &str) -> Result<(String, String), String> {
     let (namespace, name) = text
         .split_once('/')
         .ok_or_else(|| format!("{text:?}: give the ServiceAccount as NAMESPACE/NAME"))?;
