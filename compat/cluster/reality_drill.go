@@ -54,8 +54,10 @@ type drillTarget struct {
 	// the drill's own flags beyond the common ones.
 	drillArgs []string
 	// port is the app's port, named as the Service's (8080 "http" unless set).
-	port       int
-	portName   string
+	port     int
+	portName string
+	// grpcPort, when set, is a second port of the app and the Service: "grpc", appProtocol grpc.
+	grpcPort   int
 	wantStream bool
 	// rule the errors must be put down to; "" for the clean one (0 errors) or for a defect
 	// whose errors no rule predicts (wantCause then names the observed cause).
@@ -108,6 +110,16 @@ func drillTargets() []drillTarget {
 			rule:       "ML404",
 			wantStream: true,
 		},
+		{
+			name: "grpc-cut", what: "gRPC server stopping hard at SIGTERM (its streams reset), no preStop",
+			annotations: []string{classic, holdAnnotation}, grace: 30,
+			args:  []string{"grpc-server", "-listen", ":9090", "-http-listen", ":8080", "-every", "100ms", "-drain", "0s"},
+			probe: true, grpcPort: 9090,
+			// The Service's gRPC port is found by its appProtocol.
+			drillArgs:  []string{"--grpc", "/meshlife.Stream/Ticks", "--streams", "4"},
+			rule:       "ML404",
+			wantStream: true,
+		},
 	}
 }
 
@@ -123,6 +135,12 @@ func (t drillTarget) manifest(namespace string) string {
 	lifecycle := ""
 	if t.preStop != "" {
 		lifecycle = "\n        lifecycle: {preStop: " + t.preStop + "}"
+	}
+	containerPorts := fmt.Sprintf("{name: %s, containerPort: %d}", portName, port)
+	servicePorts := fmt.Sprintf("{name: %s, port: 80, targetPort: %d}", portName, port)
+	if t.grpcPort != 0 {
+		containerPorts += fmt.Sprintf(", {name: grpc, containerPort: %d}", t.grpcPort)
+		servicePorts += fmt.Sprintf(", {name: grpc, port: %[1]d, targetPort: %[1]d, appProtocol: grpc}", t.grpcPort)
 	}
 	return fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
@@ -141,15 +159,15 @@ spec:
         image: %[5]s
         imagePullPolicy: Never
         args: [%[6]s]
-        ports: [{name: %[9]s, containerPort: %[10]d}]%[7]s%[8]s
+        ports: [%[9]s]%[7]s%[8]s
 ---
 apiVersion: v1
 kind: Service
 metadata: {name: drill-%[1]s, namespace: %[2]s}
 spec:
   selector: {app: drill-%[1]s}
-  ports: [{name: %[9]s, port: 80, targetPort: %[10]d}]
-`, t.name, namespace, strings.Join(t.annotations, ", "), t.grace, workloadImage, quoteArgs(t.args), probe, lifecycle, portName, port)
+  ports: [%[10]s]
+`, t.name, namespace, strings.Join(t.annotations, ", "), t.grace, workloadImage, quoteArgs(t.args), probe, lifecycle, containerPorts, servicePorts)
 }
 
 // drillReport is what the checks read of `meshlife drill -o json`.
@@ -172,6 +190,7 @@ type drillReport struct {
 			Rule string `json:"rule"`
 		} `json:"cuts"`
 	} `json:"streams"`
+	Load         string   `json:"load"`
 	Unattributed int      `json:"unattributed"`
 	Predicted    []string `json:"predicted"`
 	Notes        []string `json:"notes"`
@@ -218,6 +237,7 @@ func (r *reality) drills(ctx context.Context) error {
 	for _, target := range targets {
 		r.drill(ctx, namespace, target)
 	}
+	r.drillServe(ctx)
 	return nil
 }
 

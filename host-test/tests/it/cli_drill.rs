@@ -155,6 +155,7 @@ fn the_drill_client_counts_a_closed_port_as_refused() {
 #[test]
 fn bad_drill_arguments_are_refused_with_what_to_give() {
     let workspace = Workspace::new();
+    workspace.write("web.yaml", WEB);
     for (args, expected) in [
         (
             vec!["drill", "pod/web-1", "--yes"],
@@ -175,6 +176,71 @@ fn bad_drill_arguments_are_refused_with_what_to_give() {
         (
             vec!["drill-client", "--target", "http://web.shop:80/"],
             "\"web.shop:80\" is not ADDRESS:PORT",
+        ),
+        (
+            vec!["drill", "deployment/web", "--grpc", "Ticks", "--yes"],
+            "--grpc \"Ticks\": a gRPC method is /package.Service/Method",
+        ),
+        (
+            vec![
+                "drill",
+                "deployment/web",
+                "--grpc",
+                "/a.B/C",
+                "--streams",
+                "0",
+                "--yes",
+            ],
+            "--streams 0: give 1 to 50 streams",
+        ),
+        (
+            vec!["drill", "deployment/web", "--grpc-port", "9090", "--yes"],
+            "--grpc <METHOD>",
+        ),
+        (
+            vec![
+                "drill",
+                "deployment/web",
+                "--admission-pod",
+                "pod.yaml",
+                "--yes",
+            ],
+            "--admissions <NAMESPACE>",
+        ),
+        (
+            vec![
+                "drill",
+                "deployment/web",
+                "--admissions",
+                "shop",
+                "--websocket",
+                "/ws",
+            ],
+            "cannot be used with",
+        ),
+        (
+            vec![
+                "drill",
+                "deployment/meshlife",
+                "--admissions",
+                "shop",
+                "--admission-pod",
+                "missing.yaml",
+                "--yes",
+            ],
+            "--admission-pod missing.yaml: ",
+        ),
+        (
+            vec![
+                "drill",
+                "deployment/meshlife",
+                "--admissions",
+                "shop",
+                "--admission-pod",
+                "web.yaml",
+                "--yes",
+            ],
+            "--admission-pod web.yaml: kind Deployment: the drill creates a Pod (dry run)",
         ),
     ] {
         let outcome = workspace.run(&args);
@@ -202,11 +268,11 @@ fn service(name: &str, cluster_ip: &str, selector: &str) -> String {
     )
 }
 
-fn drill_against(cluster: &str) -> (Outcome, Vec<String>) {
+fn drill_against(cluster: &str, flags: &[&str]) -> (Outcome, Vec<String>) {
     let server = FakeApiServer::serve(cluster, "v1.35.4");
     let workspace = Workspace::new();
     let kubeconfig = server.kubeconfig(workspace.path());
-    let outcome = workspace.run(&[
+    let mut args = vec![
         "drill",
         "deployment/web",
         "-n",
@@ -214,7 +280,9 @@ fn drill_against(cluster: &str) -> (Outcome, Vec<String>) {
         "--kubeconfig",
         kubeconfig.to_str().unwrap(),
         "--yes",
-    ]);
+    ];
+    args.extend(flags);
+    let outcome = workspace.run(&args);
     (outcome, server.requests_with_methods())
 }
 
@@ -231,7 +299,7 @@ fn changed_anything(requests: &[String]) -> Vec<&String> {
 #[test]
 fn a_drill_it_may_not_run_is_refused_before_anything_changes() {
     let cluster = format!("{WEB}---\n{}", service("web", "10.96.0.20", "app: web"));
-    let (outcome, requests) = drill_against(&cluster);
+    let (outcome, requests) = drill_against(&cluster, &[]);
     assert_eq!(outcome.code, 2, "{outcome:?}");
     for refused in [
         "patch deployments.apps",
@@ -274,7 +342,7 @@ fn the_drill_calls_through_the_one_service_that_selects_the_pods() {
             "get deployment/web in shop: not found",
         ),
     ] {
-        let (outcome, requests) = drill_against(&cluster);
+        let (outcome, requests) = drill_against(&cluster, &[]);
         assert_eq!(outcome.code, 2, "{outcome:?}");
         assert!(outcome.stderr.contains(expected), "{expected}: {outcome:?}");
         assert!(changed_anything(&requests).is_empty(), "{requests:#?}");
@@ -435,4 +503,167 @@ fn the_drill_client_holds_websocket_streams_and_tells_a_cut_from_a_close() {
     assert_eq!(first_end["messages"], 3, "{first_end}");
     // The HTTP calls went on beside the streams.
     assert!(lines.iter().any(|line| line["call"]["status"] == 200));
+}
+
+/// The body of one gRPC answer, sent frame by frame from a channel; an error resets the
+/// HTTP/2 stream, as a server stopped hard does.
+struct GrpcBody(
+    tokio::sync::mpsc::Receiver<Result<hyper::body::Frame<bytes::Bytes>, std::io::Error>>,
+);
+
+impl hyper::body::Body for GrpcBody {
+    type Data = bytes::Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Self::Data>, Self::Error>>> {
+        self.0.poll_recv(context)
+    }
+}
+
+/// A gRPC server (HTTP/2 without TLS, hyper's) on loopback whose first call is reset after
+/// three messages, whose second ends with status OK, whose third is refused at once with
+/// status 14 UNAVAILABLE (a trailers-only answer), and whose later ones tick until the client
+/// leaves.
+fn grpc_server() -> u16 {
+    use hyper::body::Frame;
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let calls = Arc::new(AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            loop {
+                let Ok((socket, _)) = listener.accept().await else {
+                    continue;
+                };
+                let calls = Arc::clone(&calls);
+                let service = hyper::service::service_fn(
+                    move |request: hyper::Request<hyper::body::Incoming>| {
+                        let turn = calls.fetch_add(1, Ordering::SeqCst);
+                        assert_eq!(request.uri().path(), "/meshlife.Stream/Ticks");
+                        assert_eq!(request.headers()["content-type"], "application/grpc");
+                        let (frames, body) = tokio::sync::mpsc::channel(16);
+                        let mut answer =
+                            hyper::Response::builder().header("content-type", "application/grpc");
+                        if turn == 2 {
+                            answer = answer
+                                .header("grpc-status", "14")
+                                .header("grpc-message", "no healthy upstream");
+                            drop(frames);
+                        } else {
+                            tokio::spawn(async move {
+                                let tick = bytes::Bytes::from_static(&[
+                                    0, 0, 0, 0, 4, b't', b'i', b'c', b'k',
+                                ]);
+                                for round in 0.. {
+                                    if round == 3 && turn == 0 {
+                                        let _ = frames
+                                            .send(Err(std::io::Error::other("stopped hard")))
+                                            .await;
+                                        return;
+                                    }
+                                    if round == 3 && turn == 1 {
+                                        let mut trailers = hyper::HeaderMap::new();
+                                        trailers.insert("grpc-status", "0".parse().unwrap());
+                                        let _ = frames.send(Ok(Frame::trailers(trailers))).await;
+                                        return;
+                                    }
+                                    if frames.send(Ok(Frame::data(tick.clone()))).await.is_err() {
+                                        return;
+                                    }
+                                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                                }
+                            });
+                        }
+                        std::future::ready(answer.body(GrpcBody(body)))
+                    },
+                );
+                tokio::spawn(async move {
+                    let _ = hyper::server::conn::http2::Builder::new(
+                        hyper_util::rt::TokioExecutor::new(),
+                    )
+                    .serve_connection(hyper_util::rt::TokioIo::new(socket), service)
+                    .await;
+                });
+            }
+        });
+    });
+    port
+}
+
+#[test]
+fn the_drill_client_holds_grpc_streams_and_tells_a_cut_from_an_end() {
+    let grpc_port = grpc_server();
+    let http_port = websocket_server();
+    let workspace = Workspace::new();
+    let target = format!("http://127.0.0.1:{http_port}/");
+    let grpc = format!("http://127.0.0.1:{grpc_port}/meshlife.Stream/Ticks");
+    let outcome = workspace.run(&[
+        "drill-client",
+        "--target",
+        &target,
+        "--rate",
+        "2",
+        "--duration",
+        "1500ms",
+        "--grpc",
+        &grpc,
+        "--grpc-authority",
+        "ticks.shop.svc:9090",
+        "--streams",
+        "1",
+    ]);
+    assert_eq!(outcome.code, 0, "{outcome:?}");
+    let lines = lines(&outcome.stdout);
+    let failed_attempts: Vec<&Value> = lines
+        .iter()
+        .filter_map(|line| line.get("streamOpen"))
+        .map(|open| &open["failedAttempts"])
+        .collect();
+    // The third call's UNAVAILABLE is an open that failed, tried again.
+    assert_eq!(failed_attempts, [0, 0, 1], "{outcome:?}");
+    let ends: Vec<&Value> = lines
+        .iter()
+        .filter_map(|line| line.get("streamEnd"))
+        .collect();
+    let endings: Vec<&str> = ends
+        .iter()
+        .map(|end| end["ending"]["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(endings, ["cut", "ended", "stopped"], "{outcome:?}");
+    assert_eq!(ends[0]["messages"], 3, "{outcome:?}");
+    assert_eq!(ends[1]["messages"], 3, "{outcome:?}");
+    let reason = ends[0]["ending"]["detail"].as_str().unwrap();
+    assert!(reason.contains("stream error"), "{reason}");
+    assert!(lines.iter().any(|line| line["call"]["status"] == 200));
+}
+
+#[test]
+fn a_grpc_drill_finds_the_services_grpc_port_or_says_to_give_it() {
+    let cluster = format!("{WEB}---\n{}", service("web", "10.96.0.20", "app: web"));
+    let (outcome, requests) = drill_against(&cluster, &["--grpc", "/meshlife.Stream/Ticks"]);
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome.stderr.contains(
+            "Service web has no gRPC port (appProtocol grpc, or a name grpc or grpc-*): give --grpc-port"
+        ),
+        "{outcome:?}"
+    );
+    assert!(changed_anything(&requests).is_empty(), "{requests:#?}");
+    // With the gRPC port found (by appProtocol, whatever its name), the drill goes on to its
+    // access review, which the read-only fake refuses.
+    let with_grpc = cluster.replace(
+        "ports: [{name: http, port: 80, targetPort: 8080}]",
+        "ports: [{name: http, port: 80, targetPort: 8080}, {name: ticks, port: 9090, appProtocol: grpc}]",
+    );
+    let (outcome, _) = drill_against(&with_grpc, &["--grpc", "/meshlife.Stream/Ticks"]);
+    assert!(outcome.stderr.contains("the drill may not"), "{outcome:?}");
 }

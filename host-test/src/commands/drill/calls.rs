@@ -12,6 +12,9 @@ pub enum Connection {
     /// A kept-alive connection from the client's pool: where a server's close and a proxy's
     /// drain show.
     Reused,
+    /// An admission through the API server (`drill --admissions`): the API server keeps its
+    /// own connections to the webhook.
+    Admission,
 }
 
 impl Connection {
@@ -19,6 +22,7 @@ impl Connection {
         match self {
             Connection::New => "new connection",
             Connection::Reused => "reused connection",
+            Connection::Admission => "admission",
         }
     }
 }
@@ -120,6 +124,9 @@ pub enum StreamEnding {
     /// The server sent a close frame (1001 "going away" at a graceful shutdown): the client
     /// knows to reconnect, and nothing in flight is lost.
     Closed(u16),
+    /// The server ended the gRPC call with status OK (as a server that drains ends its
+    /// streams): the client knows to call again, and nothing in flight is lost.
+    Ended,
     /// The connection ended without a close frame (reset, or closed mid-stream): what was in
     /// flight is lost, and the client learns it only from the error.
     Cut(String),

@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use super::calls::{Call, ClientSummary, Connection, Failure, Line};
+use super::stream::StreamTarget;
 use crate::terminal::{EXIT_ERROR, EXIT_OK, print_error};
 
 /// The most calls per second of each connection kind: enough for Istio's own bar (one call
@@ -55,7 +56,17 @@ pub struct DrillClientArgs {
     #[arg(long, value_name = "PATH")]
     pub websocket: Option<String>,
 
-    /// How many streams to hold, with --websocket (at most 50).
+    /// Also hold gRPC server-streaming calls: `http://ADDRESS:PORT/package.Service/Method`,
+    /// each called with one empty message and called again as soon as it ends.
+    #[arg(long, value_name = "URL", conflicts_with = "websocket")]
+    pub grpc: Option<String>,
+
+    /// The :authority of the gRPC calls (the Service's DNS name and port), when --grpc gives
+    /// an address.
+    #[arg(long, value_name = "HOST")]
+    pub grpc_authority: Option<String>,
+
+    /// How many streams to hold, with --websocket or --grpc (at most 50).
     #[arg(long, default_value_t = 4)]
     pub streams: u32,
 }
@@ -103,14 +114,14 @@ impl Target {
 
 pub fn run(args: &DrillClientArgs) -> u8 {
     match check(args) {
-        Ok(target) => {
+        Ok((target, streams)) => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
                 .build();
             match runtime {
                 Ok(runtime) => {
-                    runtime.block_on(send(target, args.clone(), stop_signal()));
+                    runtime.block_on(send(target, streams, args.clone(), stop_signal()));
                     EXIT_OK
                 }
                 Err(error) => {
@@ -126,7 +137,7 @@ pub fn run(args: &DrillClientArgs) -> u8 {
     }
 }
 
-fn check(args: &DrillClientArgs) -> Result<Target, String> {
+fn check(args: &DrillClientArgs) -> Result<(Target, Option<StreamTarget>), String> {
     if args.rate == 0 || args.rate > MOST_RATE {
         return Err(format!(
             "--rate {}: give 1 to {MOST_RATE} calls per second",
@@ -143,18 +154,55 @@ fn check(args: &DrillClientArgs) -> Result<Target, String> {
     if args.timeout.is_zero() {
         return Err("--timeout must be more than 0".into());
     }
-    if args.websocket.is_some() && (args.streams == 0 || args.streams > MOST_STREAMS) {
-        return Err(format!(
-            "--streams {}: give 1 to {MOST_STREAMS} streams",
-            args.streams
-        ));
-    }
-    if let Some(path) = &args.websocket
+    check_streams(args.websocket.as_deref(), None, args.streams)?;
+    let target = Target::parse(&args.target, args.host.as_deref())?;
+    let streams = if let Some(path) = &args.websocket {
+        Some(StreamTarget::WebSocket {
+            address: target.address,
+            host: target.host.clone(),
+            path: path.clone(),
+        })
+    } else if let Some(url) = &args.grpc {
+        let grpc = Target::parse(url, args.grpc_authority.as_deref())
+            .map_err(|error| error.replacen("--target", "--grpc", 1))?;
+        check_streams(None, Some(&grpc.path), args.streams)?;
+        Some(StreamTarget::Grpc {
+            address: grpc.address,
+            authority: grpc.host,
+            method: grpc.path,
+        })
+    } else {
+        None
+    };
+    Ok((target, streams))
+}
+
+/// The stream flags, as both the drill and its client check them: a WebSocket path, a gRPC
+/// method `/package.Service/Method`, and how many streams.
+pub fn check_streams(
+    websocket: Option<&str>,
+    grpc_method: Option<&str>,
+    streams: u32,
+) -> Result<(), String> {
+    if let Some(path) = websocket
         && !path.starts_with('/')
     {
         return Err(format!("--websocket {path:?}: a path starts with /"));
     }
-    Target::parse(&args.target, args.host.as_deref())
+    if let Some(method) = grpc_method {
+        let parts: Vec<&str> = method.split('/').collect();
+        if parts.len() != 3 || !parts[0].is_empty() || parts[1].is_empty() || parts[2].is_empty() {
+            return Err(format!(
+                "--grpc {method:?}: a gRPC method is /package.Service/Method"
+            ));
+        }
+    }
+    if (websocket.is_some() || grpc_method.is_some()) && (streams == 0 || streams > MOST_STREAMS) {
+        return Err(format!(
+            "--streams {streams}: give 1 to {MOST_STREAMS} streams"
+        ));
+    }
+    Ok(())
 }
 
 /// SIGTERM (the drill deleting the load pod) or Ctrl-C.
@@ -186,6 +234,7 @@ type Pool = Arc<Mutex<Vec<SendRequest<Empty<Bytes>>>>>;
 /// flight; every call and the summary go to stdout as JSON lines.
 pub async fn send(
     target: Target,
+    streams_target: Option<StreamTarget>,
     args: DrillClientArgs,
     stop: impl std::future::Future<Output = &'static str>,
 ) {
@@ -223,13 +272,11 @@ pub async fn send(
     });
     let (stop_streams, streams_stop) = tokio::sync::watch::channel(false);
     let mut streams = JoinSet::new();
-    if let Some(path) = &args.websocket {
+    if let Some(streams_target) = streams_target {
         for id in 1..=args.streams {
             streams.spawn(super::stream::hold(
                 id,
-                target.address,
-                target.host.clone(),
-                path.clone(),
+                streams_target.clone(),
                 lines.clone(),
                 streams_stop.clone(),
             ));
@@ -330,32 +377,30 @@ struct Answer {
 }
 
 async fn exchange(target: &Target, connection: Connection, pool: &Pool) -> Result<Answer, Failure> {
-    let mut sender = match connection {
-        Connection::New => connect(target.address).await?,
-        Connection::Reused => {
-            let idle = pool.lock().ok().and_then(|mut idle| {
-                while let Some(sender) = idle.pop() {
-                    if sender.is_ready() {
-                        return Some(sender);
-                    }
+    // The client sends on new and reused connections only (admissions are the drill's own).
+    let reuse = connection == Connection::Reused;
+    let idle = if reuse {
+        pool.lock().ok().and_then(|mut idle| {
+            while let Some(sender) = idle.pop() {
+                if sender.is_ready() {
+                    return Some(sender);
                 }
-                None
-            });
-            match idle {
-                Some(sender) => sender,
-                None => connect(target.address).await?,
             }
-        }
+            None
+        })
+    } else {
+        None
+    };
+    let mut sender = match idle {
+        Some(sender) => sender,
+        None => connect(target.address).await?,
     };
     let request = Request::get(&target.path)
         .header(hyper::header::HOST, &target.host)
         .header(hyper::header::USER_AGENT, "meshlife-drill")
         .header(
             hyper::header::CONNECTION,
-            match connection {
-                Connection::New => "close",
-                Connection::Reused => "keep-alive",
-            },
+            if reuse { "keep-alive" } else { "close" },
         )
         .body(Empty::<Bytes>::new())
         .map_err(|error| Failure::Other(error.to_string()))?;

@@ -9,7 +9,7 @@ use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
-use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::core::v1::{Pod, Service, ServicePort};
 use kube::api::{DeleteParams, EvictParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
@@ -234,6 +234,8 @@ pub struct Endpoint {
     pub cluster_ip: String,
     pub port: i32,
     pub port_name: Option<String>,
+    /// The port of the gRPC streams, with --grpc.
+    pub grpc_port: Option<i32>,
 }
 
 impl Endpoint {
@@ -252,14 +254,16 @@ impl Endpoint {
 }
 
 /// The Service whose selector selects the target's pods (or the one named), and its port (the
-/// one named or numbered, else its first TCP port).
+/// one named or numbered, else its first TCP port); with --grpc, its gRPC port too (the one
+/// named or numbered, else the one whose appProtocol is grpc, else one named grpc or grpc-*).
 pub async fn find_service(
     client: &Client,
     namespace: &str,
     target: &TargetObject,
-    service: Option<&str>,
-    port: Option<&str>,
+    args: &super::DrillArgs,
 ) -> Result<Endpoint, String> {
+    let service = args.service.as_deref();
+    let port = args.port.as_deref();
     let api: Api<Service> = Api::namespaced(client.clone(), namespace);
     let services = call(
         &format!("list services in {namespace}"),
@@ -326,13 +330,42 @@ pub async fn find_service(
             )
         })?;
     let ports = spec.ports.unwrap_or_default();
-    let tcp = |candidate: &&k8s_openapi::api::core::v1::ServicePort| {
-        candidate.protocol.as_deref().unwrap_or("TCP") == "TCP"
+    let tcp = |candidate: &&ServicePort| candidate.protocol.as_deref().unwrap_or("TCP") == "TCP";
+    let named = |wanted: &str| {
+        ports.iter().find(|candidate| {
+            candidate.name.as_deref() == Some(wanted) || candidate.port.to_string() == wanted
+        })
+    };
+    let grpc_port = match (&args.grpc, args.grpc_port.as_deref()) {
+        (None, _) => None,
+        (Some(_), Some(wanted)) => Some(
+            named(wanted)
+                .ok_or_else(|| format!("Service {name} has no port {wanted} (--grpc-port)"))?
+                .port,
+        ),
+        (Some(_), None) => Some(
+            ports
+                .iter()
+                .filter(tcp)
+                .find(|candidate| candidate.app_protocol.as_deref() == Some("grpc"))
+                .or_else(|| {
+                    ports.iter().filter(tcp).find(|candidate| {
+                        candidate
+                            .name
+                            .as_deref()
+                            .is_some_and(|name| name == "grpc" || name.starts_with("grpc-"))
+                    })
+                })
+                .ok_or_else(|| {
+                    format!(
+                        "Service {name} has no gRPC port (appProtocol grpc, or a name grpc or grpc-*): give --grpc-port"
+                    )
+                })?
+                .port,
+        ),
     };
     let chosen_port = match port {
-        Some(wanted) => ports.iter().find(|candidate| {
-            candidate.name.as_deref() == Some(wanted) || candidate.port.to_string() == wanted
-        }),
+        Some(wanted) => named(wanted),
         None => ports.iter().find(tcp),
     }
     .ok_or_else(|| match port {
@@ -344,6 +377,7 @@ pub async fn find_service(
         cluster_ip,
         port: chosen_port.port,
         port_name: chosen_port.name.clone(),
+        grpc_port,
     })
 }
 
@@ -428,6 +462,16 @@ pub fn load_pod(
         client_args.extend([
             "--websocket".into(),
             path.clone(),
+            "--streams".into(),
+            args.streams.to_string(),
+        ]);
+    }
+    if let (Some(method), Some(port)) = (&args.grpc, endpoint.grpc_port) {
+        client_args.extend([
+            "--grpc".into(),
+            format!("http://{}:{port}{method}", endpoint.cluster_ip),
+            "--grpc-authority".into(),
+            format!("{}.{namespace}.svc:{port}", endpoint.service),
             "--streams".into(),
             args.streams.to_string(),
         ]);

@@ -6,12 +6,15 @@
 //! put down to the change that caused it and the rule that predicted it (report.rs). The load
 //! pod is deleted on every way out, Ctrl-C included.
 
+pub mod admissions;
 pub mod calls;
 pub mod client;
 pub mod cluster;
+pub mod grpc;
 pub mod observe;
 pub mod report;
 pub mod stream;
+pub mod websocket;
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
@@ -86,9 +89,33 @@ pub struct DrillArgs {
     #[arg(long, value_name = "PATH")]
     pub websocket: Option<String>,
 
-    /// How many streams to hold, with --websocket (at most 50).
+    /// Also hold gRPC server-streaming calls of this method (`/package.Service/Method`, called
+    /// with one empty message), `--streams` of them, each called again as soon as it ends: a
+    /// call the rollout cuts (a reset, a status other than OK) counts as an error, with the time
+    /// its client took to call again.
+    #[arg(long, value_name = "METHOD", conflicts_with = "websocket")]
+    pub grpc: Option<String>,
+
+    /// The Service's port of the gRPC streams, by name or number (default: the port whose
+    /// appProtocol is grpc, else one named grpc or grpc-*).
+    #[arg(long, value_name = "PORT", requires = "grpc")]
+    pub grpc_port: Option<String>,
+
+    /// How many streams to hold, with --websocket or --grpc (at most 50).
     #[arg(long, default_value_t = 4)]
     pub streams: u32,
+
+    /// Drill an admission webhook's server instead: the load is the API server's admissions,
+    /// pods created with dryRun=All in this namespace (one the webhook's namespaceSelector
+    /// selects) at --rate per second by the drill itself, each through the webhook. A failed
+    /// call of the webhook is a lost admission. No load pod is started.
+    #[arg(long, value_name = "NAMESPACE", conflicts_with_all = ["websocket", "grpc"])]
+    pub admissions: Option<String>,
+
+    /// With --admissions: the Pod created (dry run) at each admission (default: a one-container
+    /// pod). Give one the webhook denies to see verdicts a `failurePolicy: Ignore` skips.
+    #[arg(long, value_name = "FILE", requires = "admissions")]
+    pub admission_pod: Option<PathBuf>,
 
     /// The load pod's image: meshlife's own, which runs `meshlife drill-client`.
     #[arg(long, default_value = concat!("ghcr.io/meshlife/meshlife:", env!("CARGO_PKG_VERSION")))]
@@ -175,6 +202,11 @@ fn checked(args: &DrillArgs) -> Result<(TargetKind, String), String> {
     if !args.path.starts_with('/') {
         return Err(format!("--path {:?}: a path starts with /", args.path));
     }
+    client::check_streams(
+        args.websocket.as_deref(),
+        args.grpc.as_deref(),
+        args.streams,
+    )?;
     cluster::TargetKind::parse(&args.target)
 }
 
@@ -195,10 +227,38 @@ struct Prepared {
     endpoint: Endpoint,
     /// One of the target's pods as it runs (the injected proxy in it), for the prediction.
     running_pod: Option<serde_json::Value>,
+    /// With --admissions: what is created, and the verdict it got before the drill.
+    admissions: Option<AdmissionPlan>,
+}
+
+struct AdmissionPlan {
+    namespace: String,
+    pod: Pod,
+    admitted: bool,
+}
+
+impl Prepared {
+    /// The load, as the question and the report state it.
+    fn load(&self, rate: u32) -> String {
+        match &self.admissions {
+            Some(plan) => format!(
+                "{rate} admissions/s (pods created with dryRun=All in {}, through the API server and its webhooks; before the drill they were {})",
+                plan.namespace,
+                if plan.admitted { "admitted" } else { "denied" }
+            ),
+            None => format!("{rate} calls/s on new connections and {rate} on reused ones"),
+        }
+    }
 }
 
 fn drill(args: &DrillArgs) -> Result<Report, String> {
     let (kind, name) = checked(args)?;
+    // The admission pod is read before the cluster is: a bad file changes nothing.
+    let admission_pod = match (&args.admissions, &args.admission_pod) {
+        (None, _) => None,
+        (Some(_), Some(path)) => Some(admissions::read_pod(path)?),
+        (Some(_), None) => Some(admissions::default_pod()),
+    };
     let cluster_target = reader::Target {
         kubeconfig: args.kubeconfig.clone(),
         context: args.context.clone(),
@@ -207,7 +267,7 @@ fn drill(args: &DrillArgs) -> Result<Report, String> {
     // that made it. The prediction reads the cluster on a runtime of its own, between the two
     // `block_on`s.
     let runtime = runtime()?;
-    let prepared = runtime.block_on(prepare(args, &cluster_target, kind, &name))?;
+    let prepared = runtime.block_on(prepare(args, &cluster_target, kind, &name, admission_pod))?;
     let mut notes = Vec::new();
     let predicted = predict(&prepared, &cluster_target, &mut notes);
     confirm(args, &prepared)?;
@@ -235,6 +295,7 @@ async fn prepare(
     cluster_target: &reader::Target,
     kind: TargetKind,
     name: &str,
+    admission_pod: Option<Pod>,
 ) -> Result<Prepared, String> {
     let (config, cluster) = reader::configuration(cluster_target).await?;
     let namespace = args
@@ -247,15 +308,9 @@ async fn prepare(
     let target = cluster::read_target(&client, &namespace, kind, name)
         .await
         .map_err(with_cluster)?;
-    let endpoint = cluster::find_service(
-        &client,
-        &namespace,
-        &target,
-        args.service.as_deref(),
-        args.port.as_deref(),
-    )
-    .await
-    .map_err(with_cluster)?;
+    let endpoint = cluster::find_service(&client, &namespace, &target, args)
+        .await
+        .map_err(with_cluster)?;
     cluster::check_permissions(&client, &namespace)
         .await
         .map_err(with_cluster)?;
@@ -270,6 +325,24 @@ async fn prepare(
     .into_iter()
     .find(|pod| pod.metadata.deletion_timestamp.is_none())
     .and_then(|pod| serde_json::to_value(pod).ok());
+    let admissions = match (&args.admissions, admission_pod) {
+        (Some(admissions_namespace), Some(pod)) => {
+            let api: Api<Pod> = Api::namespaced(client.clone(), admissions_namespace);
+            let verdict = admissions::preflight(&api, &pod, args.timeout)
+                .await
+                .map_err(|error| {
+                    format!(
+                        "{cluster}: a dry-run creation of the admission pod in namespace {admissions_namespace} fails before the drill changes anything: {error}"
+                    )
+                })?;
+            Some(AdmissionPlan {
+                namespace: admissions_namespace.clone(),
+                pod,
+                admitted: verdict == admissions::Verdict::Admitted,
+            })
+        }
+        _ => None,
+    };
     Ok(Prepared {
         client,
         cluster,
@@ -277,6 +350,7 @@ async fn prepare(
         target,
         endpoint,
         running_pod,
+        admissions,
     })
 }
 
@@ -396,14 +470,13 @@ fn confirm(args: &DrillArgs, prepared: &Prepared) -> Result<(), String> {
         return Ok(());
     }
     let question = format!(
-        "Drill {}/{} in {} on {}: {} under {} calls/s on new connections and {} on reused ones to {}, for about {} s plus the rollout?",
+        "Drill {}/{} in {} on {}: {} under {}, to {}, for about {} s plus the rollout?",
         prepared.target.kind.noun(),
         prepared.target.name,
         prepared.namespace,
         prepared.cluster,
         args.event.describe(),
-        args.rate,
-        args.rate,
+        prepared.load(args.rate),
         prepared.endpoint.describe(),
         (args.before + args.after).as_secs()
     );
@@ -467,64 +540,35 @@ async fn run_drill(
         Arc::clone(&observations),
     );
 
-    // The load pod, then its calls from its log.
-    let client_runs = args.before + args.settle_timeout + args.after + Duration::from_secs(60);
-    let pod = cluster::load_pod(
-        load_pod,
-        args,
-        &prepared.endpoint,
-        namespace,
-        client_runs.min(client::LONGEST),
-    );
-    call(
-        &format!("create the load pod {load_pod}"),
-        pods.create(&PostParams::default(), &pod),
-    )
-    .await?;
-    let load_ready_ms = wait_ready(&pods, load_pod).await?;
     let calls: Arc<Mutex<Vec<Call>>> = Arc::default();
     let stream_lines: Arc<Mutex<Vec<Line>>> = Arc::default();
     let summary: Arc<Mutex<Option<ClientSummary>>> = Arc::default();
-    let log = {
-        let pods = pods.clone();
-        let load_pod = load_pod.to_string();
-        let calls = Arc::clone(&calls);
-        let stream_lines = Arc::clone(&stream_lines);
-        let summary = Arc::clone(&summary);
-        tokio::spawn(async move {
-            let params = LogParams {
-                follow: true,
-                container: Some(CLIENT_CONTAINER.into()),
-                ..LogParams::default()
-            };
-            let stream = pods
-                .log_stream(&load_pod, &params)
-                .await
-                .map_err(|error| format!("reading the load pod's log: {}", error_chain(&error)))?;
-            let mut lines = stream.lines();
-            while let Some(line) = lines.next().await {
-                let Ok(line) = line else { break };
-                match Line::parse(&line) {
-                    Some(Line::Call(one)) => {
-                        if let Ok(mut all) = calls.lock() {
-                            all.push(one);
-                        }
-                    }
-                    Some(line @ (Line::StreamOpen { .. } | Line::StreamEnd(_))) => {
-                        if let Ok(mut all) = stream_lines.lock() {
-                            all.push(line);
-                        }
-                    }
-                    Some(Line::Summary(last)) => {
-                        if let Ok(mut slot) = summary.lock() {
-                            *slot = Some(last);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            Ok::<(), String>(())
-        })
+    let (load_ready_ms, load) = match &prepared.admissions {
+        Some(plan) => {
+            let (stop, stopped) = tokio::sync::watch::channel(false);
+            let task = tokio::spawn(admissions::send(
+                Api::namespaced(client.clone(), &plan.namespace),
+                plan.pod.clone(),
+                args.rate,
+                args.timeout,
+                Arc::clone(&calls),
+                stopped,
+            ));
+            (now_ms(), Load::Admissions { stop, task })
+        }
+        None => {
+            let log = start_load_pod(
+                args,
+                prepared,
+                load_pod,
+                Arc::clone(&calls),
+                Arc::clone(&stream_lines),
+                Arc::clone(&summary),
+            )
+            .await?;
+            let (ready_ms, log) = log;
+            (ready_ms, Load::Pod { log })
+        }
     };
 
     let live = std::io::stderr().is_terminal();
@@ -587,21 +631,36 @@ async fn run_drill(
         eprintln!();
     }
 
-    // Stop the client (SIGTERM: it finishes its calls in flight and writes its summary), then
-    // read its log to the end.
-    call(
-        &format!("delete the load pod {load_pod}"),
-        pods.delete(load_pod, &DeleteParams::default()),
-    )
-    .await?;
-    match tokio::time::timeout(LOG_END, log).await {
-        Ok(Ok(Ok(()))) => {}
-        Ok(Ok(Err(error))) => notes.push(error),
-        Ok(Err(error)) => notes.push(format!("reading the load pod's log: {error}")),
-        Err(_) => notes.push(format!(
-            "the load pod's log did not end within {} s of its deletion: its last calls may be missing",
-            LOG_END.as_secs()
-        )),
+    match load {
+        Load::Pod { log } => {
+            // Stop the client (SIGTERM: it finishes its calls in flight and writes its
+            // summary), then read its log to the end.
+            call(
+                &format!("delete the load pod {load_pod}"),
+                pods.delete(load_pod, &DeleteParams::default()),
+            )
+            .await?;
+            match tokio::time::timeout(LOG_END, log).await {
+                Ok(Ok(Ok(()))) => {}
+                Ok(Ok(Err(error))) => notes.push(error),
+                Ok(Err(error)) => notes.push(format!("reading the load pod's log: {error}")),
+                Err(_) => notes.push(format!(
+                    "the load pod's log did not end within {} s of its deletion: its last calls may be missing",
+                    LOG_END.as_secs()
+                )),
+            }
+        }
+        Load::Admissions { stop, task } => {
+            let _ = stop.send(true);
+            if let Ok(last) = task.await
+                && let Ok(mut slot) = summary.lock()
+            {
+                *slot = Some(last);
+            }
+            if let (Some(plan), Ok(mut all)) = (&prepared.admissions, calls.lock()) {
+                admissions::mark_changed_verdicts(&mut all, plan.admitted);
+            }
+        }
     }
     watches.abort();
 
@@ -650,6 +709,7 @@ async fn run_drill(
         event: args.event.describe().to_string(),
         service: prepared.endpoint.describe(),
         rate_per_second: args.rate,
+        load: prepared.load(args.rate),
         moments,
         phases,
         pods: pods_seen,
@@ -661,6 +721,85 @@ async fn run_drill(
         max_errors: args.max_errors,
         notes,
     })
+}
+
+/// Where the calls come from, and how the drill stops them.
+enum Load {
+    /// The load pod, its log read by this task.
+    Pod {
+        log: tokio::task::JoinHandle<Result<(), String>>,
+    },
+    /// The drill's own admissions (--admissions).
+    Admissions {
+        stop: tokio::sync::watch::Sender<bool>,
+        task: tokio::task::JoinHandle<ClientSummary>,
+    },
+}
+
+/// Creates the load pod, waits for it to be ready and follows its log into `calls`,
+/// `stream_lines` and `summary`; returns when it was ready, and the log's reader.
+async fn start_load_pod(
+    args: &DrillArgs,
+    prepared: &Prepared,
+    load_pod: &str,
+    calls: Arc<Mutex<Vec<Call>>>,
+    stream_lines: Arc<Mutex<Vec<Line>>>,
+    summary: Arc<Mutex<Option<ClientSummary>>>,
+) -> Result<(u64, tokio::task::JoinHandle<Result<(), String>>), String> {
+    let namespace = prepared.namespace.as_str();
+    let pods: Api<Pod> = Api::namespaced(prepared.client.clone(), namespace);
+    let client_runs = args.before + args.settle_timeout + args.after + Duration::from_secs(60);
+    let pod = cluster::load_pod(
+        load_pod,
+        args,
+        &prepared.endpoint,
+        namespace,
+        client_runs.min(client::LONGEST),
+    );
+    call(
+        &format!("create the load pod {load_pod}"),
+        pods.create(&PostParams::default(), &pod),
+    )
+    .await?;
+    let load_ready_ms = wait_ready(&pods, load_pod).await?;
+    let log = {
+        let load_pod = load_pod.to_string();
+        tokio::spawn(async move {
+            let params = LogParams {
+                follow: true,
+                container: Some(CLIENT_CONTAINER.into()),
+                ..LogParams::default()
+            };
+            let stream = pods
+                .log_stream(&load_pod, &params)
+                .await
+                .map_err(|error| format!("reading the load pod's log: {}", error_chain(&error)))?;
+            let mut lines = stream.lines();
+            while let Some(line) = lines.next().await {
+                let Ok(line) = line else { break };
+                match Line::parse(&line) {
+                    Some(Line::Call(one)) => {
+                        if let Ok(mut all) = calls.lock() {
+                            all.push(one);
+                        }
+                    }
+                    Some(line @ (Line::StreamOpen { .. } | Line::StreamEnd(_))) => {
+                        if let Ok(mut all) = stream_lines.lock() {
+                            all.push(line);
+                        }
+                    }
+                    Some(Line::Summary(last)) => {
+                        if let Ok(mut slot) = summary.lock() {
+                            *slot = Some(last);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Ok::<(), String>(())
+        })
+    };
+    Ok((load_ready_ms, log))
 }
 
 /// Waits for the load pod to be ready (its proxy too, where one is injected); a pod that cannot

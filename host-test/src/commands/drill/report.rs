@@ -105,6 +105,8 @@ pub struct Report {
     pub event: String,
     pub service: String,
     pub rate_per_second: u32,
+    /// What the load was: `25 calls/s on new connections and 25 on reused ones`.
+    pub load: String,
     pub moments: Moments,
     pub phases: Vec<PhaseStats>,
     pub pods: Vec<PodLife>,
@@ -115,7 +117,7 @@ pub struct Report {
     pub predicted: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientSummary>,
-    /// The WebSocket streams held, where the drill held any.
+    /// The WebSocket or gRPC streams held, where the drill held any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub streams: Option<StreamStats>,
     pub max_errors: usize,
@@ -425,7 +427,7 @@ pub fn streams(
             .min();
         reconnects.extend(reconnect_ms);
         let reason = match &end.ending {
-            StreamEnding::Closed(_) => {
+            StreamEnding::Closed(_) | StreamEnding::Ended => {
                 stats.closed_by_server += 1;
                 continue;
             }
@@ -487,13 +489,8 @@ pub fn text(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "drill {} in {}: {} under {} calls/s on new connections and {} on reused ones, to {}",
-        report.target,
-        report.namespace,
-        report.event,
-        report.rate_per_second,
-        report.rate_per_second,
-        report.service
+        "drill {} in {}: {} under {}, to {}",
+        report.target, report.namespace, report.event, report.load, report.service
     );
     let _ = writeln!(out, "  (times from the event at 0s)");
     for phase in &report.phases {
@@ -791,6 +788,7 @@ mod tests {
             event: "a rollout restart".into(),
             service: "Service web port 80".into(),
             rate_per_second: 25,
+            load: "25 calls/s on new connections and 25 on reused ones".into(),
             moments: moments(),
             phases: phases(&calls, &moments()),
             pods: Vec::new(),
