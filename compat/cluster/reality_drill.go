@@ -63,6 +63,8 @@ type drillTarget struct {
 	// whose errors no rule predicts (wantCause then names the observed cause).
 	rule, wantCause string
 	clean           bool
+	// wantNote is a note the report must hold (what the event did).
+	wantNote string
 }
 
 func drillTargets() []drillTarget {
@@ -73,6 +75,13 @@ func drillTargets() []drillTarget {
 			annotations: []string{classic, holdAnnotation}, grace: 30,
 			args:  []string{"serve", "-listen", ":8080", "-unready-on-term", "-shutdown-delay", "4s"},
 			probe: true, clean: true,
+		},
+		{
+			name: "scale-down", what: "as drill-clean, scaled down from 2 replicas to 1 (and back)",
+			annotations: []string{classic, holdAnnotation}, grace: 30,
+			args:  []string{"serve", "-listen", ":8080", "-unready-on-term", "-shutdown-delay", "4s"},
+			probe: true, clean: true,
+			drillArgs: []string{"--event", "scale-down"},
 		},
 		{
 			name: "drain-past-grace", what: "terminationDrainDuration 20s past grace 5s, requests of 8s",
@@ -191,6 +200,7 @@ type drillReport struct {
 		} `json:"cuts"`
 	} `json:"streams"`
 	Load         string   `json:"load"`
+	Event        string   `json:"event"`
 	Unattributed int      `json:"unattributed"`
 	Predicted    []string `json:"predicted"`
 	Notes        []string `json:"notes"`
@@ -237,7 +247,6 @@ func (r *reality) drills(ctx context.Context) error {
 	for _, target := range targets {
 		r.drill(ctx, namespace, target)
 	}
-	r.drillServe(ctx)
 	return nil
 }
 
@@ -310,9 +319,13 @@ func (r *reality) drill(ctx context.Context, namespace string, target drillTarge
 		r.h.fail("drill %s: no calls were read from the load pod: %s", name, strings.Join(report.Notes, "; "))
 		return
 	}
+	notes := strings.Join(report.Notes, "; ")
+	if target.wantNote != "" && !strings.Contains(notes, target.wantNote) {
+		r.h.fail("drill %s: the report does not say %q: %s", name, target.wantNote, notes)
+	}
 	if target.clean {
 		r.h.check(errors == 0 && run.code == 0,
-			"drill %s: a well-configured Deployment's restart loses nothing (errors %d, exit %d; check predicted %s)", name, errors, run.code, predictedText)
+			"drill %s: a well-configured Deployment's %s loses nothing (errors %d, exit %d; check predicted %s)", name, report.Event, errors, run.code, predictedText)
 		return
 	}
 	predicted := target.rule == "" || containsPrefix(report.Predicted, target.rule)

@@ -17,6 +17,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 const (
@@ -37,15 +38,15 @@ spec:
     lifecycle: {preStop: {sleep: {seconds: 60}}}
 `
 
-func (r *reality) drillServe(ctx context.Context) {
+func (r *reality) drillServe(ctx context.Context) error {
 	if r.h.helm == "" {
 		r.h.fail("drill of meshlife serve: no helm binary (-helm) to install charts/meshlife")
-		return
+		return nil
 	}
 	// The namespace first, so the server's namespace watch knows it is injected from its start.
 	if err := r.apply(ctx, meshedNamespace(serveAdmissionsNamespace)); err != nil {
 		r.h.fail("drill of meshlife serve: %v", err)
-		return
+		return nil
 	}
 	defer r.removeNamespace(ctx, serveAdmissionsNamespace)
 	// `meshlife install webhook` of the earlier stages leaves its ClusterRole unowned by Helm.
@@ -56,14 +57,14 @@ func (r *reality) drillServe(ctx context.Context) {
 	} {
 		if err != nil && !apierrors.IsNotFound(err) {
 			r.h.fail("drill of meshlife serve: %v", err)
-			return
+			return nil
 		}
 	}
 	if _, err := r.h.helmCommand("install", chartRelease, "charts/meshlife", "-n", serveDrillNamespace,
 		"--create-namespace", "--set", "engine=webhook", "--set", "image="+meshlifeImage,
 		"--set", "failurePolicy=fail"); err != nil {
 		r.h.fail("drill of meshlife serve: %v", err)
-		return
+		return nil
 	}
 	defer func() {
 		if _, err := r.h.helmCommand("uninstall", chartRelease, "-n", serveDrillNamespace); err != nil {
@@ -71,20 +72,31 @@ func (r *reality) drillServe(ctx context.Context) {
 		}
 		r.removeNamespace(ctx, serveDrillNamespace)
 	}()
+	// Pods here cannot reach the API server (it listens on 127.0.0.1 only), so the server
+	// cannot watch Namespaces; it judges without it, and the pods it judges are already
+	// injected (Istio's injector runs first), so the verdict does not need the namespace's
+	// labels. The rollout this patch starts is over before the drill begins.
+	noWatch := []byte(`[{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": "--no-namespace-watch"}]`)
+	if _, err := r.h.k.core.AppsV1().Deployments(serveDrillNamespace).Patch(ctx, "meshlife", types.JSONPatchType, noWatch, metav1.PatchOptions{}); err != nil {
+		r.h.fail("drill of meshlife serve: %v", err)
+		return nil
+	}
 	if err := waitUntil(ctx, 180*time.Second, "deployment/meshlife available", func() (bool, error) {
 		deployment, err := r.h.k.core.AppsV1().Deployments(serveDrillNamespace).Get(ctx, "meshlife", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		return deployment.Status.AvailableReplicas == 2 && deployment.Status.UpdatedReplicas == 2, nil
+		status := deployment.Status
+		return status.ObservedGeneration >= deployment.Generation && status.AvailableReplicas == 2 &&
+			status.UpdatedReplicas == 2 && status.Replicas == 2, nil
 	}); err != nil {
 		r.h.fail("drill of meshlife serve: %v", err)
-		return
+		return nil
 	}
 	podFile := filepath.Join(r.dir, "admission-probe.yaml")
 	if err := os.WriteFile(podFile, []byte(serveAdmissionPod), 0o644); err != nil {
 		r.h.fail("drill of meshlife serve: %v", err)
-		return
+		return nil
 	}
 	args := []string{"drill", "deployment/meshlife", "-n", serveDrillNamespace, "--kubeconfig", r.h.cp.adminKC,
 		"--yes", "--admissions", serveAdmissionsNamespace, "--admission-pod", podFile, "--rate", "20",
@@ -97,12 +109,12 @@ func (r *reality) drillServe(ctx context.Context) {
 	_ = os.WriteFile(evidence, []byte(run.stdout+"\n--- stderr\n"+run.stderr), 0o644)
 	if err != nil {
 		r.h.fail("drill of meshlife serve: %v", err)
-		return
+		return nil
 	}
 	var report drillReport
 	if jsonErr := json.Unmarshal([]byte(run.stdout), &report); jsonErr != nil {
 		r.h.fail("drill of meshlife serve: exit %d, no JSON report (%v): %s", run.code, jsonErr, firstLine(run.stderr))
-		return
+		return nil
 	}
 	calls, errors := report.totals()
 	var reasons []string
@@ -117,6 +129,7 @@ func (r *reality) drillServe(ctx context.Context) {
 	r.h.check(calls > 0 && errors == 0 && run.code == 0 && denied,
 		"drill of meshlife serve: every admission answered through its rollout, each denied as before it (%d admissions, %d lost, exit %d; load: %s)",
 		calls, errors, run.code, report.Load)
+	return nil
 }
 
 func parenthesised(text string) string {

@@ -42,6 +42,7 @@ func realityScenarios() []realityScenario {
 		{"ML304", (*reality).jobHelper},
 		{"ML603", (*reality).waypointGrace},
 		{"drill", (*reality).drills},
+		{"drill-serve", (*reality).drillServe},
 	}
 }
 

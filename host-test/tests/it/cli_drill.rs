@@ -159,11 +159,11 @@ fn bad_drill_arguments_are_refused_with_what_to_give() {
     for (args, expected) in [
         (
             vec!["drill", "pod/web-1", "--yes"],
-            "a drill restarts a Deployment or a StatefulSet, not a pod",
+            "a drill restarts a Deployment, a StatefulSet or an Argo Rollout, not a pod",
         ),
         (
             vec!["drill", "web", "--yes"],
-            "give the target as deployment/NAME or statefulset/NAME",
+            "give the target as deployment/NAME, statefulset/NAME or rollout/NAME",
         ),
         (
             vec!["drill", "deployment/web", "--rate", "500", "--yes"],
@@ -666,4 +666,73 @@ fn a_grpc_drill_finds_the_services_grpc_port_or_says_to_give_it() {
     );
     let (outcome, _) = drill_against(&with_grpc, &["--grpc", "/meshlife.Stream/Ticks"]);
     assert!(outcome.stderr.contains("the drill may not"), "{outcome:?}");
+}
+
+const ROLLOUT: &str = r#"apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  strategy: {canary: {}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: web:1}]
+"#;
+
+#[test]
+fn an_argo_rollout_is_drilled_with_its_own_permissions() {
+    let drill = |cluster: &str| {
+        let server = FakeApiServer::serve(cluster, "v1.35.4");
+        let workspace = Workspace::new();
+        let kubeconfig = server.kubeconfig(workspace.path());
+        let outcome = workspace.run(&[
+            "drill",
+            "rollout/web",
+            "-n",
+            "shop",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--yes",
+        ]);
+        (outcome, server.requests_with_methods())
+    };
+    let service = service("web", "10.96.0.20", "app: web");
+    // Read through argoproj.io; the access review asks for the Rollout's verbs, not a
+    // Deployment's.
+    let (outcome, requests) = drill(&format!("{ROLLOUT}---\n{service}"));
+    assert_eq!(outcome.code, 2, "{outcome:?}");
+    assert!(
+        outcome
+            .stderr
+            .contains("may not patch rollouts.argoproj.io, create pods"),
+        "{outcome:?}"
+    );
+    assert!(!outcome.stderr.contains("deployments.apps"), "{outcome:?}");
+    assert!(
+        requests.iter().any(|request| request
+            .starts_with("GET /apis/argoproj.io/v1alpha1/namespaces/shop/rollouts/web")),
+        "{requests:#?}"
+    );
+    assert!(changed_anything(&requests).is_empty(), "{requests:#?}");
+    // Without the Rollout (or its CRD), and with a template held elsewhere.
+    let (outcome, _) = drill(&service);
+    assert!(
+        outcome
+            .stderr
+            .contains("a rollout target needs Argo Rollouts' CRD (rollouts.argoproj.io)"),
+        "{outcome:?}"
+    );
+    let by_reference = ROLLOUT.replace(
+        "  strategy: {canary: {}}",
+        "  strategy: {canary: {}}\n  workloadRef: {apiVersion: apps/v1, kind: Deployment, name: web}",
+    );
+    let (outcome, _) = drill(&format!("{by_reference}---\n{service}"));
+    assert!(
+        outcome
+            .stderr
+            .contains("rollout/web takes its pod template from spec.workloadRef"),
+        "{outcome:?}"
+    );
 }

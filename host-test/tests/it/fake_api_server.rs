@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use serde_json::{Value, json};
 
 /// The resource names served, and their kinds.
-const RESOURCES: [(&str, &str); 12] = [
+const RESOURCES: [(&str, &str); 13] = [
     ("pods", "Pod"),
     ("services", "Service"),
     ("statefulsets", "StatefulSet"),
@@ -28,6 +28,7 @@ const RESOURCES: [(&str, &str); 12] = [
     ("replicasets", "ReplicaSet"),
     ("daemonsets", "DaemonSet"),
     ("jobs", "Job"),
+    ("rollouts", "Rollout"),
     (
         "mutatingwebhookconfigurations",
         "MutatingWebhookConfiguration",

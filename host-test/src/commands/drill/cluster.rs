@@ -5,15 +5,18 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
 use k8s_openapi::api::authorization::v1::{
     ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
 };
 use k8s_openapi::api::core::v1::{Pod, Service, ServicePort};
-use kube::api::{DeleteParams, EvictParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, EvictParams, ListParams, Patch, PatchParams,
+    PostParams,
+};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
+use super::observe::PodLife;
 use crate::cluster::reader::Permission;
 use crate::terminal::error_chain;
 
@@ -28,7 +31,7 @@ pub const CLIENT_CONTAINER: &str = "drill-client";
 
 /// Everything the drill asks of the API server, and nothing more (`meshlife install
 /// drill-role` prints it as a Role).
-pub const PERMISSIONS: [Permission; 8] = [
+pub const PERMISSIONS: [Permission; 9] = [
     Permission {
         group: "apps",
         resource: "deployments",
@@ -40,6 +43,12 @@ pub const PERMISSIONS: [Permission; 8] = [
         resource: "statefulsets",
         verbs: &["get", "patch"],
         why: "a StatefulSet target, and its restart",
+    },
+    Permission {
+        group: "argoproj.io",
+        resource: "rollouts",
+        verbs: &["get", "patch"],
+        why: "an Argo Rollout target, and its restart (spec.restartAt, as kubectl argo rollouts restart)",
     },
     Permission {
         group: "",
@@ -102,19 +111,24 @@ pub async fn call<T>(
 pub enum TargetKind {
     Deployment,
     StatefulSet,
+    /// Argo Rollouts' `Rollout` (argoproj.io/v1alpha1), where the cluster has it.
+    Rollout,
 }
 
 impl TargetKind {
     pub fn parse(text: &str) -> Result<(TargetKind, String), String> {
         let (kind, name) = text.split_once('/').ok_or_else(|| {
-            format!("{text:?}: give the target as deployment/NAME or statefulset/NAME")
+            format!(
+                "{text:?}: give the target as deployment/NAME, statefulset/NAME or rollout/NAME"
+            )
         })?;
         let kind = match kind.to_ascii_lowercase().as_str() {
             "deployment" | "deployments" | "deploy" => TargetKind::Deployment,
             "statefulset" | "statefulsets" | "sts" => TargetKind::StatefulSet,
+            "rollout" | "rollouts" | "ro" => TargetKind::Rollout,
             other => {
                 return Err(format!(
-                    "{text:?}: a drill restarts a Deployment or a StatefulSet, not a {other}"
+                    "{text:?}: a drill restarts a Deployment, a StatefulSet or an Argo Rollout, not a {other}"
                 ));
             }
         };
@@ -128,7 +142,36 @@ impl TargetKind {
         match self {
             TargetKind::Deployment => "deployment",
             TargetKind::StatefulSet => "statefulset",
+            TargetKind::Rollout => "rollout",
         }
+    }
+
+    pub fn kind(self) -> &'static str {
+        match self {
+            TargetKind::Deployment => "Deployment",
+            TargetKind::StatefulSet => "StatefulSet",
+            TargetKind::Rollout => "Rollout",
+        }
+    }
+
+    /// The API group, version and resource the drill reads and patches.
+    fn resource(self) -> ApiResource {
+        let (group, version, plural) = match self {
+            TargetKind::Deployment => ("apps", "v1", "deployments"),
+            TargetKind::StatefulSet => ("apps", "v1", "statefulsets"),
+            TargetKind::Rollout => ("argoproj.io", "v1alpha1", "rollouts"),
+        };
+        ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version: format!("{group}/{version}"),
+            kind: self.kind().into(),
+            plural: plural.into(),
+        }
+    }
+
+    fn api(self, client: &Client, namespace: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(client.clone(), namespace, &self.resource())
     }
 }
 
@@ -161,6 +204,12 @@ pub async fn read_target(
             })
             .unwrap_or_default()
     };
+    if object.pointer("/spec/workloadRef").is_some() {
+        return Err(format!(
+            "{}/{name} takes its pod template from spec.workloadRef: drill the Rollout of a template it holds itself",
+            kind.noun()
+        ));
+    }
     let match_labels = labels_at(&object, "/spec/selector/matchLabels");
     if match_labels.is_empty() {
         return Err(format!(
@@ -177,19 +226,8 @@ pub async fn read_target(
     // The prediction reads the object as its manifest would be: without the server's status.
     if let Some(map) = object.as_object_mut() {
         map.remove("status");
-        map.insert(
-            "apiVersion".into(),
-            json!(match kind {
-                TargetKind::Deployment | TargetKind::StatefulSet => "apps/v1",
-            }),
-        );
-        map.insert(
-            "kind".into(),
-            json!(match kind {
-                TargetKind::Deployment => "Deployment",
-                TargetKind::StatefulSet => "StatefulSet",
-            }),
-        );
+        map.insert("apiVersion".into(), json!(kind.resource().api_version));
+        map.insert("kind".into(), json!(kind.kind()));
     }
     let replicas = object
         .pointer("/spec/replicas")
@@ -214,17 +252,15 @@ async fn get_object(
     name: &str,
 ) -> Result<Value, String> {
     let what = format!("get {}/{name} in {namespace}", kind.noun());
-    match kind {
-        TargetKind::Deployment => {
-            let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
-            serde_json::to_value(call(&what, api.get(name)).await?)
+    let object = match call(&what, kind.api(client, namespace).get(name)).await {
+        Err(error) if kind == TargetKind::Rollout && error.contains("not found") => {
+            return Err(format!(
+                "{error}: a rollout target needs Argo Rollouts' CRD (rollouts.argoproj.io) in the cluster and the Rollout in {namespace}"
+            ));
         }
-        TargetKind::StatefulSet => {
-            let api: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
-            serde_json::to_value(call(&what, api.get(name)).await?)
-        }
-    }
-    .map_err(|error| format!("{what}: {error}"))
+        other => other?,
+    };
+    serde_json::to_value(object).map_err(|error| format!("{what}: {error}"))
 }
 
 /// Where the load goes: a Service's cluster IP and port.
@@ -382,10 +418,28 @@ pub async fn find_service(
 }
 
 /// Asks the API server whether the drill may do all it will, before it changes anything.
-pub async fn check_permissions(client: &Client, namespace: &str) -> Result<(), String> {
+pub async fn check_permissions(
+    client: &Client,
+    namespace: &str,
+    kind: TargetKind,
+) -> Result<(), String> {
     let api: Api<SelfSubjectAccessReview> = Api::all(client.clone());
     let mut refused = Vec::new();
-    for permission in &PERMISSIONS {
+    // Of the workload kinds, only the target's.
+    let other_kinds: Vec<String> = [
+        TargetKind::Deployment,
+        TargetKind::StatefulSet,
+        TargetKind::Rollout,
+    ]
+    .into_iter()
+    .filter(|other| *other != kind)
+    .map(|other| other.resource().plural)
+    .collect();
+    for permission in PERMISSIONS.iter().filter(|permission| {
+        !other_kinds
+            .iter()
+            .any(|plural| plural == permission.resource)
+    }) {
         for verb in permission.verbs {
             let (resource, subresource) = match permission.resource.split_once('/') {
                 Some((resource, sub)) => (resource, Some(sub.to_string())),
@@ -518,6 +572,8 @@ pub enum Event {
     DeletePod,
     /// Evict one pod through the Eviction API, which honours PodDisruptionBudgets.
     Evict,
+    /// One replica fewer (the controller chooses the pod); the replicas are set back after.
+    ScaleDown,
 }
 
 impl Event {
@@ -526,15 +582,77 @@ impl Event {
             Event::Restart => "a rollout restart",
             Event::DeletePod => "deleting one pod",
             Event::Evict => "evicting one pod",
+            Event::ScaleDown => "scaling down by one replica",
         }
     }
 }
 
-/// What the drill did: its description for the report, and the one pod it deleted or
-/// evicted (none for a restart, which replaces them all).
+/// What the drill did: its description for the report, and which old pods must be gone for
+/// the event to be over.
 pub struct Done {
     pub what: String,
-    pub victim: Option<String>,
+    pub leaving: Leaving,
+}
+
+/// The old pods the event removes.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Leaving {
+    /// A restart replaces them all.
+    All,
+    /// The one deleted or evicted.
+    Pod(String),
+    /// One, of the controller's choosing (a scale-down).
+    AnyOne,
+}
+
+impl Leaving {
+    /// How many old pods still have to go, of those watched.
+    pub fn left(&self, pods: &[&PodLife]) -> usize {
+        let old = pods.iter().filter(|life| life.old);
+        match self {
+            Leaving::All => old.filter(|life| life.gone_ms.is_none()).count(),
+            Leaving::Pod(name) => old
+                .filter(|life| life.gone_ms.is_none() && life.name == *name)
+                .count(),
+            Leaving::AnyOne => usize::from(!old.clone().any(|life| life.gone_ms.is_some())),
+        }
+    }
+}
+
+/// Sets the target's replicas (the scale-down, and setting them back).
+pub async fn scale(
+    client: &Client,
+    namespace: &str,
+    target: &TargetObject,
+    replicas: i64,
+) -> Result<(), String> {
+    let patch = json!({"spec": {"replicas": replicas}});
+    patch_target(
+        client,
+        namespace,
+        target,
+        &format!("replicas {replicas}"),
+        &patch,
+    )
+    .await
+}
+
+/// A merge patch of the target (`why` names it in an error).
+async fn patch_target(
+    client: &Client,
+    namespace: &str,
+    target: &TargetObject,
+    why: &str,
+    patch: &Value,
+) -> Result<(), String> {
+    let what = format!("patch {}/{} ({why})", target.kind.noun(), target.name);
+    let api = target.kind.api(client, namespace);
+    call(
+        &what,
+        api.patch(&target.name, &PatchParams::default(), &Patch::Merge(patch)),
+    )
+    .await?;
+    Ok(())
 }
 
 /// Does `event` to the target.
@@ -557,35 +675,45 @@ pub async fn act(
                 now.minute(),
                 now.second()
             );
-            let patch = json!({"spec": {"template": {"metadata": {"annotations": {
-                "kubectl.kubernetes.io/restartedAt": now}}}}});
-            let what = format!("patch {}/{} (restart)", target.kind.noun(), target.name);
-            let params = PatchParams::default();
-            match target.kind {
-                TargetKind::Deployment => {
-                    let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
-                    call(
-                        &what,
-                        api.patch(&target.name, &params, &Patch::Merge(&patch)),
-                    )
-                    .await?;
-                }
-                TargetKind::StatefulSet => {
-                    let api: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
-                    call(
-                        &what,
-                        api.patch(&target.name, &params, &Patch::Merge(&patch)),
-                    )
-                    .await?;
-                }
-            }
+            // As kubectl (a pod-template annotation) and kubectl-argo-rollouts (spec.restartAt,
+            // which replaces the pods without a new ReplicaSet) restart them.
+            let patch = match target.kind {
+                TargetKind::Rollout => json!({"spec": {"restartAt": now}}),
+                _ => json!({"spec": {"template": {"metadata": {"annotations": {
+                    "kubectl.kubernetes.io/restartedAt": now}}}}}),
+            };
+            patch_target(client, namespace, target, "restart", &patch).await?;
             Ok(Done {
                 what: format!(
-                    "restarted {}/{} (kubectl.kubernetes.io/restartedAt {now})",
+                    "restarted {}/{} ({} {now})",
+                    target.kind.noun(),
+                    target.name,
+                    match target.kind {
+                        TargetKind::Rollout => "spec.restartAt",
+                        _ => "kubectl.kubernetes.io/restartedAt",
+                    }
+                ),
+                leaving: Leaving::All,
+            })
+        }
+        Event::ScaleDown => {
+            let replicas = i64::from(target.replicas);
+            if replicas < 2 {
+                return Err(format!(
+                    "{}/{} has {replicas} replica: a scale-down would leave nothing to call",
                     target.kind.noun(),
                     target.name
+                ));
+            }
+            scale(client, namespace, target, replicas - 1).await?;
+            Ok(Done {
+                what: format!(
+                    "scaled {}/{} from {replicas} to {} replicas (set back to {replicas} after the drill)",
+                    target.kind.noun(),
+                    target.name,
+                    replicas - 1
                 ),
-                victim: None,
+                leaving: Leaving::AnyOne,
             })
         }
         Event::DeletePod | Event::Evict => {
@@ -610,7 +738,7 @@ pub async fn act(
                 .await?;
                 return Ok(Done {
                     what: format!("deleted pod/{victim} with its own grace period"),
-                    victim: Some(victim),
+                    leaving: Leaving::Pod(victim),
                 });
             }
             let what = format!("evict pod/{victim}");
@@ -619,7 +747,7 @@ pub async fn act(
             {
                 Ok(Ok(_)) => Ok(Done {
                     what: format!("evicted pod/{victim}"),
-                    victim: Some(victim),
+                    leaving: Leaving::Pod(victim),
                 }),
                 Ok(Err(kube::Error::Api(status))) if status.code == 429 => Err(format!(
                     "{what}: a PodDisruptionBudget refuses it now ({}); the drill does not force it",
@@ -661,10 +789,15 @@ pub async fn settled(
         return Ok(false);
     }
     let object = get_object(client, namespace, target.kind, &target.name).await?;
+    // Argo Rollouts writes status.observedGeneration as a string.
     let number = |pointer: &str, absent: i64| {
         object
             .pointer(pointer)
-            .and_then(Value::as_i64)
+            .and_then(|value| {
+                value
+                    .as_i64()
+                    .or_else(|| value.as_str().and_then(|text| text.parse().ok()))
+            })
             .unwrap_or(absent)
     };
     let generation = number("/metadata/generation", 0);
@@ -674,4 +807,34 @@ pub async fn settled(
     let available = number("/status/availableReplicas", 0);
     let total = number("/status/replicas", 0);
     Ok(observed >= generation && updated >= replicas && available >= replicas && total == replicas)
+}
+
+#[cfg(test)]
+mod leaving_tests {
+    use super::*;
+
+    fn pod(name: &str, old: bool, gone: bool) -> PodLife {
+        PodLife {
+            name: name.into(),
+            old,
+            gone_ms: gone.then_some(1),
+            ..PodLife::default()
+        }
+    }
+
+    #[test]
+    fn the_event_is_over_when_the_pods_it_removes_are_gone() {
+        let pods = [
+            pod("a", true, false),
+            pod("b", true, true),
+            pod("c", false, false),
+        ];
+        let pods: Vec<&PodLife> = pods.iter().collect();
+        assert_eq!(Leaving::All.left(&pods), 1);
+        assert_eq!(Leaving::Pod("b".into()).left(&pods), 0);
+        assert_eq!(Leaving::Pod("a".into()).left(&pods), 1);
+        // A scale-down is over once any old pod is gone, whichever the controller chose.
+        assert_eq!(Leaving::AnyOne.left(&pods), 0);
+        assert_eq!(Leaving::AnyOne.left(&pods[..1]), 1);
+    }
 }

@@ -10,6 +10,7 @@ pub mod admissions;
 pub mod calls;
 pub mod client;
 pub mod cluster;
+pub mod draw;
 pub mod grpc;
 pub mod observe;
 pub mod report;
@@ -34,7 +35,7 @@ use self::cluster::{CLIENT_CONTAINER, Endpoint, Event, TargetKind, TargetObject,
 use self::observe::Observations;
 use self::report::{Moments, Report};
 use crate::cluster::reader;
-use crate::commands::explain::Predictor;
+use crate::commands::explain::{Explained, Predictor};
 use crate::inputs::manifests::{ManifestObject, ObjectBody, ObjectIdentity};
 use crate::terminal::{EXIT_ERROR, EXIT_FAILED, EXIT_OK, error_chain, print_error};
 
@@ -150,6 +151,10 @@ pub struct DrillArgs {
 pub enum DrillFormat {
     Text,
     Json,
+    /// The timeline as one picture: calls and errors per second, each pod's life, the cuts.
+    Svg,
+    /// One page: the phases, the picture, and explain's prediction for the target beside it.
+    Html,
 }
 
 /// How long the load pod may take to start (its image pulled, its proxy ready).
@@ -165,6 +170,8 @@ pub fn run(args: &DrillArgs) -> u8 {
                 DrillFormat::Json => {
                     serde_json::to_string_pretty(&report).unwrap_or_default() + "\n"
                 }
+                DrillFormat::Svg => draw::svg(&report),
+                DrillFormat::Html => draw::html(&report),
             };
             if let Err(error) = crate::terminal::write_stdout(&text) {
                 print_error(error);
@@ -269,25 +276,56 @@ fn drill(args: &DrillArgs) -> Result<Report, String> {
     let runtime = runtime()?;
     let prepared = runtime.block_on(prepare(args, &cluster_target, kind, &name, admission_pod))?;
     let mut notes = Vec::new();
-    let predicted = predict(&prepared, &cluster_target, &mut notes);
+    let (predicted, prediction) = predict(&prepared, &cluster_target, &mut notes);
     confirm(args, &prepared)?;
     let report = runtime.block_on(async {
         let load_pod = format!("meshlife-drill-{}", unique_suffix());
         let pods: Api<Pod> = Api::namespaced(prepared.client.clone(), &prepared.namespace);
         let outcome = tokio::select! {
-            outcome = run_drill(args, &prepared, &load_pod, predicted, notes) => outcome,
+            outcome = run_drill(args, &prepared, &load_pod, predicted, notes) => outcome.map(|report| Report { prediction, ..report }),
             _ = tokio::signal::ctrl_c() => Err("interrupted (Ctrl-C); the load pod is deleted".to_string()),
         };
-        // On every way out: the load pod goes (a pod never created is a 404, ignored).
+        // On every way out: the load pod goes (a pod never created is a 404, ignored), and a
+        // scale-down is set back.
         let _ = tokio::time::timeout(
             cluster::CALL_TIMEOUT,
             pods.delete(&load_pod, &DeleteParams::default()),
         )
         .await;
+        if args.event == Event::ScaleDown {
+            return set_back(&prepared, outcome).await;
+        }
         outcome
     });
     runtime.shutdown_timeout(Duration::from_secs(1));
     report
+}
+
+/// Sets a scaled-down target's replicas back to what they were before the drill.
+async fn set_back(prepared: &Prepared, outcome: Result<Report, String>) -> Result<Report, String> {
+    let replicas = i64::from(prepared.target.replicas);
+    let restored = cluster::scale(
+        &prepared.client,
+        &prepared.namespace,
+        &prepared.target,
+        replicas,
+    )
+    .await;
+    match (outcome, restored) {
+        (Ok(mut report), Ok(())) => {
+            report
+                .notes
+                .push(format!("{} set back to {replicas} replicas", report.target));
+            Ok(report)
+        }
+        (Ok(_), Err(error)) => Err(format!(
+            "the drill ran, but setting the replicas back to {replicas} failed: {error}"
+        )),
+        (Err(error), Ok(())) => Err(error),
+        (Err(error), Err(restore)) => Err(format!(
+            "{error}; setting the replicas back to {replicas} failed too: {restore}"
+        )),
+    }
 }
 
 async fn prepare(
@@ -311,7 +349,7 @@ async fn prepare(
     let endpoint = cluster::find_service(&client, &namespace, &target, args)
         .await
         .map_err(with_cluster)?;
-    cluster::check_permissions(&client, &namespace)
+    cluster::check_permissions(&client, &namespace, kind)
         .await
         .map_err(with_cluster)?;
     let pods: Api<Pod> = Api::namespaced(client.clone(), &namespace);
@@ -358,7 +396,11 @@ async fn prepare(
 /// running pods (the proxy its injector added in it, so the mesh is what runs, not a guess),
 /// under the cluster's facts where they can be read, else today's releases' defaults. These are the rules its
 /// errors can be put down to.
-fn predict(prepared: &Prepared, cluster: &reader::Target, notes: &mut Vec<String>) -> Vec<String> {
+fn predict(
+    prepared: &Prepared,
+    cluster: &reader::Target,
+    notes: &mut Vec<String>,
+) -> (Vec<String>, Option<Explained>) {
     let from_cluster = crate::cluster::ClusterSourceArgs {
         from_cluster: true,
         kubeconfig: cluster.kubeconfig.clone(),
@@ -383,7 +425,7 @@ fn predict(prepared: &Prepared, cluster: &reader::Target, notes: &mut Vec<String
                 Ok(predictor) => predictor,
                 Err(error) => {
                     notes.push(format!("no prediction: {error}"));
-                    return Vec::new();
+                    return (Vec::new(), None);
                 }
             }
         }
@@ -403,10 +445,7 @@ fn predict(prepared: &Prepared, cluster: &reader::Target, notes: &mut Vec<String
             template["metadata"]["annotations"] = annotations.clone();
         }
     }
-    let kind = match target.kind {
-        TargetKind::Deployment => "Deployment",
-        TargetKind::StatefulSet => "StatefulSet",
-    };
+    let kind = target.kind.kind();
     let object = ManifestObject {
         identity: ObjectIdentity {
             file: format!("{}/{}", target.kind.noun(), target.name),
@@ -414,7 +453,11 @@ fn predict(prepared: &Prepared, cluster: &reader::Target, notes: &mut Vec<String
             item: None,
             inner_items: Vec::new(),
             line: 1,
-            api_version: "apps/v1".into(),
+            api_version: value
+                .get("apiVersion")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("apps/v1")
+                .into(),
             kind: kind.into(),
             namespace: prepared.namespace.clone(),
             name: target.name.clone(),
@@ -430,11 +473,12 @@ fn predict(prepared: &Prepared, cluster: &reader::Target, notes: &mut Vec<String
         &mut errors,
     );
     notes.extend(errors.iter().map(|error| format!("no prediction: {error}")));
-    explained
+    let findings = explained
         .iter()
         .flat_map(|one| one.findings.iter())
         .map(|finding| format!("{} ({})", finding.rule, finding.severity.as_str()))
-        .collect()
+        .collect();
+    (findings, explained.into_iter().next())
 }
 
 /// Where the target's pod template leaves room for the causes the report looks for.
@@ -585,23 +629,11 @@ async fn run_drill(
     let done = cluster::act(client, namespace, target, args.event, &current).await?;
     notes.push(done.what);
 
-    // Until settled: the old pods gone (all of them, or the one deleted) and the target's
-    // status complete.
+    // Until settled: the old pods the event removes gone and the target's status complete.
     let deadline = tokio::time::Instant::now() + args.settle_timeout;
     let settled_ms = loop {
-        // The old pods still there: all of them for a restart, else the one deleted.
         let old_left = observations.lock().map_or(0, |seen| {
-            seen.pods
-                .values()
-                .filter(|life| {
-                    life.old
-                        && life.gone_ms.is_none()
-                        && done
-                            .victim
-                            .as_ref()
-                            .is_none_or(|victim| *victim == life.name)
-                })
-                .count()
+            done.leaving.left(&seen.pods.values().collect::<Vec<_>>())
         });
         if cluster::settled(client, namespace, target, old_left).await? {
             break now_ms();
@@ -691,6 +723,7 @@ async fn run_drill(
         .map(|seen| seen.pods.values().cloned().collect())
         .unwrap_or_default();
     let phases = report::phases(&calls, &moments);
+    let seconds = report::seconds(&calls, &moments);
     let stream_lines = stream_lines
         .lock()
         .map(|all| all.clone())
@@ -719,6 +752,8 @@ async fn run_drill(
         client: client_summary,
         streams,
         max_errors: args.max_errors,
+        seconds,
+        prediction: None,
         notes,
     })
 }

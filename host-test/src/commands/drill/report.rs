@@ -35,7 +35,7 @@ pub enum Phase {
 }
 
 impl Phase {
-    fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             Phase::WarmUp => "warm-up",
             Phase::Before => "before",
@@ -97,7 +97,7 @@ pub struct Attribution {
     pub until_ms: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
     pub target: String,
@@ -121,7 +121,45 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub streams: Option<StreamStats>,
     pub max_errors: usize,
+    /// Calls and errors second by second, from the load being ready to its end.
+    pub seconds: Vec<Second>,
     pub notes: Vec<String>,
+    /// `explain`'s timeline of the target's pod spec, for the HTML page.
+    #[serde(skip)]
+    pub prediction: Option<crate::commands::explain::Explained>,
+}
+
+/// One second of the load.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Second {
+    /// Its start, in ms since the epoch.
+    pub at_ms: u64,
+    pub calls: usize,
+    pub errors: usize,
+}
+
+/// The calls sent in each second from the load being ready to its end (cool-down aside).
+pub fn seconds(calls: &[Call], moments: &Moments) -> Vec<Second> {
+    let start = moments.load_ready_ms;
+    let count = moments.end_ms.saturating_sub(start).div_ceil(1000) as usize;
+    let mut seconds: Vec<Second> = (0..count)
+        .map(|index| Second {
+            at_ms: start + index as u64 * 1000,
+            calls: 0,
+            errors: 0,
+        })
+        .collect();
+    for call in calls {
+        if call.at_ms < start || call.at_ms >= moments.end_ms {
+            continue;
+        }
+        if let Some(second) = seconds.get_mut(((call.at_ms - start) / 1000) as usize) {
+            second.calls += 1;
+            second.errors += usize::from(call.failed());
+        }
+    }
+    seconds
 }
 
 /// What became of the long-lived streams, once the load was warm.
@@ -525,6 +563,9 @@ pub fn text(report: &Report) -> String {
             phase.errors
         );
     }
+    if !report.seconds.is_empty() {
+        out.push_str(&super::draw::text(report));
+    }
     for pod in &report.pods {
         let mut parts = Vec::new();
         if let Some(at) = pod.ready_ms.filter(|_| !pod.old) {
@@ -802,7 +843,9 @@ mod tests {
             client: None,
             streams: None,
             max_errors: 0,
+            seconds: Vec::new(),
             notes: Vec::new(),
+            prediction: None,
         };
         assert_eq!(
             summary_line(&report),
