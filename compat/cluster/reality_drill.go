@@ -325,7 +325,7 @@ func (r *reality) drill(ctx context.Context, namespace string, target drillTarge
 	}
 	if target.clean {
 		r.h.check(errors == 0 && run.code == 0,
-			"drill %s: a well-configured Deployment's %s loses nothing (errors %d, exit %d; check predicted %s)", name, report.Event, errors, run.code, predictedText)
+			"drill %s: a well-configured Deployment loses nothing to %s (errors %d, exit %d; check predicted %s)", name, report.Event, errors, run.code, predictedText)
 		return
 	}
 	predicted := target.rule == "" || containsPrefix(report.Predicted, target.rule)

@@ -26,7 +26,8 @@ const (
 )
 
 // serveAdmissionPod is what each admission creates (dry run): a meshed pod whose preStop
-// outlasts its grace period, which meshlife's webhook denies (ML405).
+// outlasts its grace period, which meshlife's webhook denies (ML405). An exec hook: the API
+// server itself refuses a sleep action longer than the grace period.
 const serveAdmissionPod = `apiVersion: v1
 kind: Pod
 metadata: {name: admission-probe}
@@ -35,7 +36,7 @@ spec:
   containers:
   - name: app
     image: ` + workloadImage + `
-    lifecycle: {preStop: {sleep: {seconds: 60}}}
+    lifecycle: {preStop: {exec: {command: [sleep, "60"]}}}
 `
 
 func (r *reality) drillServe(ctx context.Context) error {

@@ -362,20 +362,7 @@ fn findings_lines(report: &Report) -> Vec<String> {
     let mut lines: Vec<String> = report
         .attributions
         .iter()
-        .map(|group| {
-            format!(
-                "{} errors {:+.1}s to {:+.1}s: {}{}",
-                group.errors,
-                seconds_from_event(group.from_ms, report),
-                seconds_from_event(group.until_ms, report),
-                group.cause,
-                group
-                    .rule
-                    .as_ref()
-                    .map(|rule| format!(" [{rule}]"))
-                    .unwrap_or_default()
-            )
-        })
+        .map(|group| group.line(report.moments.event_ms))
         .collect();
     if report.unattributed > 0 {
         lines.push(format!(
@@ -554,8 +541,7 @@ mod tests {
         let picture = svg(&report);
         let page = html(&report);
         {
-            let document = &picture;
-            let mut reader = quick_xml::Reader::from_str(&document);
+            let mut reader = quick_xml::Reader::from_str(&picture);
             let mut depth = 0i32;
             loop {
                 match reader.read_event() {
@@ -563,16 +549,15 @@ mod tests {
                     Ok(quick_xml::events::Event::End(_)) => depth -= 1,
                     Ok(quick_xml::events::Event::Eof) => break,
                     Ok(_) => {}
-                    Err(error) => panic!("{error}: {document}"),
+                    Err(error) => panic!("{error}: {picture}"),
                 }
             }
             assert_eq!(depth, 0);
         }
         for document in [&picture, &page] {
             assert!(
-                document.contains(
-                    "15 errors +5.0s to +6.9s: web-old killed at its grace period [ML401]"
-                ),
+                document
+                    .contains("15 errors 5.0s-6.9s: web-old killed at its grace period [ML401]"),
                 "{document}"
             );
             assert!(document.contains("check predicted ML401 (error)"));

@@ -97,6 +97,23 @@ pub struct Attribution {
     pub until_ms: u64,
 }
 
+impl Attribution {
+    /// `54 errors 0.6s-5.2s: web-1 killed at its grace period [ML401]`, times from `zero_ms`.
+    pub fn line(&self, zero_ms: u64) -> String {
+        format!(
+            "{} errors {}-{}: {}{}",
+            self.errors,
+            seconds_after(self.from_ms, zero_ms),
+            seconds_after(self.until_ms, zero_ms),
+            self.cause,
+            self.rule
+                .as_ref()
+                .map(|rule| format!(" [{rule}]"))
+                .unwrap_or_default()
+        )
+    }
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Report {
@@ -642,19 +659,7 @@ pub fn text(report: &Report) -> String {
         let _ = writeln!(out, "  predicted by check: {}", report.predicted.join(", "));
     }
     for group in &report.attributions {
-        let _ = writeln!(
-            out,
-            "  {} errors {}-{}: {}{}",
-            group.errors,
-            seconds_after(group.from_ms, zero),
-            seconds_after(group.until_ms, zero),
-            group.cause,
-            group
-                .rule
-                .as_ref()
-                .map(|rule| format!(" [{rule}]"))
-                .unwrap_or_default()
-        );
+        let _ = writeln!(out, "  {}", group.line(zero));
     }
     if report.unattributed > 0 {
         let _ = writeln!(
