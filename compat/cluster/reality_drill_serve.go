@@ -88,8 +88,16 @@ func (r *reality) drillServe(ctx context.Context) error {
 			return false, err
 		}
 		status := deployment.Status
-		return status.ObservedGeneration >= deployment.Generation && status.AvailableReplicas == 2 &&
-			status.UpdatedReplicas == 2 && status.Replicas == 2, nil
+		if status.ObservedGeneration < deployment.Generation || status.AvailableReplicas != 2 ||
+			status.UpdatedReplicas != 2 || status.Replicas != 2 {
+			return false, nil
+		}
+		// The pods of the unpatched template gone too: the drill starts from two.
+		pods, err := r.h.k.core.CoreV1().Pods(serveDrillNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=meshlife"})
+		if err != nil {
+			return false, err
+		}
+		return len(pods.Items) == 2, nil
 	}); err != nil {
 		r.h.fail("drill of meshlife serve: %v", err)
 		return nil

@@ -93,11 +93,10 @@ pub fn text(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "  timeline: a column is {:.1}s, from {:+.1}s to {:+.1}s (the event at {:+.1}s)",
+        "  timeline: a column is {:.1}s, from {:+.1}s to {:+.1}s",
         slice as f64 / 1000.0,
         seconds_from_event(start, report),
-        seconds_from_event(end, report),
-        0.0
+        seconds_from_event(end, report)
     );
     let mut marks = vec![' '; columns];
     for (at, glyph) in [
