@@ -1,9 +1,12 @@
 //! Command-line parsing and dispatch: each subcommand is a variant of [`Command`] whose arguments
 //! and `run` live in `commands/` under the command's name.
 
-use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::commands;
+use crate::terminal::{EXIT_ERROR, print_error, print_note};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -21,6 +24,10 @@ pub struct Cli {
 pub enum Command {
     /// Check manifests (files, folders, `-` for stdin) against the mesh lifecycle rules.
     Check(Box<commands::check::CheckArgs>),
+    /// Write a repository config (`.meshlife.yaml`) with the cluster's facts, read from the
+    /// cluster (--from-cluster) or given as flags; `check` and `explain` find it from their
+    /// inputs upward.
+    Init(Box<commands::init::InitArgs>),
     /// Build the wasm module and the release artefacts (run inside the meshlife workspace).
     Build(commands::build::BuildArgs),
     /// Run gator `verify` suites (test.gatekeeper.sh Suite files, or folders of them) against the
@@ -56,10 +63,36 @@ pub enum Command {
     DrillClient(commands::drill::client::DrillClientArgs),
 }
 
+/// Parses `args` (the program's name first), applies the repository config of the commands
+/// that read one (`crate::config`), runs the command and returns the process exit code.
+/// `--help`, `--version` and a command line clap refuses end the process here, as clap does.
+pub fn main(args: Vec<OsString>) -> u8 {
+    let command = Cli::command();
+    let matches = command.clone().get_matches_from(&args);
+    let applied = match crate::config::apply(args, &command, &matches) {
+        Ok(applied) => applied,
+        Err(error) => {
+            print_error(error);
+            return EXIT_ERROR;
+        }
+    };
+    for note in &applied.notes {
+        print_note(note);
+    }
+    let mut cli = Cli::try_parse_from(&applied.args).unwrap_or_else(|error| error.exit());
+    match &mut cli.command {
+        Command::Check(args) => args.config.used = applied.used,
+        Command::Explain(args) => args.config.used = applied.used,
+        _ => {}
+    }
+    run(cli)
+}
+
 /// Runs the parsed command line and returns the process exit code.
 pub fn run(cli: Cli) -> u8 {
     match cli.command {
         Command::Check(args) => commands::check::run(&args),
+        Command::Init(args) => commands::init::run(&args),
         Command::Build(args) => commands::build::run(&args),
         Command::Verify(args) => commands::verify::run_verify(&args),
         Command::Constraint(args) => commands::constraint::run(&args),

@@ -16,6 +16,8 @@ pub mod cluster;
 #[cfg(feature = "commands")]
 pub mod commands;
 #[cfg(feature = "commands")]
+pub mod config;
+#[cfg(feature = "commands")]
 pub mod constraints;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;

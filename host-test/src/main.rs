@@ -1,8 +1,5 @@
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let cli = meshlife::cli::Cli::parse();
-    ExitCode::from(meshlife::cli::run(cli))
+    ExitCode::from(meshlife::cli::main(std::env::args_os().collect()))
 }

@@ -247,7 +247,7 @@ pub fn nearest_rules(wanted: &str) -> Option<String> {
 }
 
 /// Edit distance counting a swap of two neighbours as one edit (`ML310` is one from `ML301`).
-fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     let mut table = vec![vec![0usize; b.len() + 1]; a.len() + 1];

@@ -101,6 +101,10 @@ pub struct CheckArgs {
     /// The cluster to read the facts and the Namespaces from.
     #[command(flatten)]
     pub cluster: ClusterSourceArgs,
+
+    /// The repository config (`.meshlife.yaml`) to use or not.
+    #[command(flatten)]
+    pub config: crate::config::ConfigArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -216,6 +220,7 @@ pub fn run(args: &CheckArgs) -> u8 {
         &coverage,
         options.fail_on,
     );
+    report.config = args.config.used.clone();
     report.facts_read = cluster.as_ref().map(|cluster| FactsRead {
         cluster: cluster.cluster().to_string(),
         facts: cluster.summary(),

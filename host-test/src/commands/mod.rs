@@ -8,6 +8,7 @@ pub mod constraint;
 pub mod diagnose;
 pub mod drill;
 pub mod explain;
+pub mod init;
 pub mod install;
 pub mod rules;
 pub mod serve;

@@ -473,7 +473,7 @@ impl Facts {
 /// version (the native-sidecar default, the hold and drain settings it reads), so they need
 /// `--istio` or `--linkerd`. clap's `requires` says only "required argument not provided"; this
 /// says why and shows the line to type.
-pub(super) fn mesh_flags_need_their_version(facts: &ClusterFactArgs) -> Result<(), String> {
+pub(crate) fn mesh_flags_need_their_version(facts: &ClusterFactArgs) -> Result<(), String> {
     let istio_flags = [
         (
             "--istio-native-sidecars",

@@ -178,7 +178,6 @@ impl<'a> DocumentLines<'a> {
 }
 
 /// [`DocumentLines::locate`] for one path, reading the document's lines for it alone.
-#[cfg(test)]
 pub fn locate(text: &str, first_line: usize, path: &str) -> Option<(usize, usize)> {
     DocumentLines::new(text, &line_starts(text), first_line).locate(path)
 }

@@ -128,6 +128,9 @@ pub(super) fn render_json_envelope(report: &Report) -> String {
             "text": report.summary_line(),
         },
     });
+    if let (Some(config), Some(fields)) = (&report.config, envelope.as_object_mut()) {
+        fields.insert("config".into(), json!(config));
+    }
     if let (Some(facts_read), Some(fields)) = (&report.facts_read, envelope.as_object_mut()) {
         fields.insert("clusterFacts".into(), json!(facts_read));
     }

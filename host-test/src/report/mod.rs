@@ -212,6 +212,8 @@ pub struct Report {
     pub not_judged_groups: Vec<crate::report::coverage::NotJudgedGroup>,
     /// The facts read from a cluster (`check --kubeconfig`), said first.
     pub facts_read: Option<FactsRead>,
+    /// The repository config the run used (`.meshlife.yaml`), as found or named.
+    pub config: Option<String>,
 }
 
 /// Which cluster the facts were read from, and each fact with its source.
@@ -254,6 +256,7 @@ impl Report {
             skipped: coverage.skipped.clone(),
             not_judged_groups: coverage.groups(),
             facts_read: None,
+            config: None,
         }
     }
 

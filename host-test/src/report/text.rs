@@ -35,6 +35,9 @@ impl Palette {
 pub(super) fn render_text(report: &Report, colour: bool) -> String {
     let palette = Palette { colour };
     let mut out = String::new();
+    if let Some(config) = &report.config {
+        let _ = writeln!(out, "Config: {}\n", printable(config));
+    }
     if let Some(facts_read) = &report.facts_read {
         let _ = writeln!(out, "Facts read from {}:", printable(&facts_read.cluster));
         for fact in &facts_read.facts {

@@ -74,6 +74,10 @@ pub struct ExplainArgs {
     /// The cluster to read the facts and the Namespaces from.
     #[command(flatten)]
     pub cluster: crate::cluster::ClusterSourceArgs,
+
+    /// The repository config (`.meshlife.yaml`) to use or not.
+    #[command(flatten)]
+    pub config: crate::config::ConfigArgs,
 }
 
 /// The figures no manifest holds; each is drawn with its source, so a reader sees what was
@@ -218,6 +222,9 @@ pub(crate) fn explain_object(
 }
 
 pub fn run_explain(args: &ExplainArgs) -> u8 {
+    if let Some(config) = &args.config.used {
+        print_note(format_args!("config: {config}"));
+    }
     match explain_inputs(args) {
         Err(error) => {
             print_error(error);
