@@ -57,6 +57,10 @@ pub enum Command {
     /// load pod calls its Service, and report every error with its cause and the rule that
     /// predicted it. Changes the cluster: asks first (or --yes).
     Drill(Box<commands::drill::DrillArgs>),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions(commands::completions::CompletionsArgs),
+    /// Print the man page (meshlife.1), or write one per command into --dir.
+    Man(commands::completions::ManArgs),
     /// The load pod of `meshlife drill`: calls one HTTP target at a fixed rate, with no
     /// retries, and writes each call's outcome as a JSON line.
     #[command(hide = true)]
@@ -103,6 +107,8 @@ pub fn run(cli: Cli) -> u8 {
         Command::Explain(args) => commands::explain::run_explain(&args),
         Command::Diagnose(args) => commands::diagnose::run(&args),
         Command::Drill(args) => commands::drill::run(&args),
+        Command::Completions(args) => commands::completions::run_completions(&args),
+        Command::Man(args) => commands::completions::run_man(&args),
         Command::DrillClient(args) => commands::drill::client::run(&args),
     }
 }

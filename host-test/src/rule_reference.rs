@@ -272,6 +272,36 @@ pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     table[a.len()][b.len()]
 }
 
+/// The value parser of every flag that names rules (`--rules`, `--exclude-rules`, `meshlife
+/// rules RULE`): it takes any text, as the command says "did you mean" itself, and offers the
+/// rule ids and names to shell completions (`meshlife completions`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RuleNames;
+
+impl clap::builder::TypedValueParser for RuleNames {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        command: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(command, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(RULES.iter().flat_map(|rule| {
+            [
+                clap::builder::PossibleValue::new(rule.id).help(rule.summary),
+                clap::builder::PossibleValue::new(rule.name).help(rule.summary),
+            ]
+        })))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

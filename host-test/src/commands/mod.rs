@@ -4,6 +4,7 @@
 pub mod bench;
 pub mod build;
 pub mod check;
+pub mod completions;
 pub mod constraint;
 pub mod diagnose;
 pub mod drill;

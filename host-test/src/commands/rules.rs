@@ -12,7 +12,11 @@ use crate::terminal::{EXIT_ERROR, EXIT_OK, print_error};
 #[derive(Args, Debug)]
 pub struct RulesArgs {
     /// A rule id (`ML301`, any case) or name (`job-sidecar-never-exits`): print its full entry.
-    #[arg(value_name = "RULE")]
+    #[arg(
+        value_name = "RULE",
+        value_parser = crate::rule_reference::RuleNames,
+        hide_possible_values = true
+    )]
     pub rule: Option<String>,
 }
 

@@ -165,12 +165,16 @@ impl Key {
             paths: value_name == "FILE",
             version: value_name == "VERSION",
             help: arg.get_help().map(ToString::to_string).unwrap_or_default(),
-            possible: arg
-                .get_possible_values()
-                .iter()
-                .filter(|value| !value.is_hide_set())
-                .map(|value| value.get_name().to_string())
-                .collect(),
+            // Rule names are offered to completions but any case is taken: no enum for them.
+            possible: if arg.is_hide_possible_values_set() {
+                Vec::new()
+            } else {
+                arg.get_possible_values()
+            }
+            .iter()
+            .filter(|value| !value.is_hide_set())
+            .map(|value| value.get_name().to_string())
+            .collect(),
             number: value_name == "N" || value_name == "UID",
             boolean: value_name == "true|false",
         }

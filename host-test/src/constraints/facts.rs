@@ -139,6 +139,8 @@ pub struct ClusterFactArgs {
         long,
         value_name = "RULE,...",
         value_delimiter = ',',
+        value_parser = crate::rule_reference::RuleNames,
+        hide_possible_values = true,
         help_heading = "Rules"
     )]
     pub rules: Vec<String>,
@@ -148,6 +150,8 @@ pub struct ClusterFactArgs {
         long,
         value_name = "RULE,...",
         value_delimiter = ',',
+        value_parser = crate::rule_reference::RuleNames,
+        hide_possible_values = true,
         help_heading = "Rules"
     )]
     pub exclude_rules: Vec<String>,

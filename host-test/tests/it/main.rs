@@ -11,6 +11,7 @@ mod abi_artefact;
 mod abi_paths;
 mod cli_bench;
 mod cli_cluster_facts;
+mod cli_completions;
 mod cli_config;
 mod cli_constraint_gen;
 mod cli_constraints;
