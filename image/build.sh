@@ -10,6 +10,8 @@
 # cargo-cyclonedx, plus the Debian package, with its version, of every library the image holds).
 #
 #   MESHLIFE_IMAGE   the reference to tag (default ghcr.io/meshlife/meshlife:<crate version>)
+#   MESHLIFE_ACTION_IMAGE  the GitHub Action's image (default
+#                    ghcr.io/meshlife/meshlife-action:<crate version>)
 #   MESHLIFE_TOOLS   cache of installed tools (default ~/.cache/meshlife-tools)
 # Prints the reference, the image's size and the SBOM's component count.
 set -euo pipefail
@@ -104,6 +106,17 @@ docker build --quiet -t "$reference" \
     --build-arg SOURCE="https://github.com/meshlife/meshlife" \
     --build-arg LICENSES="Apache-2.0" \
     "$out/context" > /dev/null
+# The GitHub Action's image (the Dockerfile's stage `action`): the same layers, root, and
+# `meshlife action` as its entrypoint; action.yml names it.
+action_reference=${MESHLIFE_ACTION_IMAGE:-ghcr.io/meshlife/meshlife-action:$version}
+echo "== docker build --target action -t $action_reference"
+docker build --quiet --target action -t "$action_reference" \
+    --build-arg VERSION="$version" \
+    --build-arg REVISION="$(git rev-parse HEAD 2>/dev/null || echo unknown)" \
+    --build-arg SOURCE="https://github.com/meshlife/meshlife" \
+    --build-arg LICENSES="Apache-2.0" \
+    "$out/context" > /dev/null
+echo "$action_reference" > "$out/action-reference"
 # The binary runs in the image with only what was copied (no ld.so.cache, no /usr/lib).
 expected=$("$binary" --version)
 if ! said=$(docker run --rm "$reference" --version 2>&1) || [ "$said" != "$expected" ]; then

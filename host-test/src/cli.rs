@@ -61,6 +61,10 @@ pub enum Command {
     Completions(commands::completions::CompletionsArgs),
     /// Print the man page (meshlife.1), or write one per command into --dir.
     Man(commands::completions::ManArgs),
+    /// The GitHub Action's entrypoint (action.yml): a `check` of the INPUT_* variables the
+    /// runner sets, with SARIF written and the outcome in GITHUB_OUTPUT and the job summary.
+    #[command(hide = true)]
+    Action(commands::action::ActionArgs),
     /// The load pod of `meshlife drill`: calls one HTTP target at a fixed rate, with no
     /// retries, and writes each call's outcome as a JSON line.
     #[command(hide = true)]
@@ -109,6 +113,7 @@ pub fn run(cli: Cli) -> u8 {
         Command::Drill(args) => commands::drill::run(&args),
         Command::Completions(args) => commands::completions::run_completions(&args),
         Command::Man(args) => commands::completions::run_man(&args),
+        Command::Action(args) => commands::action::run(&args),
         Command::DrillClient(args) => commands::drill::client::run(&args),
     }
 }

@@ -1,6 +1,6 @@
 """The meshlife image run as `meshlife install gatekeeper`'s Deployment runs it (tests/image/run.sh).
 
-Usage: image_test.py IMAGE
+Usage: image_test.py IMAGE ACTION_IMAGE
 
 Every fact of the run comes from the install the image itself prints: the container's arguments,
 environment, user, mounts and the Secret's files. Docker then runs the image the way the kubelet
@@ -13,6 +13,10 @@ this script talks to it from the host, as Gatekeeper and the kubelet do:
     is refused;
   - `docker stop` (SIGTERM) while requests run: every request the server accepted is answered,
     and the container exits 0 before the grace period ends.
+Then the GitHub Action's image (ACTION_IMAGE, the one action.yml names) is started as a runner
+starts a container action: in a workspace mounted at /github/workspace, every input of
+action.yml an INPUT_* variable (its default when the workflow gives none), GITHUB_OUTPUT and
+GITHUB_STEP_SUMMARY files under /github/file_commands.
 Prints a line per check; exits 1 when one fails.
 """
 
@@ -199,6 +203,7 @@ def main():
         path = urllib.parse.urlsplit(provider["spec"]["url"]).path
         run_checks(name, ports, server_name, path, meshlife_ca, gatekeeper, work, image, user, group,
                    pod["terminationGracePeriodSeconds"])
+        action_checks(sys.argv[2], work)
     finally:
         docker("rm", "-f", name, check_rc=False)
         shutil.rmtree(work, ignore_errors=True)
@@ -206,6 +211,60 @@ def main():
         print(f"FAIL: {len(failures)} checks failed: {', '.join(failures)}")
         sys.exit(1)
     print("PASS: the image runs as the install's Deployment runs it")
+
+
+def run_action(action_image, workspace, commands, given):
+    """The action image run as the runner runs it; returns (exit code, stdout, outputs, summary)."""
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    environment = []
+    for name, spec in action["inputs"].items():
+        value = given.get(name, spec.get("default", ""))
+        environment += ["-e", f"INPUT_{name.upper()}={value}"]
+    for file in ("set_output", "step_summary"):
+        (commands / file).write_text("")
+        (commands / file).chmod(0o666)
+    result = docker("run", "--rm", "--workdir", "/github/workspace",
+                    "-v", f"{workspace}:/github/workspace", "-v", f"{commands}:/github/file_commands",
+                    "-e", "GITHUB_WORKSPACE=/github/workspace", "-e", "GITHUB_ACTIONS=true",
+                    "-e", "CI=true", "-e", "GITHUB_OUTPUT=/github/file_commands/set_output",
+                    "-e", "GITHUB_STEP_SUMMARY=/github/file_commands/step_summary",
+                    *environment, action_image, *action["runs"].get("args", []), check_rc=False)
+    outputs = dict(line.split("=", 1) for line in (commands / "set_output").read_text().splitlines())
+    return result.returncode, result.stdout, outputs, (commands / "step_summary").read_text()
+
+
+def action_checks(action_image, work):
+    """action.yml's image, run as a GitHub runner runs a container action."""
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    check("action.yml names the action image built here",
+          action["runs"]["image"] == f"docker://{action_image}", action["runs"]["image"])
+    workspace = work / "workspace"
+    (workspace / "deploy").mkdir(parents=True)
+    for example in ("job-classic-no-exit.yaml", "deployment-no-hold.yaml"):
+        shutil.copy(REPO / "examples" / "istio" / example, workspace / "deploy" / example)
+    (workspace / ".meshlife.yaml").write_text("failOn: error\n")
+    commands = work / "file_commands"
+    commands.mkdir()
+    code, stdout, outputs, summary = run_action(action_image, workspace, commands, {"paths": "deploy"})
+    sarif_path = workspace / "meshlife.sarif"
+    sarif = json.loads(sarif_path.read_text()) if sarif_path.exists() else {"runs": [{"results": []}]}
+    results = sarif["runs"][0]["results"]
+    uris = {result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for result in results}
+    check("the action fails the step on an error finding (exit 1), under the repository's config",
+          code == 1, f"exit {code}: {stdout[-300:]}")
+    check("the action annotates the pull request (workflow commands naming the file)",
+          "::error file=deploy/job-classic-no-exit.yaml" in stdout, stdout[:300])
+    check("the action writes SARIF into the workspace, files relative to it",
+          bool(results) and uris <= {"deploy/job-classic-no-exit.yaml", "deploy/deployment-no-hold.yaml"},
+          str(uris))
+    check("the action's outputs and job summary say the outcome",
+          outputs.get("exit-code") == "1" and outputs.get("findings") == str(len(results))
+          and outputs.get("sarif-file") == "meshlife.sarif" and "### meshlife" in summary,
+          f"{outputs} {summary!r}")
+    code, stdout, outputs, summary = run_action(
+        action_image, workspace, commands, {"paths": "deploy missing/", "fail-on": "none"})
+    check("an input error is exit 2 in the step and its outputs", code == 2
+          and outputs.get("exit-code") == "2", f"exit {code}, {outputs}")
 
 
 def readme_figures(size):

@@ -8,4 +8,5 @@ source image/machine.sh
 install_debian_packages python3-yaml openssl
 bash image/build.sh
 # Debian's python3 with the python3-yaml installed above, whatever python3 comes first on PATH.
-/usr/bin/python3 tests/image/image_test.py "$(cat target/image/reference)"
+/usr/bin/python3 tests/image/image_test.py "$(cat target/image/reference)" \
+    "$(cat target/image/action-reference)"

@@ -38,6 +38,11 @@ pub struct CheckArgs {
     #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
     pub format: Format,
 
+    /// Also write the report in FORMAT to FILE (repeatable): `-o github --output-file
+    /// sarif=meshlife.sarif` annotates a pull request and feeds code scanning in one run.
+    #[arg(long, value_name = "FORMAT=FILE", value_parser = parse_output_file)]
+    pub output_file: Vec<OutputFile>,
+
     /// Lowest severity of a deny finding that makes the run fail (exit 1); `none`: report
     /// only, never exit 1 (input errors still exit 2).
     #[arg(long, value_enum, default_value = "warning")]
@@ -105,6 +110,32 @@ pub struct CheckArgs {
     /// The repository config (`.meshlife.yaml`) to use or not.
     #[command(flatten)]
     pub config: crate::config::ConfigArgs,
+}
+
+/// A report written to a file besides stdout's.
+#[derive(Clone, Debug)]
+pub struct OutputFile {
+    pub format: Format,
+    pub path: PathBuf,
+}
+
+fn parse_output_file(text: &str) -> Result<OutputFile, String> {
+    let (format, path) = text
+        .split_once('=')
+        .filter(|(_, path)| !path.is_empty())
+        .ok_or("expected FORMAT=FILE, such as sarif=meshlife.sarif")?;
+    let format = Format::from_str(format, false).map_err(|_| {
+        let names: Vec<String> = Format::value_variants()
+            .iter()
+            .filter_map(|variant| variant.to_possible_value())
+            .map(|value| value.get_name().to_string())
+            .collect();
+        format!("no format {format:?}; the formats: {}", names.join(", "))
+    })?;
+    Ok(OutputFile {
+        format,
+        path: PathBuf::from(path),
+    })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -244,6 +275,16 @@ pub fn run(args: &CheckArgs) -> u8 {
     if let Err(error) = crate::terminal::write_stdout(&rendered) {
         print_error(error);
         return EXIT_ERROR;
+    }
+    for output in &args.output_file {
+        let text = report::render(&report, output.format, false);
+        if let Err(error) = std::fs::write(&output.path, text) {
+            print_error(format_args!(
+                "--output-file {}: cannot write: {error}",
+                output.path.display()
+            ));
+            return EXIT_ERROR;
+        }
     }
     if args.stats {
         timings.print(&report, evaluations);

@@ -1,6 +1,7 @@
 //! One module per subcommand, named after it: its arguments and its `run`, which returns the
 //! process exit code (`terminal::EXIT_*`).
 
+pub mod action;
 pub mod bench;
 pub mod build;
 pub mod check;

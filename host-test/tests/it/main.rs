@@ -9,6 +9,7 @@ mod serve_support;
 
 mod abi_artefact;
 mod abi_paths;
+mod cli_action;
 mod cli_bench;
 mod cli_cluster_facts;
 mod cli_completions;
