@@ -2,7 +2,9 @@
 # The chart's checks (just chart; CI): builds the real Helm (install.sh, pinned), then
 #   helm lint --strict charts/meshlife, once per engine;
 #   chartcheck: `helm template` against `meshlife install` for every engine, every shipped
-#   cluster file and the other choices both offer, object by object (chartcheck/main.go).
+#   cluster file and the other choices both offer, object by object (chartcheck/main.go);
+#   promcheck: the monitoring's alerts through rulefmt (promtool check rules' checker) and the
+#   dashboard's queries through the PromQL parser (compat/monitoring/promcheck).
 # Usage: compat/helm/run.sh [MESHLIFE_BINARY]   (default: the release build, made when missing)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -33,3 +35,9 @@ done
 echo "== helm template against meshlife install"
 "$here/bin/chartcheck" -helm "$helm" -meshlife "$meshlife" -chart charts/meshlife \
     -clusters constraints/gatekeeper/clusters
+
+echo "== the monitoring's alerts and dashboard through Prometheus' own rule checker and PromQL parser"
+(cd "$root/compat/monitoring" && GOFLAGS="-mod=readonly -buildvcs=false" GOTOOLCHAIN=local \
+    go build -o bin/promcheck ./promcheck)
+"$root/compat/monitoring/bin/promcheck" -rules charts/meshlife/files/monitoring/rules.yaml \
+    -dashboard charts/meshlife/files/monitoring/dashboard.json

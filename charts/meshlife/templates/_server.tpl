@@ -1,7 +1,8 @@
 {{/*
 The server, as `meshlife install` prints it for every engine: ServiceAccount, the TLS material
 (or cert-manager's Issuer and Certificate), Deployment, Service, PodDisruptionBudget and the
-ResourceQuota its priority class needs. Context: {root, tls, args, mounts, callsTheApi, caller},
+ResourceQuota its priority class needs; with monitoring, its PodMonitor, PrometheusRule and
+Grafana dashboard. Context: {root, tls, args, mounts, callsTheApi, caller},
 each mount {name, path, source, comment}.
 */}}
 {{- define "meshlife.server" -}}
@@ -162,6 +163,9 @@ spec:
   scopeSelector:
     matchExpressions:
     - {operator: In, scopeName: PriorityClass, values: [system-cluster-critical]}
+{{- if $root.Values.monitoring }}
+{{ include "meshlife.monitoring" $root }}
+{{- end }}
 {{- end }}
 
 {{/* The serving certificate's Secret, or cert-manager's CA Secret, Issuer and Certificate. */}}

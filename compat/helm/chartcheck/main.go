@@ -180,6 +180,8 @@ func allChoices(clusters, own, team string) ([]choice, error) {
 			[]string{"--set", "replicas=3", "--set", "image=registry.example/meshlife:dev",
 				"--set", "certManager=true", "--set", "url=https://meshlife.example.com:9443",
 				"--set", "cluster=" + strings.TrimSuffix(filepath.Base(files[0]), ".yaml")}))
+		choices = append(choices, with("the monitoring: PodMonitor, PrometheusRule and dashboard",
+			[]string{"--monitoring"}, []string{"--set", "monitoring=true"}))
 		choices = append(choices, with("an external URL by IP address",
 			[]string{"--url", "https://10.0.0.7"}, []string{"--set", "url=https://10.0.0.7"}))
 		if engine.value == "gatekeeper" || engine.value == "webhook" {

@@ -42,4 +42,5 @@ mod serve_drain;
 mod serve_flood;
 mod serve_gatekeeper;
 mod serve_kyverno;
+mod serve_monitoring;
 mod template_rego;

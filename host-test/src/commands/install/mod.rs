@@ -80,6 +80,13 @@ pub struct ServerOptions {
     #[arg(long)]
     pub cert_manager: bool,
 
+    /// Also print the server's monitoring: a PodMonitor (the prometheus-operator scrapes
+    /// /metrics), a PrometheusRule with the alerts (runbooks in docs/serve.md) and a Grafana
+    /// dashboard in a ConfigMap labelled grafana_dashboard: "1" (for Grafana's dashboard
+    /// sidecar). Needs the prometheus-operator's CRDs.
+    #[arg(long)]
+    pub monitoring: bool,
+
     /// Container image of meshlife.
     #[arg(long, default_value = concat!("ghcr.io/meshlife/meshlife:", env!("CARGO_PKG_VERSION")))]
     pub image: String,
@@ -167,6 +174,27 @@ pub fn run_install(args: &InstallArgs) -> u8 {
             EXIT_ERROR
         }
     }
+}
+
+/// The alerts (a Prometheus rule file: the PrometheusRule's spec) and the Grafana dashboard,
+/// shared with the chart, whose files they are.
+pub const MONITORING_RULES: &str =
+    include_str!("../../../../charts/meshlife/files/monitoring/rules.yaml");
+pub const MONITORING_DASHBOARD: &str =
+    include_str!("../../../../charts/meshlife/files/monitoring/dashboard.json");
+
+/// `text` with every line indented by `spaces` (empty lines left empty), ending in a newline.
+fn indented(text: &str, spaces: usize) -> String {
+    let pad = " ".repeat(spaces);
+    text.lines()
+        .map(|line| {
+            if line.is_empty() {
+                "\n".to_string()
+            } else {
+                format!("{pad}{line}\n")
+            }
+        })
+        .collect()
 }
 
 /// The CA and serving certificate, as PEM.
@@ -398,7 +426,54 @@ spec:
     - {{operator: In, scopeName: PriorityClass, values: [system-cluster-critical]}}
 "
         );
+        if self.options.monitoring {
+            out.push_str(&self.monitoring_manifests());
+        }
         Ok(out)
+    }
+
+    /// The PodMonitor, the PrometheusRule and the dashboard's ConfigMap: the chart's
+    /// templates/_monitoring.tpl, from the same two files.
+    fn monitoring_manifests(&self) -> String {
+        let (name, namespace, labels) = (self.name, self.namespace, self.labels());
+        let dashboard_labels = format!(
+            "{}, grafana_dashboard: \"1\"}}",
+            labels.trim_end_matches('}')
+        );
+        format!(
+            "---
+apiVersion: monitoring.coreos.com/v1
+kind: PodMonitor
+metadata:
+  name: {name}
+  namespace: {namespace}
+  labels: {labels}
+spec:
+  selector:
+    matchLabels: {{app.kubernetes.io/name: {name}}}
+  podMetricsEndpoints:
+  - {{port: health, path: /metrics}}
+---
+apiVersion: monitoring.coreos.com/v1
+kind: PrometheusRule
+metadata:
+  name: {name}
+  namespace: {namespace}
+  labels: {labels}
+spec:
+{rules}---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {name}-dashboard
+  namespace: {namespace}
+  labels: {dashboard_labels}
+data:
+  meshlife-serve.json: |
+{dashboard}",
+            rules = indented(MONITORING_RULES, 2),
+            dashboard = indented(MONITORING_DASHBOARD, 4),
+        )
     }
 
     fn tls_manifests(&self, tls: &TlsMaterial) -> String {

@@ -70,6 +70,22 @@ impl Health {
                     .store(self.pool().busy_slots() as i64, Ordering::Relaxed);
                 let mut text = self.metrics.render();
                 text.push_str(&self.routes.namespaces.metrics_text());
+                // What /readyz and the certificate say, for dashboards and alerts: a scrape
+                // sees what the kubelet's probe sees.
+                let ready = u8::from(self.readiness().is_ok());
+                text.push_str(&format!(
+                    "# HELP meshlife_ready 1 while /readyz answers 200 (module loaded, \
+                     certificate valid, Namespaces listed when watched, not shutting down).\n\
+                     # TYPE meshlife_ready gauge\nmeshlife_ready {ready}\n"
+                ));
+                if let Some(not_after) = self.tls.not_after() {
+                    text.push_str(&format!(
+                        "# HELP meshlife_certificate_expiry_timestamp_seconds When the serving \
+                         certificate expires (its notAfter), in seconds since the Unix epoch.\n\
+                         # TYPE meshlife_certificate_expiry_timestamp_seconds gauge\n\
+                         meshlife_certificate_expiry_timestamp_seconds {not_after}\n"
+                    ));
+                }
                 let mut response = text_response(StatusCode::OK, text);
                 response.headers_mut().insert(
                     hyper::header::CONTENT_TYPE,

@@ -102,6 +102,12 @@ impl TlsState {
         }
     }
 
+    /// The serving certificate's notAfter, in seconds since the Unix epoch (for the
+    /// `meshlife_certificate_expiry_timestamp_seconds` gauge).
+    pub fn not_after(&self) -> Option<i64> {
+        self.current.read().ok().map(|current| current.not_after)
+    }
+
     /// `Ok` while the serving certificate is within its validity period.
     pub fn check_validity(&self) -> Result<(), String> {
         let now = SystemTime::now()
