@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::commands;
 use crate::terminal::{EXIT_ERROR, print_error, print_note};
@@ -75,7 +75,9 @@ pub enum Command {
 /// that read one (`crate::config`), runs the command and returns the process exit code.
 /// `--help`, `--version` and a command line clap refuses end the process here, as clap does.
 pub fn main(args: Vec<OsString>) -> u8 {
-    let command = Cli::command();
+    let program = crate::terminal::called_as(args.first().map(OsString::as_os_str));
+    // Run as kubectl's plugin, help and usage say what the user typed: `kubectl meshlife`.
+    let command = Cli::command().bin_name(program);
     let matches = command.clone().get_matches_from(&args);
     let applied = match crate::config::apply(args, &command, &matches) {
         Ok(applied) => applied,
@@ -87,7 +89,10 @@ pub fn main(args: Vec<OsString>) -> u8 {
     for note in &applied.notes {
         print_note(note);
     }
-    let mut cli = Cli::try_parse_from(&applied.args).unwrap_or_else(|error| error.exit());
+    let mut cli = command
+        .try_get_matches_from(&applied.args)
+        .and_then(|mut matches| Cli::from_arg_matches_mut(&mut matches))
+        .unwrap_or_else(|error| error.exit());
     match &mut cli.command {
         Command::Check(args) => args.config.used = applied.used,
         Command::Explain(args) => args.config.used = applied.used,

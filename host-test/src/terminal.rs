@@ -104,20 +104,51 @@ pub const EXIT_FAILED: u8 = 1;
 /// not be read or used, the output could not be written, the server could not start.
 pub const EXIT_ERROR: u8 = 2;
 
+/// How the user called the program, for its messages and usage: `meshlife`, or `kubectl
+/// meshlife` when kubectl runs it as its plugin (an executable named `kubectl-meshlife`).
+static PROGRAM: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// The name the program was called by (`meshlife` until [`called_as`] says otherwise).
+pub fn program() -> &'static str {
+    PROGRAM.get().copied().unwrap_or("meshlife")
+}
+
+/// Records how the program was called, from its argv\[0\]: kubectl runs a plugin by its path
+/// (`.../kubectl-meshlife`), and the user typed `kubectl meshlife`.
+pub fn called_as(argv0: Option<&std::ffi::OsStr>) -> &'static str {
+    let plugin = argv0
+        .and_then(|path| std::path::Path::new(path).file_stem())
+        .and_then(|stem| stem.to_str())
+        .is_some_and(|stem| stem == KUBECTL_PLUGIN);
+    let name = if plugin {
+        "kubectl meshlife"
+    } else {
+        "meshlife"
+    };
+    PROGRAM.get_or_init(|| name)
+}
+
+/// The executable name kubectl finds the plugin by (`kubectl meshlife` on the command line).
+pub const KUBECTL_PLUGIN: &str = "kubectl-meshlife";
+
 /// Messages quote manifests (names, paths, values), so they are made printable: a name cannot
 /// write its own line into a CI log or send escape codes to a terminal.
 pub(crate) fn print_error(message: impl std::fmt::Display) {
-    eprintln!("meshlife: error: {}", printable(&message.to_string()));
+    eprintln!("{}: error: {}", program(), printable(&message.to_string()));
 }
 
 /// A warning on stderr: something was judged, or done, in a way the user may not expect.
 pub(crate) fn print_warning(message: impl std::fmt::Display) {
-    eprintln!("meshlife: warning: {}", printable(&message.to_string()));
+    eprintln!(
+        "{}: warning: {}",
+        program(),
+        printable(&message.to_string())
+    );
 }
 
 /// A note on stderr: what the run did that the report does not say.
 pub(crate) fn print_note(message: impl std::fmt::Display) {
-    eprintln!("meshlife: note: {}", printable(&message.to_string()));
+    eprintln!("{}: note: {}", program(), printable(&message.to_string()));
 }
 
 /// Above this many files a progress bar is worth its flicker (and only on a terminal).

@@ -147,3 +147,42 @@ fn man_reads_a_page_per_command() {
     assert_eq!(outcome.code, 0, "{outcome:?}");
     assert!(outcome.stdout.contains(".TH meshlife 1"), "{outcome:?}");
 }
+
+/// Installed as `kubectl-meshlife` (a link, as krew or a user makes it), the binary is kubectl's
+/// plugin: its usage and its messages name what the user typed, `kubectl meshlife`.
+#[test]
+fn as_kubectls_plugin_it_names_itself_kubectl_meshlife() {
+    let workspace = Workspace::new();
+    let plugin = workspace.path().join("kubectl-meshlife");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_meshlife"), &plugin).unwrap();
+    let run = |args: &[&str]| {
+        let output = Command::new(&plugin)
+            .args(args)
+            .env("NO_COLOR", "1")
+            .output()
+            .expect("kubectl-meshlife runs");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (code, help, _) = run(&["diagnose", "--help"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        help.contains("Usage: kubectl meshlife diagnose [OPTIONS]"),
+        "{help}"
+    );
+    for flag in ["--kubeconfig", "--context", "-n, --namespace"] {
+        assert!(help.contains(flag), "kubectl's {flag}: {help}");
+    }
+    let (code, _, stderr) = run(&["rules", "ML3"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        stderr.starts_with("kubectl meshlife: error: no rule `ML3`"),
+        "{stderr}"
+    );
+    let (code, _, stderr) = run(&["check"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("Usage: kubectl meshlife check"), "{stderr}");
+}
