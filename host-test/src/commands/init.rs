@@ -230,104 +230,81 @@ fn is_rule_setting(help: &Command, id: &str) -> bool {
 /// Every fact and rule setting `facts` gives, as (flag id, YAML value).
 fn fact_values(facts: &ClusterFactArgs) -> Vec<(&'static str, String)> {
     let quoted = |text: String| format!("{text:?}");
+    // A list flag given no value writes no key.
     let list = |items: &[String]| {
-        format!(
-            "[{}]",
-            items
-                .iter()
-                .map(|item| format!("{item:?}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
+        (!items.is_empty()).then(|| {
+            let quoted: Vec<String> = items.iter().map(|item| format!("{item:?}")).collect();
+            format!("[{}]", quoted.join(", "))
+        })
     };
-    let mut values = Vec::new();
-    let mut one = |id, value: Option<String>| {
-        if let Some(value) = value {
-            values.push((id, value));
-        }
-    };
-    one(
-        "kubernetes",
-        facts.kubernetes.as_ref().map(|v| quoted(v.to_string())),
-    );
-    one("istio", facts.istio.as_ref().map(|v| quoted(v.to_string())));
-    one(
-        "istio_native_sidecars",
-        facts.istio_native_sidecars.map(|v| v.to_string()),
-    );
-    one("istio_hold", facts.istio_hold.then(|| "true".into()));
-    one(
-        "istio_hold_forced",
-        facts.istio_hold_forced.then(|| "true".into()),
-    );
-    one("istio_cni", facts.istio_cni.then(|| "true".into()));
-    one("istio_drain", facts.istio_drain.clone().map(quoted));
-    one(
-        "istio_drain_duration",
-        facts.istio_drain_duration.clone().map(quoted),
-    );
-    one(
-        "istio_injected_namespaces",
-        (!facts.istio_injected_namespaces.is_empty())
-            .then(|| list(&facts.istio_injected_namespaces)),
-    );
-    one(
-        "istio_ambient_namespaces",
-        (!facts.istio_ambient_namespaces.is_empty()).then(|| list(&facts.istio_ambient_namespaces)),
-    );
-    one(
-        "istio_proxy_uid",
-        facts.istio_proxy_uid.map(|v| v.to_string()),
-    );
-    one(
-        "linkerd",
-        facts.linkerd.as_ref().map(|v| quoted(v.to_string())),
-    );
-    one(
-        "linkerd_native_sidecars",
-        facts.linkerd_native_sidecars.map(|v| v.to_string()),
-    );
-    one("linkerd_await", facts.linkerd_await.map(|v| v.to_string()));
-    one("linkerd_cni", facts.linkerd_cni.then(|| "true".into()));
-    one(
-        "linkerd_shutdown_endpoint",
-        facts.linkerd_shutdown_endpoint.then(|| "true".into()),
-    );
-    one(
-        "linkerd_injected_namespaces",
-        (!facts.linkerd_injected_namespaces.is_empty())
-            .then(|| list(&facts.linkerd_injected_namespaces)),
-    );
-    one(
-        "linkerd_proxy_uid",
-        facts.linkerd_proxy_uid.map(|v| v.to_string()),
-    );
-    one(
-        "min_severity",
-        facts.min_severity.map(|v| format!("{v:?}").to_lowercase()),
-    );
-    one("min_available", facts.min_available.map(|v| v.to_string()));
-    one(
-        "rules",
-        (!facts.rules.is_empty()).then(|| list(&facts.rules)),
-    );
-    one(
-        "exclude_rules",
-        (!facts.exclude_rules.is_empty()).then(|| list(&facts.exclude_rules)),
-    );
-    one(
-        "exempt_namespaces",
-        (!facts.exempt_namespaces.is_empty()).then(|| list(&facts.exempt_namespaces)),
-    );
-    one(
-        "exempt_images",
-        (!facts.exempt_images.is_empty()).then(|| list(&facts.exempt_images)),
-    );
-    one(
-        "exit_markers",
-        (!facts.exit_markers.is_empty()).then(|| list(&facts.exit_markers)),
-    );
+    let switch = |on: bool| on.then(|| "true".to_string());
+    let values = [
+        (
+            "kubernetes",
+            facts.kubernetes.as_ref().map(|v| quoted(v.to_string())),
+        ),
+        ("istio", facts.istio.as_ref().map(|v| quoted(v.to_string()))),
+        (
+            "istio_native_sidecars",
+            facts.istio_native_sidecars.map(|v| v.to_string()),
+        ),
+        ("istio_hold", switch(facts.istio_hold)),
+        ("istio_hold_forced", switch(facts.istio_hold_forced)),
+        ("istio_cni", switch(facts.istio_cni)),
+        ("istio_drain", facts.istio_drain.clone().map(quoted)),
+        (
+            "istio_drain_duration",
+            facts.istio_drain_duration.clone().map(quoted),
+        ),
+        (
+            "istio_injected_namespaces",
+            list(&facts.istio_injected_namespaces),
+        ),
+        (
+            "istio_ambient_namespaces",
+            list(&facts.istio_ambient_namespaces),
+        ),
+        (
+            "istio_proxy_uid",
+            facts.istio_proxy_uid.map(|v| v.to_string()),
+        ),
+        (
+            "linkerd",
+            facts.linkerd.as_ref().map(|v| quoted(v.to_string())),
+        ),
+        (
+            "linkerd_native_sidecars",
+            facts.linkerd_native_sidecars.map(|v| v.to_string()),
+        ),
+        ("linkerd_await", facts.linkerd_await.map(|v| v.to_string())),
+        ("linkerd_cni", switch(facts.linkerd_cni)),
+        (
+            "linkerd_shutdown_endpoint",
+            switch(facts.linkerd_shutdown_endpoint),
+        ),
+        (
+            "linkerd_injected_namespaces",
+            list(&facts.linkerd_injected_namespaces),
+        ),
+        (
+            "linkerd_proxy_uid",
+            facts.linkerd_proxy_uid.map(|v| v.to_string()),
+        ),
+        (
+            "min_severity",
+            facts.min_severity.map(|v| format!("{v:?}").to_lowercase()),
+        ),
+        ("min_available", facts.min_available.map(|v| v.to_string())),
+        ("rules", list(&facts.rules)),
+        ("exclude_rules", list(&facts.exclude_rules)),
+        ("exempt_namespaces", list(&facts.exempt_namespaces)),
+        ("exempt_images", list(&facts.exempt_images)),
+        ("exit_markers", list(&facts.exit_markers)),
+    ];
     values
+        .into_iter()
+        .filter_map(|(id, value)| value.map(|value| (id, value)))
+        .collect()
 }
 
 /// `text` in lines of at most `width` characters, at spaces.

@@ -107,11 +107,17 @@ pub fn apply(
             continue;
         }
         if setting.key.cluster {
-            if let Some(flag) = &cluster_on_command_line {
+            if let Some(id) = &cluster_on_command_line {
+                // The flag as typed: an id is not always its flag (`constraints` is
+                // `--constraint`).
+                let flag = subcommand
+                    .get_arguments()
+                    .find(|arg| arg.get_id() == id.as_str())
+                    .and_then(clap::Arg::get_long)
+                    .unwrap_or(id);
                 notes.push(format!(
-                    "{shown}: `{}` left out: the command line describes the cluster (--{})",
-                    setting.key.path,
-                    flag.replace('_', "-")
+                    "{shown}: `{}` left out: the command line describes the cluster (--{flag})",
+                    setting.key.path
                 ));
                 continue;
             }

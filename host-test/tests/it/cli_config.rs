@@ -217,6 +217,20 @@ fn constraint_files_are_relative_to_the_config() {
             .contains("the command line describes the cluster"),
         "{outcome:?}"
     );
+    // The note names the flag as typed, not the argument's id (`constraints`).
+    workspace.write("repo/.meshlife.yaml", "facts:\n  istio: \"1.26\"\n");
+    let outcome = workspace.run(&[
+        "check",
+        "repo/deploy",
+        "--constraint",
+        "repo/cluster/prod.yaml",
+    ]);
+    assert!(
+        outcome.stderr.contains(
+            "`facts.istio` left out: the command line describes the cluster (--constraint)"
+        ),
+        "{outcome:?}"
+    );
 }
 
 #[test]
