@@ -6,7 +6,7 @@
 #[path = "src/module/build.rs"]
 mod module_build;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 fn main() {
     // Manifest reading alone (the fuzz target's build) embeds no module.
@@ -14,28 +14,44 @@ fn main() {
         return;
     }
     let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
-    let workspace_root = manifest_dir
-        .parent()
-        .expect("host-test lives in the workspace")
-        .to_owned();
-    for input in [
-        "policy/src",
-        "policy/Cargo.toml",
-        "policy/build.rs",
-        "Cargo.lock",
-        "Cargo.toml",
-    ] {
-        println!(
-            "cargo:rerun-if-changed={}",
-            workspace_root.join(input).display()
-        );
-    }
+    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
+    // meshlife-policy says where its files are (its `links` metadata): the workspace's policy/
+    // folder, or where cargo unpacked the packaged crate.
+    let policy_root =
+        PathBuf::from(std::env::var_os("DEP_MESHLIFE_POLICY_ROOT").expect(
+            "meshlife-policy's build script names its folder (`links = \"meshlife_policy\"`)",
+        ));
+    let workspace_root = manifest_dir.parent().map(Path::to_owned);
+    let in_workspace = workspace_root.as_ref().is_some_and(|root| {
+        policy_root == root.join("policy") && root.join("Cargo.lock").is_file()
+    });
+    let source = match workspace_root {
+        Some(root) if in_workspace => {
+            for input in [
+                "policy/src",
+                "policy/Cargo.toml",
+                "policy/build.rs",
+                "Cargo.lock",
+            ] {
+                println!("cargo:rerun-if-changed={}", root.join(input).display());
+            }
+            module_build::PolicySource::Workspace(root)
+        }
+        _ => {
+            // A packaged crate's files never change under the same version.
+            let lockfile = manifest_dir.join("Cargo.lock");
+            module_build::PolicySource::Packaged {
+                unpacked: policy_root,
+                copy_to: out_dir.join("meshlife-policy"),
+                lockfile: lockfile.is_file().then_some(lockfile),
+            }
+        }
+    };
     println!("cargo:rerun-if-changed=src/module/build.rs");
 
-    let module = module_build::build_module(&workspace_root).unwrap_or_else(|error| {
+    let module = module_build::build_module(&source).unwrap_or_else(|error| {
         panic!("building the meshlife wasm module: {error}");
     });
-    let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
     let destination = out_dir.join("meshlife.wasm");
     std::fs::write(&destination, module)
         .unwrap_or_else(|error| panic!("writing {}: {error}", destination.display()));

@@ -2,6 +2,11 @@
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    // The meshlife CLI's build script compiles this crate to wasm and needs its files: this
+    // folder, as `DEP_MESHLIFE_POLICY_ROOT` (the `links` metadata cargo passes to dependents), is
+    // the workspace's policy/ or where cargo unpacked the packaged crate.
+    let root = std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo");
+    println!("cargo:root={root}");
     if std::env::var("CARGO_CFG_TARGET_ARCH").as_deref() != Ok("wasm32") {
         return;
     }

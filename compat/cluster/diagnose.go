@@ -475,6 +475,7 @@ func (h *harness) judgeDiagnoseCase(ctx context.Context, c *diagnoseCase) bool {
 	}
 	if c.name == "istio-startup-race" {
 		h.deploymentDiagnoseCheck(ctx, c, live)
+		h.kubectlPluginCheck(c, live)
 	}
 	return h.failures == failures
 }

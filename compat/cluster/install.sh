@@ -54,6 +54,7 @@ build kubelet "$here" 0 ./cmd/kubelet "$stamp"
 build kube-controller-manager "$here" 0 ./cmd/kube-controller-manager "$stamp"
 build kube-scheduler "$here" 0 ./cmd/kube-scheduler "$stamp"
 build kube-proxy "$here" 0 ./cmd/kube-proxy "$stamp"
+build kubectl "$here" 0 ./cmd/kubectl "$stamp"
 build gatekeeper "$compat/gatekeeper" 1 github.com/open-policy-agent/gatekeeper/v3
 build kyverno "$compat/kyverno" 1 github.com/kyverno/kyverno/cmd/kyverno
 build kyverno-reports-controller "$compat/kyverno" 1 github.com/kyverno/kyverno/cmd/reports-controller
@@ -77,5 +78,22 @@ for istio_package in pilot/cmd/pilot-discovery pilot/cmd/pilot-agent cni/cmd/ist
     rm -rf "$istio_scratch"
     echo "$istio_version" > "$bin/.$istio_cmd.version"
     echo "  $istio_cmd built in $((SECONDS - istio_start)) s" >&2
+done
+# krew itself and its manifest validator, for the kubectl plugin checks of the diagnose stage:
+# .krew.yaml rendered for the binary under test is validated, then installed by krew.
+krew_version=v0.4.3
+for krew_cmd in krew validate-krew-manifest; do
+    if [ -x "$bin/$krew_cmd" ] && [ "$(cat "$bin/.$krew_cmd.version" 2>/dev/null)" = "$krew_version" ]; then
+        continue
+    fi
+    krew_start=$SECONDS
+    echo "building $krew_cmd (sigs.k8s.io/krew@$krew_version)" >&2
+    krew_scratch="$(mktemp -d)"
+    (cd "$krew_scratch" && GOBIN="$krew_scratch/bin" CGO_ENABLED=0 GOFLAGS=-mod=mod \
+        go install "sigs.k8s.io/krew/cmd/$krew_cmd@$krew_version") || { rm -rf "$krew_scratch"; exit 1; }
+    mv "$krew_scratch/bin/$krew_cmd" "$bin/$krew_cmd"
+    rm -rf "$krew_scratch"
+    echo "$krew_version" > "$bin/.$krew_cmd.version"
+    echo "  $krew_cmd built in $((SECONDS - krew_start)) s" >&2
 done
 echo "compat/cluster/bin: $("$bin/kube-apiserver" --version), etcd $("$bin/etcd" --version | sed -n 's/^etcd Version: //p'), gatekeeper v3.23.0, kyverno v1.19.0 (admission and reports controllers)" >&2

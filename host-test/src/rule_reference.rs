@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use meshlife_policy::catalogue::{self, RULES, Rule};
 
 /// The rule reference, as the repository has it.
-const RULES_MD: &str = include_str!("../../docs/rules.md");
+const RULES_MD: &str = include_str!("../embedded/rules.md");
 
 /// The full entry of the rule named by `wanted` (id or name), or an error with a suggestion:
 /// plain text (no Markdown emphasis, links reduced to their words), since it is read in a

@@ -13,7 +13,7 @@ use serde::Deserialize as _;
 use super::{Mount, ROUTES_PORT, Server, ServerOptions, base64, kept_secrets};
 
 /// The ConstraintTemplate the provider serves, as shipped.
-const TEMPLATE: &str = include_str!("../../../../constraints/gatekeeper/template.yaml");
+const TEMPLATE: &str = include_str!("../../../embedded/gatekeeper-template.yaml");
 
 /// Names every printed object shares; the Provider's URL is built from them.
 const NAME: &str = "meshlife-provider";

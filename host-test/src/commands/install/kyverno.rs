@@ -13,10 +13,9 @@ use serde_json::Value;
 use super::{Mount, ROUTES_PORT, Server, ServerOptions, kept_secrets, own_namespace};
 use crate::constraints::constraint::{Constraint, EnforcementAction};
 
-const CLUSTER_POLICIES: &str =
-    include_str!("../../../../constraints/kyverno/cluster-policies.yaml");
+const CLUSTER_POLICIES: &str = include_str!("../../../embedded/kyverno-cluster-policies.yaml");
 const VALIDATING_POLICIES: &str =
-    include_str!("../../../../constraints/kyverno/validating-policies.yaml");
+    include_str!("../../../embedded/kyverno-validating-policies.yaml");
 /// What the shipped policies name, replaced here by what is installed.
 const SHIPPED_NAMESPACE: &str = "meshlife-system";
 const SHIPPED_URL: &str = "https://meshlife.meshlife-system.svc:8443/kyverno";

@@ -178,10 +178,8 @@ pub fn run_install(args: &InstallArgs) -> u8 {
 
 /// The alerts (a Prometheus rule file: the PrometheusRule's spec) and the Grafana dashboard,
 /// shared with the chart, whose files they are.
-pub const MONITORING_RULES: &str =
-    include_str!("../../../../charts/meshlife/files/monitoring/rules.yaml");
-pub const MONITORING_DASHBOARD: &str =
-    include_str!("../../../../charts/meshlife/files/monitoring/dashboard.json");
+pub const MONITORING_RULES: &str = include_str!("../../../embedded/monitoring-rules.yaml");
+pub const MONITORING_DASHBOARD: &str = include_str!("../../../embedded/monitoring-dashboard.json");
 
 /// `text` with every line indented by `spaces` (empty lines left empty), ending in a newline.
 fn indented(text: &str, spaces: usize) -> String {
