@@ -50,8 +50,15 @@ print(hooks["meshlife-docker"]["entry"].split()[0])' 2>/dev/null || sed -n 's/^ 
     check "the image hook names the image this revision builds ($reference)" \
         "$([ "$entry" = "$reference" ] && echo yes || echo no)" "entry's image: $entry"
 else
-    # pre-commit's cargo install builds in the shared target/ (release, as cargo install does).
+    # pre-commit's `cargo install` (release) builds in this clone's target/, with the workspace's
+    # release profile (thin LTO; a package outside the workspace does not inherit it) and the
+    # crates cargo already holds (offline: cargo install resolves afresh, ignoring Cargo.lock),
+    # so that it reuses the release build's dependencies: the build from pre-commit's own clone
+    # is then meshlife's two crates, not the 400 it depends on, and no crate is built twice under
+    # one version into one folder (rustc then takes one build for the other).
     export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target}
+    export CARGO_PROFILE_RELEASE_LTO=thin
+    export CARGO_NET_OFFLINE=true
 fi
 
 work=$(mktemp -d)
