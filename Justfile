@@ -77,6 +77,24 @@ image:
 image-test:
     bash tests/image/run.sh
 
+# The pre-commit hooks (.pre-commit-hooks.yaml) run by pre-commit itself (PyPI, pinned) on a sample
+# repository: HOOK is `meshlife` (built from source by cargo) or `meshlife-docker` (the image,
+# after `just image`). pre-commit builds this repository's HEAD commit.
+pre-commit HOOK="meshlife":
+    cargo build --release
+    bash tests/pre-commit/run.sh {{HOOK}}
+
+# Both crates as crates.io gets them: `cargo publish --dry-run` (packaged, and the packaged
+# meshlife built with no workspace around it, its wasm module from the packaged policy's files),
+# then `cargo install` of the packaged crate, run on an example it must refuse.
+publish:
+    bash tests/publish/run.sh packaged
+
+# `cargo install --path host-test`, run on the same example.
+install-path:
+    cargo build --release
+    bash tests/publish/run.sh path
+
 # charts/meshlife against `meshlife install`: helm lint --strict per engine, and `helm template`
 # compared object by object for every engine and shipped cluster file (the real Helm, pinned).
 chart:

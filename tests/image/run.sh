@@ -10,3 +10,5 @@ bash image/build.sh
 # Debian's python3 with the python3-yaml installed above, whatever python3 comes first on PATH.
 /usr/bin/python3 tests/image/image_test.py "$(cat target/image/reference)" \
     "$(cat target/image/action-reference)"
+# The pre-commit hook that runs this image (language: docker_image), as pre-commit runs it.
+bash tests/pre-commit/run.sh meshlife-docker
