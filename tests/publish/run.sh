@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The two crates as crates.io gets them, and `cargo install` of the CLI as a Rust user runs it.
 #
-#   tests/publish/run.sh packaged  cargo publish --dry-run of meshlife-policy and meshlife (each
-#                                  packaged; the packaged meshlife built by cargo with no
+#   tests/publish/run.sh packaged  cargo publish --dry-run and cargo package of meshlife-policy
+#                                  and meshlife (each packaged; the packaged meshlife built with no
 #                                  workspace around it, its wasm module from the packaged
 #                                  meshlife-policy's files), then cargo install of the packaged
 #                                  crate, run on an example it must refuse. Both in the dev
@@ -50,8 +50,14 @@ packaged)
         echo "note: the working tree has changes not committed; packaging them (--allow-dirty)"
         allow_dirty=(--allow-dirty)
     fi
-    echo "== cargo publish --dry-run -p meshlife-policy -p meshlife"
-    cargo publish --dry-run --locked -p meshlife-policy -p meshlife "${allow_dirty[@]}" \
+    # cargo publish --dry-run does everything but the upload; cargo package then leaves the
+    # .crate files and the unpacked crates in target/package/, verifying (building) the packaged
+    # meshlife against the packaged policy, with no workspace around it.
+    echo "== cargo publish --dry-run -p meshlife-policy -p meshlife (cargo package verifies)"
+    cargo publish --dry-run --no-verify --locked -p meshlife-policy -p meshlife \
+        "${allow_dirty[@]}"
+    echo "== cargo package -p meshlife-policy -p meshlife"
+    cargo package --locked -p meshlife-policy -p meshlife "${allow_dirty[@]}" \
         "${workspace_profiles[@]}"
     for crate in meshlife-policy meshlife; do
         file="$target/package/$crate-$version.crate"
