@@ -7,8 +7,7 @@
 #                                  meshlife-policy's files), then cargo install of the packaged
 #                                  crate, run on an example it must refuse. Both in the dev
 #                                  profile (cargo verifies in it; the install takes --debug to
-#                                  share what the verification built), so CI runs this while
-#                                  the tests' target/debug is still there
+#                                  share what the verification built), before the release build
 #   tests/publish/run.sh path      cargo install --path host-test (release: after the release
 #                                  build, whose artefacts it reuses), run the same way
 set -euo pipefail
@@ -21,13 +20,14 @@ version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# The workspace's profiles (Cargo.toml), which a package outside the workspace (the packaged
-# crate) does not inherit: given as --config, its builds reuse the dependencies the workspace's
-# own builds compiled instead of compiling them again.
+# The packaged crate is built outside the workspace, so the workspace's profiles (Cargo.toml)
+# do not apply to it. The release build is given the workspace's one (thin LTO): the release
+# install of `path` and any later one then share the release build's dependencies. The dev build
+# (cargo package's verification, and the --debug install that reuses it) cannot share the tests'
+# build anyway (their dev-dependencies unify other features), so it is made quick: no debug
+# information, dependencies unoptimised.
 workspace_profiles=(
-    --config 'profile.dev.debug="line-tables-only"'
-    --config 'profile.dev.package."*".opt-level=2'
-    --config 'profile.dev.package."*".debug=false'
+    --config 'profile.dev.debug=false'
     --config 'profile.release.lto="thin"'
 )
 
