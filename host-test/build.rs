@@ -15,15 +15,14 @@ fn main() {
     }
     let manifest_dir = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").expect("set by cargo"));
-    // meshlife-policy says where its files are (its `links` metadata): the workspace's policy/
-    // folder, or where cargo unpacked the packaged crate.
-    let policy_root =
-        PathBuf::from(std::env::var_os("DEP_MESHLIFE_POLICY_ROOT").expect(
-            "meshlife-policy's build script names its folder (`links = \"meshlife_policy\"`)",
-        ));
+    // In the workspace, the policy is host-test's sibling. Anywhere else (the packaged crate),
+    // meshlife-policy says where its files are: its `links` metadata, the folder cargo unpacked
+    // it into. The sibling is looked for first because cargo keys a path crate's build outputs
+    // by its path within the workspace, so another checkout building into the same target/
+    // (pre-commit's clone of this repository) leaves its own folder in that metadata.
     let workspace_root = manifest_dir.parent().map(Path::to_owned);
     let in_workspace = workspace_root.as_ref().is_some_and(|root| {
-        policy_root == root.join("policy") && root.join("Cargo.lock").is_file()
+        root.join("policy").join("Cargo.toml").is_file() && root.join("Cargo.lock").is_file()
     });
     let source = match workspace_root {
         Some(root) if in_workspace => {
@@ -32,13 +31,22 @@ fn main() {
                 "policy/Cargo.toml",
                 "policy/build.rs",
                 "Cargo.lock",
+                "Cargo.toml",
             ] {
                 println!("cargo:rerun-if-changed={}", root.join(input).display());
             }
             module_build::PolicySource::Workspace(root)
         }
         _ => {
-            // A packaged crate's files never change under the same version.
+            let policy_root = PathBuf::from(std::env::var_os("DEP_MESHLIFE_POLICY_ROOT").expect(
+                "meshlife-policy's build script names its folder (`links = \"meshlife_policy\"`)",
+            ));
+            for input in ["src", "Cargo.toml", "build.rs"] {
+                println!(
+                    "cargo:rerun-if-changed={}",
+                    policy_root.join(input).display()
+                );
+            }
             let lockfile = manifest_dir.join("Cargo.lock");
             module_build::PolicySource::Packaged {
                 unpacked: policy_root,

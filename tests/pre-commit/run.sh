@@ -55,7 +55,9 @@ else
     # crates cargo already holds (offline: cargo install resolves afresh, ignoring Cargo.lock),
     # so that it reuses the release build's dependencies: the build from pre-commit's own clone
     # is then meshlife's two crates, not the 400 it depends on, and no crate is built twice under
-    # one version into one folder (rustc then takes one build for the other).
+    # one version into one folder (rustc then takes one build for the other). Cargo keys path
+    # crates by their path within the workspace, so the clone's meshlife replaces this one's
+    # artefacts in target/release: the next release build here compiles meshlife again.
     export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target}
     export CARGO_PROFILE_RELEASE_LTO=thin
     export CARGO_NET_OFFLINE=true
