@@ -77,10 +77,11 @@ func (h *harness) run(engines []string, gatekeeperModule, kyvernoModule string) 
 	}
 	started := time.Now()
 	for _, engine := range engines {
-		if engine == "reality" {
+		if engine == "reality" || engine == "diagnose" {
 			// The reality stage's alpha gates (reality_restarts.go), on the API server only
-			// when that stage is among the engines (CI's full run included): they add
-			// behaviour only for pods that carry restartPolicyRules, which no other stage has.
+			// when that stage or diagnose is among the engines (CI's full run included): they
+			// add behaviour only for pods that carry restartPolicyRules, which only reality's
+			// pods and the diagnose fixtures recorded from them (istio-real-restart-*) have.
 			apiServerFeatureGates = restartAllGates
 		}
 	}
