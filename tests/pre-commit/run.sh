@@ -50,15 +50,18 @@ print(hooks["meshlife-docker"]["entry"].split()[0])' 2>/dev/null || sed -n 's/^ 
     check "the image hook names the image this revision builds ($reference)" \
         "$([ "$entry" = "$reference" ] && echo yes || echo no)" "entry's image: $entry"
 else
-    # pre-commit's `cargo install` (release) builds in this clone's target/, with the workspace's
-    # release profile (thin LTO; a package outside the workspace does not inherit it) and the
-    # crates cargo already holds (offline: cargo install resolves afresh, ignoring Cargo.lock),
-    # so that it reuses the release build's dependencies: the build from pre-commit's own clone
-    # is then meshlife's two crates, not the 400 it depends on, and no crate is built twice under
-    # one version into one folder (rustc then takes one build for the other). Cargo keys path
-    # crates by their path within the workspace, so the clone's meshlife replaces this one's
-    # artefacts in target/release: the next release build here compiles meshlife again.
-    export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target}
+    # pre-commit's `cargo install` (release) builds in target/pre-commit/, seeded with a copy of
+    # the release build (target/release), with the workspace's release profile (thin LTO; a
+    # package outside the workspace does not inherit it) and the crates cargo already holds
+    # (offline: cargo install resolves afresh, ignoring Cargo.lock). It then reuses the release
+    # build's dependencies: the build from pre-commit's own clone is meshlife's own crates, not
+    # the 400 it depends on. A copy, not target/ itself: cargo keys path crates by their path
+    # within the workspace, so the clone's meshlife would replace this checkout's artefacts.
+    export CARGO_TARGET_DIR=$repo/target/pre-commit
+    if [ -d "$repo/target/release" ] && [ ! -d "$CARGO_TARGET_DIR/release" ]; then
+        mkdir -p "$CARGO_TARGET_DIR"
+        cp -a "$repo/target/release" "$CARGO_TARGET_DIR/release"
+    fi
     export CARGO_PROFILE_RELEASE_LTO=thin
     export CARGO_NET_OFFLINE=true
 fi
