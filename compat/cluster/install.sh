@@ -63,37 +63,31 @@ build kyverno-reports-controller "$compat/kyverno" 1 github.com/kyverno/kyverno/
 # (its go.mod has no replace, so `go install PACKAGE@VERSION` builds each by that go.mod,
 # outside this module); kept while bin/.NAME.version is that version. Cold, on 2 cores: about
 # 4 min for pilot-discovery, then 10 s for pilot-agent and about 30 s for istio-cni.
+# go_install PACKAGE VERSION: `go install PACKAGE@VERSION` into bin/, kept while
+# bin/.NAME.version is VERSION (NAME: the package's last element).
+go_install() {
+    local package="$1" version="$2"
+    local name="${package##*/}"
+    if [ -x "$bin/$name" ] && [ "$(cat "$bin/.$name.version" 2>/dev/null)" = "$version" ]; then
+        return
+    fi
+    local start=$SECONDS scratch
+    echo "building $name ($package@$version)" >&2
+    scratch="$(mktemp -d)"
+    (cd "$scratch" && GOBIN="$scratch/bin" CGO_ENABLED=0 GOFLAGS=-mod=mod \
+        go install "$package@$version") || { rm -rf "$scratch"; exit 1; }
+    mv "$scratch/bin/$name" "$bin/$name"
+    rm -rf "$scratch"
+    echo "$version" > "$bin/.$name.version"
+    echo "  $name built in $((SECONDS - start)) s" >&2
+}
 istio_version="$(sed -n 's/^version=//p' "$here/istio-charts.sh")"
 for istio_package in pilot/cmd/pilot-discovery pilot/cmd/pilot-agent cni/cmd/istio-cni; do
-    istio_cmd="${istio_package##*/}"
-    if [ -x "$bin/$istio_cmd" ] && [ "$(cat "$bin/.$istio_cmd.version" 2>/dev/null)" = "$istio_version" ]; then
-        continue
-    fi
-    istio_start=$SECONDS
-    echo "building $istio_cmd (istio.io/istio@$istio_version)" >&2
-    istio_scratch="$(mktemp -d)"
-    (cd "$istio_scratch" && GOBIN="$istio_scratch/bin" CGO_ENABLED=0 GOFLAGS=-mod=mod \
-        go install "istio.io/istio/$istio_package@$istio_version") || { rm -rf "$istio_scratch"; exit 1; }
-    mv "$istio_scratch/bin/$istio_cmd" "$bin/$istio_cmd"
-    rm -rf "$istio_scratch"
-    echo "$istio_version" > "$bin/.$istio_cmd.version"
-    echo "  $istio_cmd built in $((SECONDS - istio_start)) s" >&2
+    go_install "istio.io/istio/$istio_package" "$istio_version"
 done
 # krew itself and its manifest validator, for the kubectl plugin checks of the diagnose stage:
 # .krew.yaml rendered for the binary under test is validated, then installed by krew.
-krew_version=v0.4.3
 for krew_cmd in krew validate-krew-manifest; do
-    if [ -x "$bin/$krew_cmd" ] && [ "$(cat "$bin/.$krew_cmd.version" 2>/dev/null)" = "$krew_version" ]; then
-        continue
-    fi
-    krew_start=$SECONDS
-    echo "building $krew_cmd (sigs.k8s.io/krew@$krew_version)" >&2
-    krew_scratch="$(mktemp -d)"
-    (cd "$krew_scratch" && GOBIN="$krew_scratch/bin" CGO_ENABLED=0 GOFLAGS=-mod=mod \
-        go install "sigs.k8s.io/krew/cmd/$krew_cmd@$krew_version") || { rm -rf "$krew_scratch"; exit 1; }
-    mv "$krew_scratch/bin/$krew_cmd" "$bin/$krew_cmd"
-    rm -rf "$krew_scratch"
-    echo "$krew_version" > "$bin/.$krew_cmd.version"
-    echo "  $krew_cmd built in $((SECONDS - krew_start)) s" >&2
+    go_install "sigs.k8s.io/krew/cmd/$krew_cmd" v0.4.3
 done
 echo "compat/cluster/bin: $("$bin/kube-apiserver" --version), etcd $("$bin/etcd" --version | sed -n 's/^etcd Version: //p'), gatekeeper v3.23.0, kyverno v1.19.0 (admission and reports controllers)" >&2
