@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,14 +18,28 @@ import (
 // policy judges a meshed workload.
 const benchNamespace = "bench-shop"
 
-// latency is one configuration's admission latency at one concurrency.
+// latency is one configuration's admission latency at one concurrency, on one object sent
+// again and again or on a new object each time.
 type latency struct {
 	config      string
+	objects     string
 	concurrency int
 	n           int
-	p50, p99    time.Duration
-	answers     map[string]int
+	p50, p95    time.Duration
+	p99, max    time.Duration
+	// calls is how many requests meshlife serve answered for these n admissions; -1: no
+	// meshlife serve in this configuration.
+	calls   int
+	answers map[string]int
 }
+
+// The two ways each figure is taken. The same object again: an engine that caches answers
+// (Gatekeeper's External Data cache, keyed by the object) answers from its cache. A new object
+// each time (a new name): every admission reaches meshlife serve, as a rollout's new Pods do.
+const (
+	sameObject = "same"
+	newObjects = "new"
+)
 
 // typicalDeployment is `meshlife bench`'s typical Deployment (its --save-inputs), the object
 // every latency figure of BENCHMARKS.md is measured on.
@@ -39,31 +52,24 @@ func (h *harness) typicalDeployment() (*unstructured.Unstructured, error) {
 			return nil, fmt.Errorf("meshlife bench --save-inputs: %v\n%s", err, output)
 		}
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "deployment-typical.json"))
+	obj, err := readBenchInput(filepath.Join(dir, "deployment-typical.json"))
 	if err != nil {
 		return nil, err
 	}
-	var input struct {
-		Review struct {
-			Object map[string]interface{} `json:"object"`
-		} `json:"review"`
-	}
-	if err := json.Unmarshal(data, &input); err != nil {
-		return nil, err
-	}
-	obj := &unstructured.Unstructured{Object: input.Review.Object}
 	obj.SetNamespace(benchNamespace)
 	return obj, nil
 }
 
-// measure sends n server-side dry-run creates of obj at each concurrency and records p50 and
-// p99 of each admission's round trip, from the Go client to the API server and back.
+// measure sends n server-side dry-run creates at each concurrency, of the same object and of
+// a new object each time, and records the percentiles of each admission's round trip, from the
+// Go client to the API server and back.
 func (h *harness) measure(ctx context.Context, config string, n int) error {
 	return h.measureWith(ctx, config, n, nil)
 }
 
 // measureWith also counts the requests srv answered during each figure: an engine that caches
-// answers (Gatekeeper's External Data cache) calls the server less than once per admission.
+// answers (Gatekeeper's External Data cache) calls the server less than once per admission, and
+// an engine that calls once per policy calls it more.
 func (h *harness) measureWith(ctx context.Context, config string, n int, srv *server) error {
 	if h.benchObject == nil {
 		return nil
@@ -73,83 +79,122 @@ func (h *harness) measureWith(ctx context.Context, config string, n int, srv *se
 	if _, err := h.k.apply(ctx, ns); err != nil {
 		return err
 	}
-	for _, concurrency := range []int{1, 4} {
-		// Warm: connections, caches, the engine's compiled policies.
-		for i := 0; i < 20; i++ {
-			_, _ = h.k.create(ctx, h.benchObject, true)
+	for _, objects := range []string{sameObject, newObjects} {
+		for _, concurrency := range []int{1, 4} {
+			if err := h.measureOne(ctx, config, objects, concurrency, n, srv); err != nil {
+				return err
+			}
 		}
-		before := 0.0
-		if srv != nil {
-			before = srv.metric("meshlife_requests_total{")
-		}
-		samples := make([]time.Duration, n)
-		answers := map[string]int{}
-		var sample string
-		var mu sync.Mutex
-		var next int
-		var wg sync.WaitGroup
-		for worker := 0; worker < concurrency; worker++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					mu.Lock()
-					index := next
-					next++
-					mu.Unlock()
-					if index >= n {
-						return
-					}
-					started := time.Now()
-					v := verdictOf(h.k.create(ctx, h.benchObject, true))
-					samples[index] = time.Since(started)
-					mu.Lock()
-					answers[v.word()]++
-					if sample == "" && (len(v.warnings) > 0 || v.message != "" || v.err != nil) {
-						sample = fmt.Sprintf("%q %q %v", v.warnings, truncate(v.message, 200), v.err)
-					}
-					mu.Unlock()
+	}
+	return nil
+}
+
+// benchObjectAt is the object the index-th admission of a figure sends: the typical Deployment
+// itself, or under a name no earlier admission of this run used.
+func (h *harness) benchObjectAt(objects string, index int) *unstructured.Unstructured {
+	if objects == sameObject {
+		return h.benchObject
+	}
+	obj := h.benchObject.DeepCopy()
+	h.benchSerial++
+	obj.SetName(fmt.Sprintf("%s-%d", h.benchObject.GetName(), h.benchSerial))
+	return obj
+}
+
+func (h *harness) measureOne(ctx context.Context, config, objects string, concurrency, n int, srv *server) error {
+	// Warm: connections, caches, the engine's compiled policies.
+	for i := 0; i < 20; i++ {
+		_, _ = h.k.create(ctx, h.benchObject, true)
+	}
+	before := 0.0
+	if srv != nil {
+		before = srv.metric("meshlife_requests_total{")
+	}
+	inputs := make([]*unstructured.Unstructured, n)
+	for i := range inputs {
+		inputs[i] = h.benchObjectAt(objects, i)
+	}
+	samples := make([]time.Duration, n)
+	answers := map[string]int{}
+	var sample string
+	var mu sync.Mutex
+	var next int
+	var wg sync.WaitGroup
+	for worker := 0; worker < concurrency; worker++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				index := next
+				next++
+				mu.Unlock()
+				if index >= n {
+					return
 				}
-			}()
-		}
-		wg.Wait()
-		sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
-		l := latency{config: config, concurrency: concurrency, n: n,
-			p50: samples[n/2], p99: samples[(n*99)/100], answers: answers}
-		h.latencies = append(h.latencies, l)
-		fmt.Printf("  bench %-44s c=%d  p50 %6.2f ms  p99 %6.2f ms  %v\n", config, concurrency,
-			ms(l.p50), ms(l.p99), answers)
-		if sample != "" && concurrency == 1 {
-			fmt.Printf("        for example: %s\n", sample)
-		}
-		if srv != nil {
-			fmt.Printf("        meshlife serve answered %.0f requests for these %d admissions\n", srv.metric("meshlife_requests_total{")-before, n)
-		}
+				started := time.Now()
+				v := verdictOf(h.k.create(ctx, inputs[index], true))
+				samples[index] = time.Since(started)
+				mu.Lock()
+				answers[v.word()]++
+				if sample == "" && (len(v.warnings) > 0 || v.message != "" || v.err != nil) {
+					sample = fmt.Sprintf("%q %q %v", v.warnings, truncate(v.message, 200), v.err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	l := latency{config: config, objects: objects, concurrency: concurrency, n: n,
+		p50: samples[n/2], p95: samples[(n*95)/100], p99: samples[(n*99)/100], max: samples[n-1],
+		calls: -1, answers: answers}
+	if srv != nil {
+		l.calls = int(srv.metric("meshlife_requests_total{") - before)
+	}
+	h.latencies = append(h.latencies, l)
+	fmt.Printf("  bench %-44s %s c=%d  p50 %6.2f  p95 %6.2f  p99 %6.2f  max %6.2f ms  %v\n", config, objects, concurrency,
+		ms(l.p50), ms(l.p95), ms(l.p99), ms(l.max), answers)
+	if sample != "" && concurrency == 1 && objects == sameObject {
+		fmt.Printf("        for example: %s\n", sample)
+	}
+	if srv != nil {
+		fmt.Printf("        meshlife serve answered %d requests for these %d admissions\n", l.calls, n)
 	}
 	return nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// latencyTable is the Markdown table of every figure, each with what it adds to no policy.
+// latencyTable is the Markdown table of every figure, each with what it adds to no policy's
+// figure of the same objects and concurrency.
 func (h *harness) latencyTable() string {
-	base := map[int]time.Duration{}
+	type figure struct {
+		objects     string
+		concurrency int
+	}
+	base := map[figure]latency{}
 	for _, l := range h.latencies {
 		if l.config == "no policy" {
-			base[l.concurrency] = l.p50
+			base[figure{l.objects, l.concurrency}] = l
 		}
 	}
 	var b strings.Builder
-	b.WriteString("| configuration | concurrency | p50 ms | p99 ms | p50 added to no policy, ms | answers |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---|\n")
+	b.WriteString("| configuration | objects | concurrency | p50 ms | p95 ms | p99 ms | max ms | p50 added | p99 added | meshlife calls per admission | answers |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, l := range h.latencies {
 		keys := make([]string, 0, len(l.answers))
 		for k := range l.answers {
 			keys = append(keys, fmt.Sprintf("%s %d", k, l.answers[k]))
 		}
 		sort.Strings(keys)
-		fmt.Fprintf(&b, "| %s | %d | %.2f | %.2f | %+.2f | %s |\n", l.config, l.concurrency, ms(l.p50), ms(l.p99),
-			ms(l.p50-base[l.concurrency]), strings.Join(keys, ", "))
+		calls := "-"
+		if l.calls >= 0 {
+			calls = fmt.Sprintf("%.2f", float64(l.calls)/float64(l.n))
+		}
+		zero := base[figure{l.objects, l.concurrency}]
+		fmt.Fprintf(&b, "| %s | %s | %d | %.2f | %.2f | %.2f | %.2f | %+.2f | %+.2f | %s | %s |\n", l.config, l.objects, l.concurrency,
+			ms(l.p50), ms(l.p95), ms(l.p99), ms(l.max), ms(l.p50-zero.p50), ms(l.p99-zero.p99), calls, strings.Join(keys, ", "))
 	}
 	return b.String()
 }
@@ -235,6 +280,12 @@ func (g *gatekeeperEngine) benchThreeRules(ctx context.Context) error {
 	if err := h.measure(ctx, "Gatekeeper + three-rule Rego ConstraintTemplate (peer)", h.benchN); err != nil {
 		return err
 	}
+	if err := h.profile(ctx, "gatekeeper-three-rules", g.pprofURL); err != nil {
+		return err
+	}
+	if err := h.load(ctx, "Gatekeeper + three-rule Rego ConstraintTemplate (peer)", nil, g.manager); err != nil {
+		return err
+	}
 	for i := len(peer) - 1; i >= 0; i-- {
 		if err := h.k.remove(ctx, peer[i]); err != nil {
 			return err
@@ -277,6 +328,9 @@ func (ky *kyvernoEngine) benchThreeRules(ctx context.Context) error {
 		return err
 	}
 	if err := h.measure(ctx, "Kyverno + three-rule CEL ValidatingPolicy (peer)", h.benchN); err != nil {
+		return err
+	}
+	if err := h.load(ctx, "Kyverno + three-rule CEL ValidatingPolicy (peer)", nil, ky.controller); err != nil {
 		return err
 	}
 	ky.policies = peer

@@ -31,6 +31,8 @@ type gatekeeperEngine struct {
 	certDir   string
 	server    *server
 	installed []*unstructured.Unstructured
+	// pprofURL is the manager's profiling endpoint (-profile only).
+	pprofURL string
 }
 
 func (g *gatekeeperEngine) start(ctx context.Context) error {
@@ -99,13 +101,22 @@ func (g *gatekeeperEngine) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	g.manager, err = h.procs.start("gatekeeper", filepath.Join(h.bin, "gatekeeper"), []string{
+	args := []string{
 		"--port", fmt.Sprint(g.port), "--host", "127.0.0.1", "--cert-dir", g.certDir,
 		"--disable-cert-rotation", "--health-addr", fmt.Sprintf("127.0.0.1:%d", healthPort),
 		"--metrics-addr", "0", "--audit-interval", "5", "--shutdown-delay", "0",
 		"--exempt-namespace", gatekeeperNamespace, "--constraint-violations-limit", "500",
 		"--audit-chunk-size", "500", "--log-level", "INFO",
-	}, []string{"KUBECONFIG=" + h.cp.adminKC, "POD_NAMESPACE=" + gatekeeperNamespace, "POD_NAME=gatekeeper-0", "CONTAINER_NAME=manager"})
+	}
+	if h.profileDir != "" {
+		pprofPort, err := freePort()
+		if err != nil {
+			return err
+		}
+		g.pprofURL = fmt.Sprintf("http://localhost:%d", pprofPort)
+		args = append(args, "--enable-pprof", "--pprof-port", fmt.Sprint(pprofPort))
+	}
+	g.manager, err = h.procs.start("gatekeeper", filepath.Join(h.bin, "gatekeeper"), args, []string{"KUBECONFIG=" + h.cp.adminKC, "POD_NAMESPACE=" + gatekeeperNamespace, "POD_NAME=gatekeeper-0", "CONTAINER_NAME=manager"})
 	if err != nil {
 		return err
 	}

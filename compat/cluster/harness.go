@@ -29,9 +29,18 @@ type harness struct {
 	// benchObject is the typical Deployment the latency figures use; nil: no figures.
 	benchObject *unstructured.Unstructured
 	latencies   []latency
-	benchN      int
-	markdown    string
-	benchOnly   bool
+	// benchSerial numbers the new objects of the figures, so that none repeats a name.
+	benchSerial int
+	// profileDir, when set, receives CPU profiles of the engines during their figures.
+	profileDir string
+	// loadUsers clients create objects for loadDuration in each configuration's load run;
+	// 0: no load runs.
+	loadUsers    int
+	loadDuration time.Duration
+	loadFigures  []loadFigure
+	benchN       int
+	markdown     string
+	benchOnly    bool
 	// helm is compat/helm's binary; empty: the chart is not checked.
 	helm string
 	// istioCharts is manifests/charts of the pinned istio.io/istio module (the facts stage).

@@ -35,6 +35,9 @@ func run() int {
 	benchOnly := flag.Bool("bench-only", false, "only the latency figures: no examples, audit, faults or security checks")
 	helm := flag.String("helm", "", "the helm binary (compat/helm/bin/helm): charts/meshlife is installed, upgraded and uninstalled for each engine")
 	markdown := flag.String("markdown", "", "write the latency table into this Markdown file (BENCHMARKS.md), replacing its section")
+	loadUsers := flag.Int("load-users", 0, "virtual users of each configuration's load run, each creating a Pod then a Deployment again and again (0: no load runs)")
+	loadDuration := flag.Duration("load-duration", 20*time.Second, "how long each load run lasts")
+	profileDir := flag.String("profile", "", "take CPU profiles of Gatekeeper and Kyverno during their figures into this folder, and print each one's top functions")
 	scenarios := flag.String("scenarios", "", "the stage reality's scenarios to run, by rule, comma-separated (default: all)")
 	flag.Parse()
 	if *meshlife == "" || *bin == "" {
@@ -47,7 +50,7 @@ func run() int {
 		return 2
 	}
 	procs := newProcesses(dir)
-	h := &harness{meshlife: *meshlife, repo: *repo, bin: *bin, dir: dir, procs: procs, benchN: *benchN, markdown: *markdown, benchOnly: *benchOnly, helm: *helm, istioCharts: *istioCharts, realityScenarios: *scenarios}
+	h := &harness{meshlife: *meshlife, repo: *repo, bin: *bin, dir: dir, procs: procs, benchN: *benchN, markdown: *markdown, benchOnly: *benchOnly, helm: *helm, istioCharts: *istioCharts, realityScenarios: *scenarios, profileDir: *profileDir, loadUsers: *loadUsers, loadDuration: *loadDuration}
 	code := h.run(strings.Split(*engines, ","), *gatekeeperModule, *kyvernoModule)
 	if code != 0 && *hold > 0 {
 		fmt.Printf("cluster-compat: holding the cluster for %v: KUBECONFIG=%s\n", *hold, filepath.Join(dir, "admin.kubeconfig"))
@@ -108,6 +111,10 @@ func (h *harness) run(engines []string, gatekeeperModule, kyvernoModule string) 
 			fmt.Fprintln(os.Stderr, "cluster-compat:", err)
 			return 2
 		}
+		if err := h.load(ctx, "no policy", nil, nil); err != nil {
+			fmt.Fprintln(os.Stderr, "cluster-compat:", err)
+			return 2
+		}
 	}
 	for _, engine := range engines {
 		var err error
@@ -146,6 +153,9 @@ func (h *harness) run(engines []string, gatekeeperModule, kyvernoModule string) 
 	if len(h.latencies) > 0 {
 		table := h.latencyTable()
 		fmt.Printf("\nadmission latency through the API server (%d server-side dry-run creates of the typical Deployment per figure)\n%s", h.benchN, table)
+		if len(h.loadFigures) > 0 {
+			fmt.Printf("\nunder load (%d users for %s each, creating a Pod then a Deployment again and again)\n%s", h.loadUsers, h.loadDuration, h.loadTable())
+		}
 		if h.markdown != "" {
 			if err := writeLatencySection(h.markdown, h.benchN, table); err != nil {
 				fmt.Fprintln(os.Stderr, "cluster-compat:", err)
@@ -184,6 +194,9 @@ func (h *harness) runWebhook(ctx context.Context) error {
 		return err
 	}
 	if err := h.measureWith(ctx, "plain webhook (meshlife install webhook)", h.benchN, w.server); err != nil {
+		return err
+	}
+	if err := h.load(ctx, "plain webhook (meshlife install webhook)", w.server, nil); err != nil {
 		return err
 	}
 	if h.benchOnly {
@@ -266,6 +279,12 @@ func (h *harness) runGatekeeper(ctx context.Context, module string) error {
 	if err := h.measureWith(ctx, "Gatekeeper + meshlife (External Data)", h.benchN, g.server); err != nil {
 		return err
 	}
+	if err := h.profile(ctx, "gatekeeper-meshlife", g.pprofURL); err != nil {
+		return err
+	}
+	if err := h.load(ctx, "Gatekeeper + meshlife (External Data)", g.server, g.manager); err != nil {
+		return err
+	}
 	if h.benchOnly {
 		return g.finish(ctx)
 	}
@@ -344,6 +363,9 @@ func (h *harness) runKyverno(ctx context.Context, module string) error {
 					config = "Kyverno + meshlife (ValidatingPolicy pair, CEL http)"
 				}
 				if err := h.measureWith(ctx, config, h.benchN, ky.server); err != nil {
+					return err
+				}
+				if err := h.load(ctx, config, ky.server, ky.controller); err != nil {
 					return err
 				}
 			}
