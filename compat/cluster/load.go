@@ -49,6 +49,24 @@ func (h *harness) loadObjects() ([]*unstructured.Unstructured, error) {
 	return []*unstructured.Unstructured{pod, h.benchObject}, nil
 }
 
+// ensureServiceAccounts creates the ServiceAccounts the objects run as: the API server's
+// ServiceAccount admission refuses a Pod whose account does not exist.
+func (h *harness) ensureServiceAccounts(ctx context.Context, objects []*unstructured.Unstructured) error {
+	for _, obj := range objects {
+		for _, path := range [][]string{{"spec", "serviceAccountName"}, {"spec", "template", "spec", "serviceAccountName"}} {
+			name, _, _ := unstructured.NestedString(obj.Object, path...)
+			if name == "" {
+				continue
+			}
+			account := objectFor("v1", "ServiceAccount", benchNamespace, name)
+			if _, err := h.k.apply(ctx, account); err != nil {
+				return fmt.Errorf("the ServiceAccount %s/%s: %w", benchNamespace, name, err)
+			}
+		}
+	}
+	return nil
+}
+
 func readBenchInput(file string) (*unstructured.Unstructured, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -82,6 +100,9 @@ func (h *harness) load(ctx context.Context, config string, srv *server, engine *
 	}
 	objects, err := h.loadObjects()
 	if err != nil {
+		return err
+	}
+	if err := h.ensureServiceAccounts(ctx, objects); err != nil {
 		return err
 	}
 	client, err := h.loadClient()
