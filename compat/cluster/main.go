@@ -156,8 +156,12 @@ func (h *harness) run(engines []string, gatekeeperModule, kyvernoModule string) 
 		if len(h.loadFigures) > 0 {
 			fmt.Printf("\nunder load (%d users for %s each, creating a Pod then a Deployment again and again)\n%s", h.loadUsers, h.loadDuration, h.loadTable())
 		}
+		fmt.Println("\ntargets")
+		for _, line := range h.targetLines() {
+			fmt.Println("  " + line)
+		}
 		if h.markdown != "" {
-			if err := writeLatencySection(h.markdown, h.benchN, table); err != nil {
+			if err := h.writeLatencySection(h.markdown); err != nil {
 				fmt.Fprintln(os.Stderr, "cluster-compat:", err)
 				return 2
 			}

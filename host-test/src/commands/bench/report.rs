@@ -67,6 +67,8 @@ pub fn versions() -> Vec<(String, String)> {
 struct Target {
     text: &'static str,
     figure: Option<f64>,
+    /// Whether the target was reached; `None`: not measured, or no target (a figure kept for
+    /// the record).
     met: Option<bool>,
 }
 
@@ -96,10 +98,13 @@ fn targets(report: &BenchReport) -> Vec<Target> {
             figure: warm_vs_floor,
             met: warm_vs_floor.map(|r| r <= 3.0),
         },
+        // Retired as a target: the ABI's imported memory keeps a fresh instance at the
+        // kernel's page work (docs/performance-history.md); serve's start to /readyz, measured
+        // by `meshlife bench serve`, is the start-up figure that matters.
         Target {
-            text: "wasm-fresh / wasm-warm, typical Deployment (target at most 2)",
+            text: "wasm-fresh / wasm-warm, typical Deployment (no target: retired, see docs/performance-history.md)",
             figure: fresh_vs_warm,
-            met: fresh_vs_warm.map(|r| r <= 2.0),
+            met: None,
         },
         Target {
             text: "memory after 1e6 / after 1e3 evaluations (target 1.0, flat)",
@@ -216,10 +221,11 @@ fn summary(report: &BenchReport, out: &mut String, bullet: &str) {
         let _ = writeln!(out, "{bullet}not measured: {engine}: {reason}");
     }
     for target in targets(report) {
-        let verdict = match target.met {
-            Some(true) => "met",
-            Some(false) => "MISSED",
-            None => "not measured",
+        let verdict = match (target.met, target.figure) {
+            (Some(true), _) => "met",
+            (Some(false), _) => "MISSED",
+            (None, Some(_)) => "for the record",
+            (None, None) => "not measured",
         };
         let figure = target.figure.map_or("-".into(), |f| format!("{f:.2}"));
         let _ = writeln!(out, "{bullet}{}: {figure} ({verdict})", target.text);

@@ -64,6 +64,9 @@ pub struct LoadFigures {
 #[derive(Serialize, Debug)]
 pub struct ServeBenchReport {
     pub runs: Vec<LoadFigures>,
+    /// Milliseconds from spawning `meshlife serve --workers 1` to its first `/readyz` 200, one
+    /// per start.
+    pub start_to_ready_ms: Vec<f64>,
     /// In-process evaluation of the same inputs (warm instance, one thread), median µs.
     pub in_process_median_us: Vec<(String, f64)>,
     pub machine: String,
@@ -206,6 +209,61 @@ fn start_meshlife(certificates: &Certificates, extra: &[&str]) -> Result<(Runnin
         .context("starting meshlife serve")?;
     wait_for_port(address, &mut child, "meshlife serve")?;
     Ok((Running(child), address))
+}
+
+/// How many times `meshlife serve` is started for the start-to-ready figure.
+const READY_STARTS: usize = 10;
+
+/// Milliseconds from spawning `meshlife serve --workers 1` (one warm module instance) to the
+/// first 200 from its `/readyz`, for each of READY_STARTS starts: how long a new replica of a
+/// rollout, or one the kubelet restarted, keeps the admission path waiting.
+fn start_to_ready(certificates: &Certificates) -> Result<Vec<f64>> {
+    let mut times = Vec::with_capacity(READY_STARTS);
+    for _ in 0..READY_STARTS {
+        let address = free_port()?;
+        let health = free_port()?;
+        let started = Instant::now();
+        let mut running = Running(
+            Command::new(std::env::current_exe()?)
+                .arg("serve")
+                .arg(format!("--listen={address}"))
+                .arg(format!("--health-listen={health}"))
+                .arg("--tls-cert")
+                .arg(certificates.path("tls.crt"))
+                .arg("--tls-key")
+                .arg(certificates.path("tls.key"))
+                .arg("--workers=1")
+                .arg("--log-level=error")
+                .arg("--no-namespace-watch")
+                .stdout(Stdio::null())
+                .spawn()
+                .context("starting meshlife serve")?,
+        );
+        while !answers_ready(health) {
+            if let Some(status) = running.0.try_wait()? {
+                bail!("meshlife serve exited ({status}) before /readyz answered 200");
+            }
+            if started.elapsed() > Duration::from_secs(30) {
+                bail!("meshlife serve's /readyz did not answer 200 within 30 s");
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok(times)
+}
+
+/// Whether `GET /readyz` on the health port answers 200.
+fn answers_ready(health: SocketAddr) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(health) else {
+        return false;
+    };
+    let request = b"GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    let mut reply = Vec::new();
+    stream.write_all(request).is_ok()
+        && stream.read_to_end(&mut reply).is_ok()
+        && reply.starts_with(b"HTTP/1.1 200")
 }
 
 /// The name of meshlife serve's rows (all rules).
@@ -476,6 +534,7 @@ pub fn run_serve_bench(args: &ServeBenchArgs) -> u8 {
 async fn bench(args: &ServeBenchArgs) -> Result<ServeBenchReport> {
     let certificates = Certificates::make()?;
     let tls = client_config(certificates.ca_pem.as_bytes(), None)?;
+    let start_to_ready_ms = start_to_ready(&certificates)?;
     let (_meshlife, meshlife_address) = start_meshlife(&certificates, &[])?;
     let mut not_measured = Vec::new();
     let opa = match find_opa(args.opa.as_deref()) {
@@ -628,6 +687,7 @@ async fn bench(args: &ServeBenchArgs) -> Result<ServeBenchReport> {
         machine: super::report::machine(),
         opa_version,
         not_measured,
+        start_to_ready_ms,
     })
 }
 
@@ -643,6 +703,17 @@ fn target_lines(report: &ServeBenchReport) -> Vec<String> {
     };
     let verdict = |met: bool| if met { "met" } else { "MISSED" };
     let mut lines = Vec::new();
+    let mut ready = report.start_to_ready_ms.clone();
+    ready.sort_by(f64::total_cmp);
+    if let (Some(fastest), Some(slowest)) = (ready.first(), ready.last()) {
+        lines.push(format!(
+            "start to /readyz 200, --workers 1, {} starts (target every start under 50 ms): \
+             median {:.1} ms, fastest {fastest:.1}, slowest {slowest:.1} ({})",
+            ready.len(),
+            ready[ready.len() / 2],
+            verdict(*slowest < 50.0)
+        ));
+    }
     for connections in [1, 4, 16] {
         if let (Some(ours), Some(opa)) = (
             closed("meshlife serve, 3 rules", "deployment-typical", connections),
