@@ -474,6 +474,13 @@ fn noisy(review: &Value, operation: &str) -> Value {
                 json!([{"manager": "kubectl", "operation": "Update", "fieldsType": "FieldsV1",
                         "fieldsV1": {"f:spec": {}}}]),
             );
+            // kubectl apply's copy of the object, beside the annotations it already has.
+            if let Some(annotations) = metadata
+                .get_mut("annotations")
+                .and_then(Value::as_object_mut)
+            {
+                annotations.insert(LAST_APPLIED.into(), json!("{\"apiVersion\":\"v1\"}"));
+            }
         }
         if let Some(object) = object.as_object_mut() {
             object.insert(
@@ -493,6 +500,8 @@ fn noisy(review: &Value, operation: &str) -> Value {
     }
     review
 }
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// Every field the key drops, by where it sits.
 fn assert_trimmed(key: &Value, label: &str) {
@@ -523,6 +532,12 @@ fn assert_trimmed(key: &Value, label: &str) {
         ] {
             assert!(object["metadata"].get(field).is_none(), "{label}: {object}");
         }
+        assert!(
+            object["metadata"]["annotations"]
+                .get(LAST_APPLIED)
+                .is_none(),
+            "{label}: {object}"
+        );
     }
     for selection in ["rules", "excludeRules", "minSeverity", "providerFailure"] {
         assert!(key["parameters"].get(selection).is_none(), "{label}: {key}");
@@ -574,6 +589,46 @@ fn the_key_leaves_out_what_the_rules_never_read() {
         }
     }
     assert!(with_findings > 40, "{with_findings}");
+}
+
+/// kubectl apply's copy of the object leaves the key, and the other annotations stay; the
+/// module answers the same without it.
+#[test]
+fn the_key_leaves_out_kubectls_last_applied_configuration() {
+    let (mut rego, calls) = rego_engine(Provider::Module);
+    let object = |annotations: Value| {
+        json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "migrate", "namespace": "shop", "annotations": annotations},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "migrate", "image": "migrate:1"}]}}}})
+    };
+    let review = |annotations: Value| {
+        json!({"kind": {"group": "batch", "version": "v1", "kind": "Job"}, "operation": "CREATE",
+            "name": "migrate", "namespace": "shop", "object": object(annotations),
+            "namespaceObject": {"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": "shop", "labels": {"istio-injection": "enabled"}}}})
+    };
+    let copy = object(json!({"sidecar.istio.io/inject": "true"})).to_string();
+    for (kept, sent) in [
+        (
+            json!({"sidecar.istio.io/inject": "true"}),
+            json!({"sidecar.istio.io/inject": "true", LAST_APPLIED: copy}),
+        ),
+        (json!({}), json!({LAST_APPLIED: copy})),
+    ] {
+        let input = json!({"review": review(sent.clone())});
+        let answer = assert_rego_equals_module(&mut rego, &input, &sent.to_string());
+        let key: Value = serde_json::from_str(&take_keys(&calls)[0]).expect("a JSON key");
+        assert_eq!(key["review"], review(kept.clone()), "{sent}");
+        let without: BTreeSet<Violation> = positions_masked(
+            module()
+                .evaluate(json!({"review": review(kept)}).to_string().as_bytes())
+                .expect("the module evaluates")
+                .into_iter()
+                .collect(),
+        );
+        assert_eq!(answer, without, "{sent}");
+    }
 }
 
 /// The exact key for one webhook review: what is left of the review, and the parameters
