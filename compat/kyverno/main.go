@@ -34,12 +34,11 @@ import (
 )
 
 const (
-	installedURL   = "https://meshlife.meshlife-system.svc:8443/kyverno"
-	namespaceFetch = `    - name: meshlifeNamespace
-      apiCall:
-        urlPath: "/api/v1/namespaces/{{ request.namespace }}"
-        default: {}
-`
+	installedURL = "https://meshlife.meshlife-system.svc:8443/kyverno"
+	// What the ClusterPolicies send, and what the harness sends in its place: the Namespace
+	// the server's watch adds in a cluster, which the CLI's server (no cluster) cannot have.
+	sentReview             = `"{{ to_string(request) }}"`
+	reviewWithItsNamespace = `"{{ to_string(merge(request, {namespaceObject: meshlifeNamespace})) }}"`
 )
 
 // The rules meshlife-warnings leaves to meshlife-errors (its excludeRules) when no cluster
@@ -247,10 +246,9 @@ func sortedKeys(set map[string]bool) []string {
 // installedPolicies takes the policies `meshlife install kyverno [--constraint FILE]` prints
 // (the ClusterPolicy pair, and with --cel the ValidatingPolicy pair), with the harness's CA in
 // place of the one the install made, and returns them with the install's token. One change
-// more, which the Kyverno CLI needs (README-kyverno.md): v1.19's fake client cannot GET
-// /api/v1/namespaces/NAME (it parses NAME as a namespace with no resource), so the
-// ClusterPolicies' Namespace fetch is dropped and the values file supplies
-// `meshlifeNamespace` instead. The CEL pair's http.Post trusts the system roots, which the
+// more (README-kyverno.md): in a cluster meshlife serve adds each review's Namespace from its
+// watch, and the CLI's server has no cluster to watch, so the ClusterPolicies' review gets the
+// Namespace the values file supplies as `meshlifeNamespace`. The CEL pair's http.Post trusts the system roots, which the
 // CLI is given through SSL_CERT_FILE, as the install's ConfigMap meshlife-ca is given to the
 // admission controller in a cluster.
 func installedPolicies(meshlife, repo, dir, cluster, caPEM string) ([]string, string, error) {
@@ -317,10 +315,10 @@ func installedPolicies(meshlife, repo, dir, cluster, caPEM string) ([]string, st
 			return strings.Join(lines, "\n")
 		})
 		if !cel {
-			if strings.Count(rendered, namespaceFetch) != 2 {
-				return nil, "", errors.New("the Namespace fetch of both ClusterPolicy rules is not where the harness expects it")
+			if strings.Count(rendered, sentReview) != 2 {
+				return nil, "", errors.New("the review both ClusterPolicy rules send is not where the harness expects it")
 			}
-			rendered = strings.ReplaceAll(rendered, namespaceFetch, "")
+			rendered = strings.ReplaceAll(rendered, sentReview, reviewWithItsNamespace)
 		}
 		if strings.Count(rendered, "Bearer "+token) != calls || strings.Count(rendered, installedURL) != calls {
 			return nil, "", fmt.Errorf("the installed %ss do not make their %d calls to %s with the token", kind, calls, installedURL)

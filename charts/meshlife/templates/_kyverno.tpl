@@ -20,7 +20,35 @@ type: Opaque
 stringData:
   token: {{ $token }}
 {{- $mount := dict "name" "kyverno-token" "path" "/kyverno-token" "comment" "The token the policies send as `Authorization: Bearer`." "source" "secret: {secretName: meshlife-kyverno-token}" }}
-{{ include "meshlife.server" (dict "root" $root "tls" .tls "args" (list "--kyverno-token-file=/kyverno-token/token") "mounts" (list $mount) "callsTheApi" false "caller" "Kyverno") }}
+{{- if not $cel }}
+---
+# POST /kyverno adds each object's Namespace (its injection labels) from a watch: the
+# ClusterPolicies send Kyverno's request, which carries none.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: meshlife-kyverno-namespace-reader
+  labels: {{ include "meshlife.clusterLabels" $root }}
+rules:
+- apiGroups: [""]
+  resources: [namespaces]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: meshlife-kyverno-namespace-reader
+  labels: {{ include "meshlife.clusterLabels" $root }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: meshlife-kyverno-namespace-reader
+subjects:
+- kind: ServiceAccount
+  name: meshlife
+  namespace: {{ $ns }}
+{{- end }}
+{{ include "meshlife.server" (dict "root" $root "tls" .tls "args" (list "--kyverno-token-file=/kyverno-token/token") "mounts" (list $mount) "callsTheApi" (not $cel) "caller" "Kyverno") }}
 {{- $text := $root.Files.Get (ternary "files/validating-policies.yaml" "files/cluster-policies.yaml" $cel) }}
 {{- $url := include "meshlife.url" (dict "root" $root "inCluster" (printf "https://meshlife.%s.svc:8443" $ns) "path" "/kyverno") }}
 {{- $text = replace "https://meshlife.meshlife-system.svc:8443/kyverno" $url $text }}

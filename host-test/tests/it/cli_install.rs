@@ -397,7 +397,11 @@ fn install_kyverno_prints_a_server_and_policies_that_reach_it_with_the_token() {
             "none"
         );
         assert_eq!(policy["spec"]["background"], false);
-        let call = &rule["context"][1]["apiCall"];
+        // One call per rule: the server adds the Namespace from its watch, so no rule fetches
+        // it (no apiCall to the API server).
+        assert_eq!(rule["context"].as_array().unwrap().len(), 1, "{rule}");
+        let call = &rule["context"][0]["apiCall"];
+        assert_eq!(call["data"][0]["value"], "{{ to_string(request) }}");
         assert_eq!(
             call["service"]["url"],
             "https://meshlife.meshlife-system.svc:8443/kyverno"
@@ -423,18 +427,40 @@ fn install_kyverno_prints_a_server_and_policies_that_reach_it_with_the_token() {
             "{}",
             policy["metadata"]["name"]
         );
-        assert_eq!(
-            rule["context"][0]["apiCall"]["urlPath"],
-            "/api/v1/namespaces/{{ request.namespace }}"
-        );
     }
+    // The server's ServiceAccount may watch Namespaces, and its pods get its token.
+    let role = all
+        .iter()
+        .find(|document| document["kind"] == "ClusterRole")
+        .expect("a ClusterRole");
+    assert_eq!(
+        role["metadata"]["name"],
+        "meshlife-kyverno-namespace-reader"
+    );
+    assert_eq!(role["rules"][0]["resources"][0], "namespaces");
+    assert_eq!(
+        role["rules"][0]["verbs"],
+        serde_json::json!(["get", "list", "watch"])
+    );
+    let binding = find(&all, "ClusterRoleBinding");
+    assert_eq!(
+        binding["roleRef"]["name"],
+        "meshlife-kyverno-namespace-reader"
+    );
+    assert_eq!(binding["subjects"][0]["name"], "meshlife");
+    assert_eq!(binding["subjects"][0]["namespace"], "meshlife-system");
+    let deployment = find(&all, "Deployment");
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["automountServiceAccountToken"],
+        true
+    );
 
     // The server as the Deployment runs it takes the policies' token and judges.
     let dir = tempfile::tempdir().unwrap();
     let server = serve_as_deployed(&all, dir.path());
     let input = serde_json::json!({
         "review": {"operation": "CREATE", "namespace": "batch", "object": injected_job("batch")},
-        "parameters": policies[0]["spec"]["rules"][0]["context"][1]["apiCall"]["data"][1]["value"],
+        "parameters": policies[0]["spec"]["rules"][0]["context"][0]["apiCall"]["data"][1]["value"],
     });
     let runtime = serve_support::runtime();
     runtime.block_on(async {
@@ -492,6 +518,11 @@ fn install_kyverno_prints_a_server_and_policies_that_reach_it_with_the_token() {
         .filter(|document| document["kind"] == "ValidatingPolicy")
         .collect();
     assert_eq!(cel.len(), 2);
+    // The ValidatingPolicies send Kyverno's namespaceObject: the server watches nothing.
+    assert!(
+        !all.iter().any(|document| document["kind"] == "ClusterRole"),
+        "{text}"
+    );
     // meshlife-errors-cel decides in its match condition (failurePolicy governs only those
     // errors) and asks again in its variable for the message; the warnings policy asks once.
     let calls = [
@@ -671,7 +702,7 @@ fn url_points_every_install_at_a_server_outside_the_cluster_and_its_certificate_
             webhook["clientConfig"]["url"].as_str().unwrap().into()
         }),
         (&["kyverno"], "/kyverno", |all| {
-            find(all, "ClusterPolicy")["spec"]["rules"][0]["context"][1]["apiCall"]["service"]["url"]
+            find(all, "ClusterPolicy")["spec"]["rules"][0]["context"][0]["apiCall"]["service"]["url"]
                 .as_str()
                 .unwrap()
                 .into()

@@ -139,3 +139,59 @@ fn malformed_bodies_are_answered_with_an_error_saying_what_is_expected() {
         }
     });
 }
+
+/// The ClusterPolicy pair sends Kyverno's request, which carries no Namespace: the server adds
+/// it from its watch (a relabelled Namespace changes the next answer), and a Namespace the
+/// review carries (the ValidatingPolicies') is judged as sent.
+#[test]
+fn a_review_without_its_namespace_gets_it_from_the_watch() {
+    use serve_support::kube_api::KubeApi;
+    use std::time::{Duration, Instant};
+    let namespace = |injection: &str| json!({"metadata": {"name": "batch", "labels": {"istio-injection": injection}}});
+    let api = KubeApi::start(&[namespace("enabled")]);
+    let ca = Authority::new("meshlife-test-ca");
+    let volume = SecretVolume::new(&ca.server(), &ca.cert_pem);
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Server::command(&volume, false, &[]);
+    command.env("KUBECONFIG", api.kubeconfig(dir.path()));
+    let server = Server::spawn(command);
+    let client = Client::new(server.routes, &ca, None);
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "nightly", "namespace": "batch"},
+        "spec": {"activeDeadlineSeconds": 600, "template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "work", "image": "registry.example/work:1"}]}}}});
+    let request = json!({"kind": {"group": "batch", "version": "v1", "kind": "Job"},
+        "operation": "CREATE", "name": "nightly", "namespace": "batch", "object": job});
+    // As the ClusterPolicies send it: the request as JSON text.
+    let sent = json!({"review": request.to_string(), "parameters": {}}).to_string();
+    runtime().block_on(async {
+        let answer = post(&client, sent.as_bytes(), &[]).await;
+        assert_eq!(answer["error"], "", "{answer}");
+        assert_eq!(
+            answer["deny"], true,
+            "the injected Job never exits: {answer}"
+        );
+
+        // The review's own Namespace wins over the watch's.
+        let mut carried = request.clone();
+        carried["namespaceObject"] = namespace("disabled");
+        let body = json!({"review": carried, "parameters": {}}).to_string();
+        let answer = post(&client, body.as_bytes(), &[]).await;
+        assert_eq!(answer["deny"], false, "{answer}");
+
+        api.apply(namespace("disabled"));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let answer = post(&client, sent.as_bytes(), &[]).await;
+            if answer["deny"] == false {
+                assert_eq!(answer["error"], "", "{answer}");
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the relabelled Namespace never reached the answer: {answer}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+}

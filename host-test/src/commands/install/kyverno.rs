@@ -78,7 +78,8 @@ pub fn manifests(args: &KyvernoInstall) -> Result<String, String> {
             source: format!("secret: {{secretName: {TOKEN_SECRET}}}"),
             comment: "The token the policies send as `Authorization: Bearer`.",
         }],
-        calls_the_api: false,
+        // The ClusterPolicy pair sends no Namespace: the server adds it from its watch.
+        calls_the_api: !args.cel,
         caller: "Kyverno",
     };
     let tls = kept_secrets::certificates(
@@ -140,6 +141,15 @@ stringData:
   token: {token}
 "
     );
+    if !args.cel {
+        out.push_str(&super::namespace_reader(
+            "POST /kyverno adds each object's Namespace (its injection labels) from a watch: the\n\
+             # ClusterPolicies send Kyverno's request, which carries none.",
+            "meshlife-kyverno-namespace-reader",
+            NAME,
+            namespace,
+        ));
+    }
     out.push_str(&server.manifests(&tls)?);
     out.push_str("---\n");
     out.push_str(policies.trim_end());

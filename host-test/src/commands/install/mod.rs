@@ -693,6 +693,39 @@ fn random_token() -> Result<String, String> {
     Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
+/// The ClusterRole that lets the server watch Namespaces, and its binding to the server's
+/// ServiceAccount; `why` is the comment above it (lines after the first begin with `# `).
+pub(super) fn namespace_reader(why: &str, role: &str, account: &str, namespace: &str) -> String {
+    format!(
+        "---
+# {why}
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {role}
+  labels: {{app.kubernetes.io/part-of: meshlife}}
+rules:
+- apiGroups: [\"\"]
+  resources: [namespaces]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {role}
+  labels: {{app.kubernetes.io/part-of: meshlife}}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: {role}
+subjects:
+- kind: ServiceAccount
+  name: {account}
+  namespace: {namespace}
+"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

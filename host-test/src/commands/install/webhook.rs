@@ -132,36 +132,13 @@ pub fn manifests(args: &WebhookInstall) -> Result<String, String> {
         version = env!("CARGO_PKG_VERSION"),
     );
     out.push_str(&own_namespace(namespace));
-    let _ = write!(
-        out,
-        "---
-# POST /admission reads each object's Namespace labels (istio-injection, istio.io/rev,
-# linkerd.io/inject) from a watch, as the injectors do; an AdmissionReview carries no Namespace.
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata:
-  name: meshlife-namespace-reader
-  labels: {{app.kubernetes.io/part-of: meshlife}}
-rules:
-- apiGroups: [\"\"]
-  resources: [namespaces]
-  verbs: [get, list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata:
-  name: meshlife-namespace-reader
-  labels: {{app.kubernetes.io/part-of: meshlife}}
-roleRef:
-  apiGroup: rbac.authorization.k8s.io
-  kind: ClusterRole
-  name: meshlife-namespace-reader
-subjects:
-- kind: ServiceAccount
-  name: {NAME}
-  namespace: {namespace}
-"
-    );
+    out.push_str(&super::namespace_reader(
+        "POST /admission reads each object's Namespace labels (istio-injection, istio.io/rev,\n\
+         # linkerd.io/inject) from a watch, as the injectors do; an AdmissionReview carries no Namespace.",
+        "meshlife-namespace-reader",
+        NAME,
+        namespace,
+    ));
     if !files.is_empty() {
         let _ = write!(
             out,

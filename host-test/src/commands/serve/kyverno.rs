@@ -67,6 +67,7 @@ pub async fn evaluate(
             return error_answer(&message);
         }
     };
+    let input = with_watched_namespace(input, routes).await;
     let mut admission = match routes.pool.admit(1) {
         Ok(admission) => admission,
         Err(refusal) => {
@@ -191,6 +192,63 @@ fn review_from_text(text: &str) -> Option<Result<String, String>> {
     Some(Ok(input))
 }
 
+/// The input with the review's Namespace from serve's watch, when the review carries none: the
+/// ClusterPolicy pair sends Kyverno's `request` as it is, instead of fetching the Namespace
+/// with an `apiCall` per policy per admission (two API requests of every admission, charged to
+/// Kyverno's client rate limit, 100 per second by default, which then capped the pair at 33
+/// admissions per second under load). A review that carries one (the ValidatingPolicy pair's
+/// CEL `namespaceObject`), a cluster-scoped object, or no watch (`--no-namespace-watch`, no
+/// Kubernetes configuration): the input as it came, and the parameters decide as for
+/// `meshlife check` without the Namespace.
+async fn with_watched_namespace(input: String, routes: &Routes) -> String {
+    let Some(namespace) = namespace_wanted(&input) else {
+        return input;
+    };
+    let Some(namespace_object) = routes.namespaces.get(&namespace).await else {
+        return input;
+    };
+    let mut value: serde_json::Value = match serde_json::from_str(&input) {
+        Ok(value) => value,
+        Err(_) => return input,
+    };
+    match value
+        .get_mut("review")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        Some(review) => {
+            review.insert("namespaceObject".into(), namespace_object);
+            serde_json::to_string(&value).unwrap_or(input)
+        }
+        None => input,
+    }
+}
+
+/// The review's namespace when it carries no Namespace object (absent or null), read without
+/// building the object's tree.
+fn namespace_wanted(input: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Input<'a> {
+        #[serde(borrow)]
+        review: Review<'a>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Review<'a> {
+        #[serde(default)]
+        namespace: Option<String>,
+        #[serde(rename = "namespaceObject", borrow, default)]
+        namespace_object: Option<&'a RawValue>,
+    }
+    let input: Input = serde_json::from_str(input).ok()?;
+    let carried = input
+        .review
+        .namespace_object
+        .is_some_and(|object| object.get() != "null");
+    match input.review.namespace {
+        Some(namespace) if !namespace.is_empty() && !carried => Some(namespace),
+        _ => None,
+    }
+}
+
 /// `Authorization: Bearer TOKEN` against `--kyverno-token-file`, compared in constant time.
 fn check_token(headers: &HeaderMap, expected: &[u8]) -> Result<(), String> {
     let Some(value) = headers.get(AUTHORIZATION) else {
@@ -245,6 +303,26 @@ fn error_answer(message: &str) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_namespace_is_wanted_only_when_the_review_carries_none() {
+        let wanted = |input: &str| namespace_wanted(input);
+        assert_eq!(
+            wanted(r#"{"review": {"namespace": "shop", "object": {}}}"#),
+            Some("shop".into())
+        );
+        assert_eq!(
+            wanted(r#"{"review": {"namespace": "shop", "namespaceObject": null}}"#),
+            Some("shop".into())
+        );
+        assert_eq!(
+            wanted(r#"{"review": {"namespace": "shop", "namespaceObject": {"metadata": {}}}}"#),
+            None
+        );
+        assert_eq!(wanted(r#"{"review": {"namespace": ""}}"#), None);
+        assert_eq!(wanted(r#"{"review": {"object": {}}}"#), None);
+        assert_eq!(wanted(r#"{"review": "text"}"#), None);
+    }
 
     #[test]
     fn tokens_are_equal_only_when_every_byte_is() {
