@@ -353,7 +353,7 @@ func (h *harness) targetLines() []string {
 	pairs := []struct{ meshlife, peer string }{
 		{"Gatekeeper + meshlife (External Data)", "Gatekeeper + three-rule Rego ConstraintTemplate (peer)"},
 		{"Kyverno + meshlife (ValidatingPolicy pair, CEL http)", "Kyverno + three-rule CEL ValidatingPolicy (peer)"},
-		{"Kyverno + meshlife (ClusterPolicy pair, apiCall)", "Kyverno + three-rule CEL ValidatingPolicy (peer)"},
+		{"Kyverno + meshlife (ClusterPolicy pair, service call)", "Kyverno + three-rule CEL ValidatingPolicy (peer)"},
 	}
 	var lines []string
 	for _, pair := range pairs {

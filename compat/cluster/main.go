@@ -362,7 +362,7 @@ func (h *harness) runKyverno(ctx context.Context, module string) error {
 				}
 			}
 			if isBenchCluster(cluster) {
-				config := "Kyverno + meshlife (ClusterPolicy pair, apiCall)"
+				config := "Kyverno + meshlife (ClusterPolicy pair, service call)"
 				if cel {
 					config = "Kyverno + meshlife (ValidatingPolicy pair, CEL http)"
 				}
