@@ -189,10 +189,14 @@ fn wait_for_port(address: SocketAddr, child: &mut Child, what: &str) -> Result<(
     bail!("{what} did not listen on {address} within 60 s")
 }
 
-fn start_meshlife(certificates: &Certificates, extra: &[&str]) -> Result<(Running, SocketAddr)> {
-    let address = free_port()?;
-    let health = free_port()?;
-    let mut child = Command::new(std::env::current_exe()?)
+/// `meshlife serve` on `address` and `health` with the benchmark's certificates and `extra`.
+fn spawn_meshlife(
+    certificates: &Certificates,
+    address: SocketAddr,
+    health: SocketAddr,
+    extra: &[&str],
+) -> Result<Child> {
+    Command::new(std::env::current_exe()?)
         .arg("serve")
         .arg(format!("--listen={address}"))
         .arg(format!("--health-listen={health}"))
@@ -201,12 +205,17 @@ fn start_meshlife(certificates: &Certificates, extra: &[&str]) -> Result<(Runnin
         .arg("--tls-key")
         .arg(certificates.path("tls.key"))
         .arg("--log-level=error")
-        // Only /validate is measured: no watch of whatever cluster the machine knows.
+        // Only the routes are measured: no watch of whatever cluster the machine knows.
         .arg("--no-namespace-watch")
         .args(extra)
         .stdout(Stdio::null())
         .spawn()
-        .context("starting meshlife serve")?;
+        .context("starting meshlife serve")
+}
+
+fn start_meshlife(certificates: &Certificates, extra: &[&str]) -> Result<(Running, SocketAddr)> {
+    let address = free_port()?;
+    let mut child = spawn_meshlife(certificates, address, free_port()?, extra)?;
     wait_for_port(address, &mut child, "meshlife serve")?;
     Ok((Running(child), address))
 }
@@ -223,22 +232,12 @@ fn start_to_ready(certificates: &Certificates) -> Result<Vec<f64>> {
         let address = free_port()?;
         let health = free_port()?;
         let started = Instant::now();
-        let mut running = Running(
-            Command::new(std::env::current_exe()?)
-                .arg("serve")
-                .arg(format!("--listen={address}"))
-                .arg(format!("--health-listen={health}"))
-                .arg("--tls-cert")
-                .arg(certificates.path("tls.crt"))
-                .arg("--tls-key")
-                .arg(certificates.path("tls.key"))
-                .arg("--workers=1")
-                .arg("--log-level=error")
-                .arg("--no-namespace-watch")
-                .stdout(Stdio::null())
-                .spawn()
-                .context("starting meshlife serve")?,
-        );
+        let mut running = Running(spawn_meshlife(
+            certificates,
+            address,
+            health,
+            &["--workers=1"],
+        )?);
         while !answers_ready(health) {
             if let Some(status) = running.0.try_wait()? {
                 bail!("meshlife serve exited ({status}) before /readyz answered 200");
