@@ -19,6 +19,18 @@ import (
 // policy judges a meshed workload.
 const benchNamespace = "bench-shop"
 
+// The configurations each figure names: the targets pair meshlife's with its engine's peer
+// and subtract no policy's by these names.
+const (
+	configNoPolicy       = "no policy"
+	configWebhook        = "plain webhook (meshlife install webhook)"
+	configGatekeeper     = "Gatekeeper + meshlife (External Data)"
+	configGatekeeperPeer = "Gatekeeper + three-rule Rego ConstraintTemplate (peer)"
+	configKyverno        = "Kyverno + meshlife (ClusterPolicy pair, service call)"
+	configKyvernoCEL     = "Kyverno + meshlife (ValidatingPolicy pair, CEL http)"
+	configKyvernoPeer    = "Kyverno + three-rule CEL ValidatingPolicy (peer)"
+)
+
 // latency is one configuration's admission latency at one concurrency, on one object sent
 // again and again or on a new object each time.
 type latency struct {
@@ -176,7 +188,7 @@ func (h *harness) latencyTable() string {
 	}
 	base := map[figure]latency{}
 	for _, l := range h.latencies {
-		if l.config == "no policy" {
+		if l.config == configNoPolicy {
 			base[figure{l.objects, l.concurrency}] = l
 		}
 	}
@@ -278,13 +290,13 @@ func (g *gatekeeperEngine) benchThreeRules(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := h.measure(ctx, "Gatekeeper + three-rule Rego ConstraintTemplate (peer)", h.benchN); err != nil {
+	if err := h.measure(ctx, configGatekeeperPeer, h.benchN); err != nil {
 		return err
 	}
 	if err := h.profile(ctx, "gatekeeper-three-rules", g.pprofURL); err != nil {
 		return err
 	}
-	if err := h.load(ctx, "Gatekeeper + three-rule Rego ConstraintTemplate (peer)", nil, g.manager); err != nil {
+	if err := h.load(ctx, configGatekeeperPeer, nil, g.manager); err != nil {
 		return err
 	}
 	for i := len(peer) - 1; i >= 0; i-- {
@@ -328,10 +340,10 @@ func (ky *kyvernoEngine) benchThreeRules(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := h.measure(ctx, "Kyverno + three-rule CEL ValidatingPolicy (peer)", h.benchN); err != nil {
+	if err := h.measure(ctx, configKyvernoPeer, h.benchN); err != nil {
 		return err
 	}
-	if err := h.load(ctx, "Kyverno + three-rule CEL ValidatingPolicy (peer)", nil, ky.controller); err != nil {
+	if err := h.load(ctx, configKyvernoPeer, nil, ky.controller); err != nil {
 		return err
 	}
 	ky.policies = peer
@@ -351,9 +363,9 @@ func (h *harness) targetLines() []string {
 		byFigure[figure{l.config, l.objects, l.concurrency}] = l
 	}
 	pairs := []struct{ meshlife, peer string }{
-		{"Gatekeeper + meshlife (External Data)", "Gatekeeper + three-rule Rego ConstraintTemplate (peer)"},
-		{"Kyverno + meshlife (ValidatingPolicy pair, CEL http)", "Kyverno + three-rule CEL ValidatingPolicy (peer)"},
-		{"Kyverno + meshlife (ClusterPolicy pair, service call)", "Kyverno + three-rule CEL ValidatingPolicy (peer)"},
+		{configGatekeeper, configGatekeeperPeer},
+		{configKyvernoCEL, configKyvernoPeer},
+		{configKyverno, configKyvernoPeer},
 	}
 	var lines []string
 	for _, pair := range pairs {
@@ -362,7 +374,7 @@ func (h *harness) targetLines() []string {
 		seen := false
 		for _, objects := range []string{sameObject, newObjects} {
 			for _, concurrency := range []int{1, 4} {
-				base, ok0 := byFigure[figure{"no policy", objects, concurrency}]
+				base, ok0 := byFigure[figure{configNoPolicy, objects, concurrency}]
 				mine, ok1 := byFigure[figure{pair.meshlife, objects, concurrency}]
 				peer, ok2 := byFigure[figure{pair.peer, objects, concurrency}]
 				if !ok0 || !ok1 || !ok2 {

@@ -37,7 +37,7 @@ func run() int {
 	markdown := flag.String("markdown", "", "write the latency table into this Markdown file (BENCHMARKS.md), replacing its section")
 	loadUsers := flag.Int("load-users", 0, "virtual users of each configuration's load run, each creating a Pod then a Deployment again and again (0: no load runs)")
 	loadDuration := flag.Duration("load-duration", 20*time.Second, "how long each load run lasts")
-	profileDir := flag.String("profile", "", "take CPU profiles of Gatekeeper and Kyverno during their figures into this folder, and print each one's top functions")
+	profileDir := flag.String("profile", "", "take CPU profiles of Gatekeeper during its figures into this folder, and print each one's top functions")
 	scenarios := flag.String("scenarios", "", "the stage reality's scenarios to run, by rule, comma-separated (default: all)")
 	flag.Parse()
 	if *meshlife == "" || *bin == "" {
@@ -107,11 +107,11 @@ func (h *harness) run(engines []string, gatekeeperModule, kyvernoModule string) 
 			fmt.Fprintln(os.Stderr, "cluster-compat: the typical Deployment:", err)
 			return 2
 		}
-		if err := h.measure(ctx, "no policy", h.benchN); err != nil {
+		if err := h.measure(ctx, configNoPolicy, h.benchN); err != nil {
 			fmt.Fprintln(os.Stderr, "cluster-compat:", err)
 			return 2
 		}
-		if err := h.load(ctx, "no policy", nil, nil); err != nil {
+		if err := h.load(ctx, configNoPolicy, nil, nil); err != nil {
 			fmt.Fprintln(os.Stderr, "cluster-compat:", err)
 			return 2
 		}
@@ -197,10 +197,10 @@ func (h *harness) runWebhook(ctx context.Context) error {
 	if err := w.install(ctx, cluster); err != nil {
 		return err
 	}
-	if err := h.measureWith(ctx, "plain webhook (meshlife install webhook)", h.benchN, w.server); err != nil {
+	if err := h.measureWith(ctx, configWebhook, h.benchN, w.server); err != nil {
 		return err
 	}
-	if err := h.load(ctx, "plain webhook (meshlife install webhook)", w.server, nil); err != nil {
+	if err := h.load(ctx, configWebhook, w.server, nil); err != nil {
 		return err
 	}
 	if h.benchOnly {
@@ -280,13 +280,13 @@ func (h *harness) runGatekeeper(ctx context.Context, module string) error {
 	if err := g.install(ctx, cluster); err != nil {
 		return err
 	}
-	if err := h.measureWith(ctx, "Gatekeeper + meshlife (External Data)", h.benchN, g.server); err != nil {
+	if err := h.measureWith(ctx, configGatekeeper, h.benchN, g.server); err != nil {
 		return err
 	}
 	if err := h.profile(ctx, "gatekeeper-meshlife", g.pprofURL); err != nil {
 		return err
 	}
-	if err := h.load(ctx, "Gatekeeper + meshlife (External Data)", g.server, g.manager); err != nil {
+	if err := h.load(ctx, configGatekeeper, g.server, g.manager); err != nil {
 		return err
 	}
 	if h.benchOnly {
@@ -362,9 +362,9 @@ func (h *harness) runKyverno(ctx context.Context, module string) error {
 				}
 			}
 			if isBenchCluster(cluster) {
-				config := "Kyverno + meshlife (ClusterPolicy pair, service call)"
+				config := configKyverno
 				if cel {
-					config = "Kyverno + meshlife (ValidatingPolicy pair, CEL http)"
+					config = configKyvernoCEL
 				}
 				if err := h.measureWith(ctx, config, h.benchN, ky.server); err != nil {
 					return err
