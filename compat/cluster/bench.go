@@ -343,6 +343,9 @@ func (ky *kyvernoEngine) benchThreeRules(ctx context.Context) error {
 	if err := h.measure(ctx, configKyvernoPeer, h.benchN); err != nil {
 		return err
 	}
+	if err := h.profile(ctx, "kyverno-three-rules", ky.pprofURL); err != nil {
+		return err
+	}
 	if err := h.load(ctx, configKyvernoPeer, nil, ky.controller); err != nil {
 		return err
 	}

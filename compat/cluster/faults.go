@@ -194,8 +194,8 @@ func (s *scenario) burst(ctx context.Context, n, c int, unjudged func(verdict) b
 	return counts
 }
 
-// faultChecks: the server stopped, then back; SIGTERM during a burst; its certificate
-// rotated during a burst. unjudged says what the failure policy makes of an object the
+// faultChecks: the server stalled (stallCheck); stopped, then back; SIGTERM during a burst;
+// its certificate rotated during a burst. unjudged says what the failure policy makes of an object the
 // server could not judge; rotate swaps the serving certificate for one the caller trusts.
 func (s *scenario) faultChecks(ctx context.Context, engine string, srv **server, unjudged func(verdict) bool, restart func() error, rotate func() error) error {
 	h := s.h
@@ -206,6 +206,7 @@ func (s *scenario) faultChecks(ctx context.Context, engine string, srv **server,
 		h.fail("%s: before the faults: %v", engine, err)
 		return nil
 	}
+	s.stallCheck(ctx, engine, *srv, unjudged, time.Second, 12*time.Second)
 	// Stopped: what the failure policy says.
 	code := (*srv).stop()
 	h.check(code == 0, "%s: meshlife serve stopped by SIGTERM exits 0 (exit %d)", engine, code)

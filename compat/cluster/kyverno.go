@@ -28,6 +28,8 @@ type kyvernoEngine struct {
 	reports    *process
 	server     *server
 	policies   []*unstructured.Unstructured
+	// pprofURL is the admission controller's profiling endpoint (-profile only).
+	pprofURL string
 	// trustDir is the admission controller's SSL_CERT_DIR beside the system's, where the
 	// --cel install's ConfigMap meshlife-ca goes, as the documented mount puts it.
 	trustDir string
@@ -97,7 +99,8 @@ func (ky *kyvernoEngine) start(ctx context.Context) error {
 }
 
 // startController runs the admission controller as its Deployment does, with the
-// SSL_CERT_DIR that `meshlife install kyverno --cel` asks for.
+// SSL_CERT_DIR that `meshlife install kyverno --cel` asks for, and the bound on its service
+// calls that the install asks for with the ClusterPolicy pair (1.19's CEL http.Post has none).
 func (ky *kyvernoEngine) startController(ctx context.Context) error {
 	h := ky.h
 	env := []string{
@@ -106,8 +109,7 @@ func (ky *kyvernoEngine) startController(ctx context.Context) error {
 		"INIT_CONFIG=kyverno", "METRICS_CONFIG=kyverno-metrics",
 		"SSL_CERT_DIR=/etc/ssl/certs:" + ky.trustDir,
 	}
-	var err error
-	ky.controller, err = h.procs.start("kyverno", filepath.Join(h.bin, "kyverno"), []string{
+	args := []string{
 		"--kubeconfig", h.cp.adminKC, "--serverIP", "127.0.0.1",
 		"--webhookServerPort", fmt.Sprint(kyvernoPort), "--servicePort", fmt.Sprint(kyvernoPort),
 		"--caSecretName", "kyverno-svc.kyverno.svc.kyverno-tls-ca",
@@ -115,8 +117,21 @@ func (ky *kyvernoEngine) startController(ctx context.Context) error {
 		// Since 1.18 the default blocklist holds loopback, where meshlife serve runs here;
 		// this keeps cloud metadata blocked and lets 127.0.0.1 through.
 		"--httpBlocklist", "169.254.169.254",
+		// The bound `meshlife install kyverno` recommends: a call to a hung server ends
+		// inside the webhook's timeout, in the policies' answer that it was not checked.
+		"--apiCallTimeout=2s",
 		"--disableMetrics", "--admissionReports=true", "--v=1",
-	}, env)
+	}
+	if h.profileDir != "" {
+		pprofPort, err := freePort()
+		if err != nil {
+			return err
+		}
+		ky.pprofURL = fmt.Sprintf("http://127.0.0.1:%d", pprofPort)
+		args = append(args, "--profile", "--profileAddress", "127.0.0.1", "--profilePort", fmt.Sprint(pprofPort))
+	}
+	var err error
+	ky.controller, err = h.procs.start("kyverno", filepath.Join(h.bin, "kyverno"), args, env)
 	if err != nil {
 		return err
 	}

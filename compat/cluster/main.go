@@ -37,7 +37,7 @@ func run() int {
 	markdown := flag.String("markdown", "", "write the latency table into this Markdown file (BENCHMARKS.md), replacing its section")
 	loadUsers := flag.Int("load-users", 0, "virtual users of each configuration's load run, each creating a Pod then a Deployment again and again (0: no load runs)")
 	loadDuration := flag.Duration("load-duration", 20*time.Second, "how long each load run lasts")
-	profileDir := flag.String("profile", "", "take CPU profiles of Gatekeeper during its figures into this folder, and print each one's top functions")
+	profileDir := flag.String("profile", "", "take CPU profiles of Gatekeeper and Kyverno during their figures into this folder, and print each one's top functions")
 	scenarios := flag.String("scenarios", "", "the stage reality's scenarios to run, by rule, comma-separated (default: all)")
 	flag.Parse()
 	if *meshlife == "" || *bin == "" {
@@ -367,6 +367,9 @@ func (h *harness) runKyverno(ctx context.Context, module string) error {
 					config = configKyvernoCEL
 				}
 				if err := h.measureWith(ctx, config, h.benchN, ky.server); err != nil {
+					return err
+				}
+				if err := h.profile(ctx, map[bool]string{false: "kyverno-meshlife", true: "kyverno-cel-meshlife"}[cel], ky.pprofURL); err != nil {
 					return err
 				}
 				if err := h.load(ctx, config, ky.server, ky.controller); err != nil {

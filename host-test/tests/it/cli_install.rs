@@ -366,6 +366,11 @@ fn install_kyverno_prints_a_server_and_policies_that_reach_it_with_the_token() {
         None,
     );
     assert_eq!(code, 0, "{stderr}");
+    // The bound the policies cannot set themselves: Kyverno's call timeout inside its webhook's.
+    assert!(
+        stderr.contains("\"value\":\"--apiCallTimeout=2s\"") && !stderr.contains("SSL_CERT_DIR"),
+        "{stderr}"
+    );
     let all = documents(&text);
     let policies: Vec<&Value> = all
         .iter()
@@ -493,7 +498,9 @@ fn install_kyverno_prints_a_server_and_policies_that_reach_it_with_the_token() {
     // The step apply cannot take: Kyverno's http.Post trusts its own system roots only.
     assert!(
         stderr.contains("kubectl -n kyverno patch deployment kyverno-admission-controller")
-            && stderr.contains("SSL_CERT_DIR"),
+            && stderr.contains("SSL_CERT_DIR")
+            && stderr.contains("MeshlifeAdmissionsFailedOpen")
+            && !stderr.contains("--apiCallTimeout=2s"),
         "{stderr}"
     );
     let all = documents(&text);

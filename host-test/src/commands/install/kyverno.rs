@@ -24,7 +24,8 @@ const CA_PLACEHOLDER: &str = "REPLACE_WITH_PEM_OF_THE_MESHLIFE_CA";
 const NAME: &str = "meshlife";
 
 /// The one step `kubectl apply` cannot take for the ValidatingPolicy pair: CEL's `http.Post`
-/// trusts only the admission controller's system roots (validating-policies.yaml says why).
+/// trusts only the admission controller's system roots, and has no timeout to bound
+/// (validating-policies.yaml says why).
 const CEL_TRUST_STEP: &str = "meshlife: one more step for the ValidatingPolicy pair: Kyverno's \
     CEL http.Post trusts only its admission controller's system roots, so meshlife's CA (the \
     ConfigMap kyverno/meshlife-ca in this output) must be added to them, and the admission \
@@ -35,7 +36,26 @@ const CEL_TRUST_STEP: &str = "meshlife: one more step for the ValidatingPolicy p
     \"env\":[{\"name\":\"SSL_CERT_DIR\",\"value\":\"/etc/ssl/certs:/etc/meshlife-ca\"}],\
     \"volumeMounts\":[{\"name\":\"meshlife-ca\",\"mountPath\":\"/etc/meshlife-ca\",\
     \"readOnly\":true}]}]}}}}'\n\
-    (or the Helm values in constraints/kyverno/validating-policies.yaml's header).";
+    (or the Helm values in constraints/kyverno/validating-policies.yaml's header).\n\
+    Kyverno 1.19's http.Post has no timeout: a meshlife serve that accepts the call and then \
+    hangs makes the API server admit the object after 5 s with no verdict and nothing on it, \
+    counted only in its apiserver_admission_webhook_fail_open_count (alert \
+    MeshlifeAdmissionsFailedOpen). The ClusterPolicy pair, with Kyverno's --apiCallTimeout, \
+    warns on the object instead.";
+/// Kyverno gives a service call 30 s, the API server its webhook 10 s: a server that accepts a
+/// call and never answers would make the API server admit the object with no verdict and no
+/// trace on it (cluster-policies.yaml says more).
+const CALL_BOUND_STEP: &str = "meshlife: recommended for the ClusterPolicy pair: bound \
+    Kyverno's service calls inside its webhook's timeout. Kyverno waits up to --apiCallTimeout \
+    (30 s by default) for meshlife serve, while the API server waits 10 s for Kyverno's \
+    webhook: a server that accepts the call and then hangs makes the API server admit the \
+    object with no verdict of any policy behind that webhook, yours included, and nothing on \
+    the object says so. With 2 s, the calls end first and the object gets the warning that it \
+    was not checked. The flag bounds every policy's calls:\n  \
+    kubectl -n kyverno patch deployment kyverno-admission-controller --type json --patch \
+    '[{\"op\":\"add\",\"path\":\"/spec/template/spec/containers/0/args/-\",\
+    \"value\":\"--apiCallTimeout=2s\"}]'\n\
+    (or admissionController.container.extraArgs.apiCallTimeout: 2s in Kyverno's Helm values).";
 const TOKEN_SECRET: &str = "meshlife-kyverno-token";
 
 #[derive(Args, Debug)]
@@ -94,6 +114,7 @@ pub fn manifests(args: &KyvernoInstall) -> Result<String, String> {
         eprintln!("{CEL_TRUST_STEP}");
         (VALIDATING_POLICIES, "ValidatingPolicy")
     } else {
+        eprintln!("{CALL_BOUND_STEP}");
         (CLUSTER_POLICIES, "ClusterPolicy")
     };
     let mut policies = render(policies, &url, &tls.ca_pem, namespace)?;
