@@ -119,9 +119,10 @@ func (h *harness) measureOne(ctx context.Context, config, objects string, concur
 	for i := 0; i < 20; i++ {
 		_, _ = h.k.create(ctx, h.benchObject, true)
 	}
-	before := 0.0
+	before, refusedBefore := 0.0, 0.0
 	if srv != nil {
 		before = srv.metric("meshlife_requests_total{")
+		refusedBefore = srv.metric("meshlife_refusals_total{")
 	}
 	inputs := make([]*unstructured.Unstructured, n)
 	for i := range inputs {
@@ -149,7 +150,7 @@ func (h *harness) measureOne(ctx context.Context, config, objects string, concur
 				v := verdictOf(h.k.create(ctx, inputs[index], true))
 				samples[index] = time.Since(started)
 				mu.Lock()
-				answers[v.word()]++
+				answers[v.wordWithRules()]++
 				if sample == "" && (len(v.warnings) > 0 || v.message != "" || v.err != nil) {
 					sample = fmt.Sprintf("%q %q %v", v.warnings, truncate(v.message, 200), v.err)
 				}
@@ -168,11 +169,14 @@ func (h *harness) measureOne(ctx context.Context, config, objects string, concur
 	h.latencies = append(h.latencies, l)
 	fmt.Printf("  bench %-44s %s c=%d  p50 %6.2f  p95 %6.2f  p99 %6.2f  max %6.2f ms  %v\n", config, objects, concurrency,
 		ms(l.p50), ms(l.p95), ms(l.p99), ms(l.max), answers)
+	if srv != nil {
+		h.checkJudged(fmt.Sprintf("%s, %s objects, c=%d", config, objects, concurrency), answers)
+	}
 	if sample != "" && concurrency == 1 && objects == sameObject {
 		fmt.Printf("        for example: %s\n", sample)
 	}
 	if srv != nil {
-		fmt.Printf("        meshlife serve answered %d requests for these %d admissions\n", l.calls, n)
+		fmt.Printf("        meshlife serve answered %d requests for these %d admissions (refused %.0f connections or requests, connections given way included)\n", l.calls, n, srv.metric("meshlife_refusals_total{")-refusedBefore)
 	}
 	return nil
 }
@@ -450,4 +454,19 @@ func (h *harness) writeLatencySection(file string) error {
 	}
 	text = strings.TrimRight(text, "\n") + "\n\n" + b.String()
 	return os.WriteFile(file, []byte(strings.TrimLeft(text, "\n")), 0o644)
+}
+
+// checkJudged holds a figure of a configuration with meshlife to every admission judged: the
+// objects measured have findings under the bench cluster, so an answer naming no meshlife rule
+// is a verdict lost (a call refused, timed out or failed open), and a figure that flatters.
+func (h *harness) checkJudged(figure string, answers map[string]int) {
+	unjudged, total := 0, 0
+	for word, count := range answers {
+		total += count
+		// ML000 is Gatekeeper's template saying the provider could not be called.
+		if rules := strings.Join(rulesIn(word), ","); rules == "" || rules == "ML000" {
+			unjudged += count
+		}
+	}
+	h.check(unjudged == 0, "%s: every admission judged by meshlife (%d of %d answers name no meshlife rule: %v)", figure, unjudged, total, answers)
 }

@@ -165,6 +165,16 @@ func (v verdict) word() string {
 	return "clean"
 }
 
+// wordWithRules is word with the meshlife rules the answer names, so that a figure shows
+// which admissions meshlife judged: the API server's own warnings (the typical Deployment's
+// duplicate ports) make an answer "warned", judged or not.
+func (v verdict) wordWithRules() string {
+	if rules := rulesIn(append(v.warnings, v.message)...); len(rules) > 0 {
+		return v.word() + " " + strings.Join(rules, ",")
+	}
+	return v.word()
+}
+
 // expectation is what `meshlife check --constraint` says of one object.
 type expectation struct {
 	deny, warn []finding

@@ -116,8 +116,10 @@ func (h *harness) load(ctx context.Context, config string, srv *server, engine *
 		return processCPU(proc.cmd.Process.Pid)
 	}
 	serveProc := (*process)(nil)
+	refusedBefore := 0.0
 	if srv != nil {
 		serveProc = srv.proc
+		refusedBefore = srv.metric("meshlife_refusals_total{")
 	}
 	serveBefore, engineBefore, apiBefore, busyBefore := cpuOf(serveProc), cpuOf(engine), cpuOf(h.cp.api), machineBusy()
 	started := time.Now()
@@ -140,7 +142,7 @@ func (h *harness) load(ctx context.Context, config string, srv *server, engine *
 					took := time.Since(begun)
 					mu.Lock()
 					samples = append(samples, took)
-					answers[v.word()]++
+					answers[v.wordWithRules()]++
 					if v.err != nil {
 						figure.errors++
 						if figure.firstError == "" {
@@ -170,6 +172,10 @@ func (h *harness) load(ctx context.Context, config string, srv *server, engine *
 		ms(figure.p50), ms(figure.p95), ms(figure.p99), ms(figure.max), figure.errors, answers)
 	if figure.firstError != "" {
 		fmt.Printf("        first error: %s\n", figure.firstError)
+	}
+	if srv != nil {
+		fmt.Printf("        meshlife serve refused %.0f connections or requests (connections given way included)\n", srv.metric("meshlife_refusals_total{")-refusedBefore)
+		h.checkJudged(fmt.Sprintf("%s under load", config), answers)
 	}
 	return h.deleteLoadObjects(ctx)
 }

@@ -79,8 +79,9 @@ pub struct Limits {
     pub handshake_timeout: Duration,
 
     /// Open connections at most. At the limit a new connection is still accepted and one not
-    /// being answered gives way: of the peer address with the most connections, an unfinished
-    /// TLS handshake first, then an idle one, then one still sending its request.
+    /// being answered gives way: of the peer address with the most connections, a TLS
+    /// handshake unfinished after 1 s first, then an idle one, then a newer handshake, then one
+    /// still sending its request.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_connections: usize,
 }

@@ -6,20 +6,28 @@
 //! calls in the kernel's backlog past their timeout (Gatekeeper's 3 s), so every admission in
 //! that window would go unchecked. Instead the listener keeps accepting, and when the limit is
 //! reached one connection that is not being answered gives way: from the peer address that
-//! holds the most connections, the one that has done least (a TLS handshake not finished
-//! before an idle keep-alive connection, before a request head still arriving), oldest first.
-//! A request a route is answering is never cut. One flooding source thus sheds its own
-//! connections, and the callers that complete handshakes and send requests keep theirs.
+//! holds the most connections, the one least likely to carry a call (a TLS handshake stalled
+//! past HANDSHAKE_GRACE, then an idle keep-alive connection, then a handshake still within its
+//! grace, then a request head still arriving), oldest first. A request a route is answering is
+//! never cut. One flooding source thus sheds its own connections, and the callers that complete
+//! handshakes and send requests keep theirs. A fresh handshake outlives idle connections
+//! because a caller may leave one idle connection behind per call: Kyverno's service calls
+//! build a new HTTP transport each time and never close it, so its calls in flight were shed
+//! for its own leftovers once the table was full.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-/// How far a connection has got, in the order connections give way.
+/// How long a TLS handshake may take before it looks stalled (a flood's) rather than a call on
+/// its way: a handshake takes milliseconds, and the engines give a call 2 s or more.
+const HANDSHAKE_GRACE: Duration = Duration::from_secs(1);
+
+/// How far a connection has got.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Stage {
@@ -115,6 +123,15 @@ impl ConnectionTable {
     pub fn admit(
         self: &std::sync::Arc<Self>,
         peer: SocketAddr,
+        shed: impl FnMut(Stage),
+    ) -> Admission {
+        self.admit_at(peer, Instant::now(), shed)
+    }
+
+    fn admit_at(
+        self: &std::sync::Arc<Self>,
+        peer: SocketAddr,
+        now: Instant,
         mut shed: impl FnMut(Stage),
     ) -> Admission {
         let Ok(mut open) = self.open.lock() else {
@@ -123,7 +140,7 @@ impl ConnectionTable {
         // Slots already asked to give way are on their way out: they do not count.
         let live = open.values().filter(|slot| !slot.is_shed()).count();
         if live >= self.limit {
-            match victim(&open) {
+            match victim(&open, now) {
                 Some(slot) => {
                     slot.shed.store(true, Ordering::Relaxed);
                     slot.notify.notify_one();
@@ -135,7 +152,7 @@ impl ConnectionTable {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let slot = std::sync::Arc::new(Slot {
             peer: peer.ip(),
-            accepted: Instant::now(),
+            accepted: now,
             stage: AtomicU8::new(Stage::Handshaking as u8),
             shed: AtomicBool::new(false),
             notify: Notify::new(),
@@ -149,9 +166,12 @@ impl ConnectionTable {
     }
 }
 
-/// The connection to give way: of the peer with the most live connections, the least
-/// advanced, oldest first; never one whose request a route is answering.
-fn victim(open: &HashMap<u64, std::sync::Arc<Slot>>) -> Option<&std::sync::Arc<Slot>> {
+/// The connection to give way: of the peer with the most live connections, the least likely to
+/// carry a call, oldest first; never one whose request a route is answering.
+fn victim(
+    open: &HashMap<u64, std::sync::Arc<Slot>>,
+    now: Instant,
+) -> Option<&std::sync::Arc<Slot>> {
     let mut per_peer: HashMap<IpAddr, usize> = HashMap::new();
     for slot in open.values().filter(|slot| !slot.is_shed()) {
         *per_peer.entry(slot.peer).or_default() += 1;
@@ -161,10 +181,21 @@ fn victim(open: &HashMap<u64, std::sync::Arc<Slot>>) -> Option<&std::sync::Arc<S
         .min_by_key(|slot| {
             (
                 std::cmp::Reverse(per_peer.get(&slot.peer).copied().unwrap_or(0)),
-                slot.stage(),
+                give_way_order(slot.stage(), now.saturating_duration_since(slot.accepted)),
                 slot.accepted,
             )
         })
+}
+
+/// Lower gives way first.
+fn give_way_order(stage: Stage, age: Duration) -> u8 {
+    match stage {
+        Stage::Handshaking if age > HANDSHAKE_GRACE => 0,
+        Stage::Idle => 1,
+        Stage::Handshaking => 2,
+        Stage::Receiving => 3,
+        Stage::Answering => 4,
+    }
 }
 
 #[cfg(test)]
@@ -183,17 +214,22 @@ mod tests {
     }
 
     #[test]
-    fn the_flooding_peer_gives_way_first_its_handshakes_before_its_idle_connections() {
+    fn the_flooding_peer_gives_way_first_its_stalled_handshakes_before_its_idle_connections() {
         let table = ConnectionTable::new(4);
-        let engine = served(table.admit(peer(1, 1), |_| {}));
+        let start = Instant::now();
+        let engine = served(table.admit_at(peer(1, 1), start, |_| {}));
         engine.slot.set_stage(Stage::Idle);
         let flood: Vec<SlotGuard> = (0..3)
-            .map(|port| served(table.admit(peer(9, port), |_| {})))
+            .map(|port| {
+                let accepted = start + Duration::from_millis(u64::from(port));
+                served(table.admit_at(peer(9, port), accepted, |_| {}))
+            })
             .collect();
         flood[0].slot.set_stage(Stage::Idle);
         let mut shed = Vec::new();
-        let newcomer = served(table.admit(peer(2, 1), |stage| shed.push(stage)));
-        // The oldest handshake of the peer with three connections, not its idle one.
+        let later = start + HANDSHAKE_GRACE * 2;
+        let newcomer = served(table.admit_at(peer(2, 1), later, |stage| shed.push(stage)));
+        // The oldest stalled handshake of the peer with three connections, not its idle one.
         assert_eq!(shed, vec![Stage::Handshaking]);
         assert!(!flood[0].slot.is_shed() && flood[1].slot.is_shed());
         assert!(!engine.slot.is_shed() && !newcomer.slot.is_shed());
@@ -203,6 +239,29 @@ mod tests {
         let _third = served(table.admit(peer(3, 1), |stage| shed_again.push(stage)));
         assert!(shed_again.is_empty());
         assert_eq!(table.len(), 3);
+    }
+
+    #[test]
+    fn a_caller_that_leaves_a_connection_behind_each_call_loses_those_before_its_calls() {
+        let table = ConnectionTable::new(4);
+        let start = Instant::now();
+        let leftovers: Vec<SlotGuard> = (0..3)
+            .map(|port| {
+                let accepted = start + Duration::from_millis(u64::from(port));
+                served(table.admit_at(peer(1, port), accepted, |_| {}))
+            })
+            .collect();
+        for leftover in &leftovers {
+            leftover.slot.set_stage(Stage::Idle);
+        }
+        let now = start + HANDSHAKE_GRACE * 10;
+        let in_flight = served(table.admit_at(peer(1, 3), now, |_| {}));
+        let mut shed = Vec::new();
+        let next_call = served(table.admit_at(peer(1, 4), now, |stage| shed.push(stage)));
+        // Its oldest idle connection, not the handshake of the call it has just made.
+        assert_eq!(shed, vec![Stage::Idle]);
+        assert!(leftovers[0].slot.is_shed());
+        assert!(!in_flight.slot.is_shed() && !next_call.slot.is_shed());
     }
 
     #[test]
