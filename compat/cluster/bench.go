@@ -440,7 +440,10 @@ func (h *harness) writeLatencySection(file string) error {
 		"through kube-apiserver v1.35.4 and each engine, everything on this one machine (%d cores) over\n"+
 		"loopback. Objects `same`: the same object every time (Gatekeeper answers from its External Data\n"+
 		"cache); `new`: a new name each time, so every admission reaches meshlife serve. The added\n"+
-		"columns are each figure minus no policy's at the same objects and concurrency.\n\n%s\n",
+		"columns are each figure minus no policy's at the same objects and concurrency. Answers: how\n"+
+		"many admissions got each answer, with the meshlife rules it names (the API server's own\n"+
+		"duplicate-port warnings make every answer `warned`); a configuration with meshlife fails the\n"+
+		"run if any admission names none.\n\n%s\n",
 		heading, time.Now().UTC().Format("2006-01-02"), h.benchN, benchCluster, runtime.NumCPU(), h.latencyTable())
 	if len(h.loadFigures) > 0 {
 		fmt.Fprintf(&b, "Under load, in the style of Kyverno's scaling tests: %d users for %s per configuration, each\n"+
