@@ -1,7 +1,9 @@
 //! A flood of connections that never complete a TLS handshake, idle after one, or trickle a
 //! request head, from one peer: the callers that do complete handshakes keep being answered,
 //! because the flood's connections give way at --max-connections instead of holding the
-//! engine's calls in the kernel's backlog until its handshake timeout.
+//! engine's calls in the kernel's backlog until its handshake timeout. And a caller that leaves
+//! an idle connection behind each call, as Kyverno's service calls do: its leftovers give way,
+//! never its calls in flight.
 
 use crate::serve_support;
 
@@ -74,6 +76,62 @@ fn a_connection_flood_from_one_peer_gives_way_to_callers_that_send_requests() {
     assert!(closed >= 10, "{closed} of the flood's connections closed");
     assert!(
         server.metric("meshlife_connections_open") <= 33.0,
+        "{}",
+        server.metrics()
+    );
+}
+
+#[test]
+fn a_caller_leaving_a_connection_behind_each_call_keeps_every_call_in_flight() {
+    let ca = Authority::new("meshlife-test-ca");
+    let volume = SecretVolume::new(&ca.server(), &ca.cert_pem);
+    let server = Server::start(&volume, false, &["--max-connections", "8"]);
+    let client = std::sync::Arc::new(Client::new(server.routes, &ca, None));
+    const CALLERS: usize = 4;
+    const CALLS: usize = 20;
+    let failures = runtime().block_on(async {
+        let mut callers = Vec::new();
+        for _ in 0..CALLERS {
+            let client = std::sync::Arc::clone(&client);
+            callers.push(tokio::spawn(async move {
+                // Each call on a new connection, kept open and idle afterwards.
+                let mut leftovers = Vec::new();
+                let mut failures = Vec::new();
+                for _ in 0..CALLS {
+                    let answered = async {
+                        let mut connection = client.connect().await?;
+                        let reply = connection
+                            .post(
+                                "/validate",
+                                meshlife::commands::bench::client::provider_request(&[KEY]),
+                            )
+                            .await?;
+                        anyhow::ensure!(reply.status == 200, "status {}", reply.status);
+                        Ok(connection)
+                    };
+                    match answered.await {
+                        Ok(connection) => leftovers.push(connection),
+                        Err(error) => failures.push(error.to_string()),
+                    }
+                }
+                failures
+            }));
+        }
+        let mut failures = Vec::new();
+        for caller in callers {
+            failures.extend(caller.await.unwrap());
+        }
+        failures
+    });
+    assert!(
+        failures.is_empty(),
+        "calls cut for the caller's own leftovers: {failures:?}"
+    );
+    let idle = server.metric("meshlife_refusals_total{reason=\"idle_shed\"}");
+    let shed = server.metric("meshlife_refusals_total{reason=\"connection_shed\"}");
+    assert!(
+        // Most of the 80 leftovers made way for later calls; none of the calls did.
+        idle >= (CALLERS * CALLS / 2) as f64 && shed == 0.0,
         "{}",
         server.metrics()
     );

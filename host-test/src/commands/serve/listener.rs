@@ -195,7 +195,15 @@ pub async fn serve<H: Handler>(listener: TcpListener, settings: ListenerSettings
             }
         };
         let admission = table.admit(peer, |stage| {
-            settings.metrics.refused("connection_shed");
+            // An idle keep-alive connection closed early refuses nothing: a caller that would
+            // have reused it opens another. Counted apart, so that a caller leaving one behind
+            // each call (Kyverno's service calls) is not taken for shedding under load.
+            let reason = if stage == Stage::Idle {
+                "idle_shed"
+            } else {
+                "connection_shed"
+            };
+            settings.metrics.refused(reason);
             tracing::debug!(
                 listener = settings.name,
                 ?stage,
