@@ -169,7 +169,7 @@ func (v verdict) word() string {
 // which admissions meshlife judged: the API server's own warnings (the typical Deployment's
 // duplicate ports) make an answer "warned", judged or not.
 func (v verdict) wordWithRules() string {
-	if rules := rulesIn(append(v.warnings, v.message)...); len(rules) > 0 {
+	if rules := rulesIn(strings.Join(v.warnings, "\n"), v.message); len(rules) > 0 {
 		return v.word() + " " + strings.Join(rules, ",")
 	}
 	return v.word()

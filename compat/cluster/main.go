@@ -369,7 +369,7 @@ func (h *harness) runKyverno(ctx context.Context, module string) error {
 				if err := h.measureWith(ctx, config, h.benchN, ky.server); err != nil {
 					return err
 				}
-				if err := h.profile(ctx, map[bool]string{false: "kyverno-meshlife", true: "kyverno-cel-meshlife"}[cel], ky.pprofURL); err != nil {
+				if err := h.profile(ctx, name+"-meshlife", ky.pprofURL); err != nil {
 					return err
 				}
 				if err := h.load(ctx, config, ky.server, ky.controller); err != nil {

@@ -17,17 +17,10 @@ import (
 // end visibly: either in what the failure policy makes of an object not checked (a refusal,
 // or a warning saying so), or, where the API server's deadline for the engine's webhook struck
 // first, in its count of admissions failed open, which the MeshlifeAdmissionsFailedOpen alert
-// watches. An admission with neither is a verdict lost in silence.
+// watches. An admission with neither is a verdict lost in silence. The scenario's Namespace is
+// injected and its verdict converged already (faultChecks, its caller, sees to it).
 func (s *scenario) stallCheck(ctx context.Context, engine string, srv *server, unjudged func(verdict) bool, short, long time.Duration) {
 	h := s.h
-	if err := s.label(ctx, "enabled"); err != nil {
-		h.fail("%s: %v", engine, err)
-		return
-	}
-	if _, err := s.converge(ctx, "enabled", 30*time.Second); err != nil {
-		h.fail("%s: before the stall: %v", engine, err)
-		return
-	}
 	for i, stall := range []time.Duration{short, long} {
 		before, err := h.failedOpen(ctx)
 		if err != nil {
