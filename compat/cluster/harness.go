@@ -95,7 +95,7 @@ func (h *harness) applyInstall(ctx context.Context, what string, objs []*unstruc
 	}
 	h.check(len(others) == 0, "%s applies without a warning from the API server %v", what, others)
 	if len(kindNotices) > 0 {
-		fmt.Printf("  note %s: Kyverno says of each ClusterPolicy: %q (the --cel install has none)\n", what, kindNotices[0])
+		fmt.Printf("  note %s: Kyverno says of each ClusterPolicy: %q (the ValidatingPolicy pair, the default install, has none)\n", what, kindNotices[0])
 	}
 	return nil
 }
@@ -115,7 +115,7 @@ func (h *harness) judge(ctx context.Context, engine, cluster string, fixInMessag
 		return err
 	}
 	h.failures += t.differences
-	line := fmt.Sprintf("%-12s %-26s objects %3d  refused %3d  warned %3d  clean %3d  invalid %d  differences from meshlife check %d  (%.1fs)",
+	line := fmt.Sprintf("%-21s %-26s objects %3d  refused %3d  warned %3d  clean %3d  invalid %d  differences from meshlife check %d  (%.1fs)",
 		engine, filepath.Base(cluster), t.objects, t.refused, t.warned, t.clean, t.invalid, t.differences, time.Since(started).Seconds())
 	fmt.Println(line)
 	h.summary = append(h.summary, line)

@@ -20,7 +20,7 @@ const kyvernoNamespace = "kyverno"
 
 // kyvernoEngine is Kyverno v1.19.0's own admission controller, run out of the cluster with
 // its `--serverIP` (it registers its webhooks by URL itself), with `meshlife install kyverno`
-// (the ClusterPolicy pair, or with --cel the ValidatingPolicy pair) applied as a user applies it.
+// (the ValidatingPolicy pair, or with --cluster-policy the ClusterPolicy pair) applied as a user applies it.
 type kyvernoEngine struct {
 	h          *harness
 	module     string
@@ -31,9 +31,9 @@ type kyvernoEngine struct {
 	// pprofURL is the admission controller's profiling endpoint (-profile only).
 	pprofURL string
 	// trustDir is the admission controller's SSL_CERT_DIR beside the system's, where the
-	// --cel install's ConfigMap meshlife-ca goes, as the documented mount puts it.
+	// ValidatingPolicy install's ConfigMap meshlife-ca goes, as the documented mount puts it.
 	trustDir string
-	// nextCA is the CA a --cel rollover moves to, trusted ahead of it as an operator would.
+	// nextCA is the CA the ValidatingPolicy pair's rollover moves to, trusted ahead of it as an operator would.
 	nextCA *authority
 }
 
@@ -99,7 +99,7 @@ func (ky *kyvernoEngine) start(ctx context.Context) error {
 }
 
 // startController runs the admission controller as its Deployment does, with the
-// SSL_CERT_DIR that `meshlife install kyverno --cel` asks for, and the bound on its service
+// SSL_CERT_DIR that `meshlife install kyverno` asks for, and the bound on its service
 // calls that the install asks for with the ClusterPolicy pair (1.19's CEL http.Post has none).
 func (ky *kyvernoEngine) startController(ctx context.Context) error {
 	h := ky.h
@@ -138,7 +138,7 @@ func (ky *kyvernoEngine) startController(ctx context.Context) error {
 	return waitHTTP(ctx, ky.controller, fmt.Sprintf("https://127.0.0.1:%d/health/liveness", kyvernoPort), 120*time.Second)
 }
 
-// trustCEL is the step `meshlife install kyverno --cel` prints: the install's ConfigMap
+// trustCEL is the step `meshlife install kyverno` prints: the install's ConfigMap
 // meshlife-ca where the admission controller's SSL_CERT_DIR reads it (with the CA of the
 // rollover ahead), then the admission controller restarted, since Go reads its roots once.
 func (ky *kyvernoEngine) trustCEL(ctx context.Context, objs []*unstructured.Unstructured) error {
@@ -149,7 +149,7 @@ func (ky *kyvernoEngine) trustCEL(ctx context.Context, objs []*unstructured.Unst
 		}
 	}
 	if !strings.Contains(caPEM, "BEGIN CERTIFICATE") {
-		return fmt.Errorf("meshlife install kyverno --cel printed no ConfigMap %s/meshlife-ca with a CA", kyvernoNamespace)
+		return fmt.Errorf("meshlife install kyverno printed no ConfigMap %s/meshlife-ca with a CA", kyvernoNamespace)
 	}
 	next, err := newAuthority("meshlife-rotated-ca")
 	if err != nil {
@@ -166,7 +166,7 @@ func (ky *kyvernoEngine) trustCEL(ctx context.Context, objs []*unstructured.Unst
 	return ky.startController(ctx)
 }
 
-// install applies `meshlife install kyverno --constraint CLUSTER [--cel] --url ...`, runs its
+// install applies `meshlife install kyverno --constraint CLUSTER [--cluster-policy] --url ...`, runs its
 // server as its Deployment would, and waits until Kyverno calls it.
 func (ky *kyvernoEngine) install(ctx context.Context, cluster string, cel bool) error {
 	h := ky.h
@@ -184,9 +184,9 @@ func (ky *kyvernoEngine) install(ctx context.Context, cluster string, cel bool) 
 	}
 	args := []string{"kyverno", "--constraint", cluster, "--url", fmt.Sprintf("https://127.0.0.1:%d", port)}
 	what := "meshlife install kyverno --constraint " + filepath.Base(cluster)
-	if cel {
-		args = append(args, "--cel")
-		what += " --cel"
+	if !cel {
+		args = append(args, "--cluster-policy")
+		what += " --cluster-policy"
 	}
 	objs, _, err := install(h.meshlife, h.repo, args...)
 	if err != nil {

@@ -327,13 +327,22 @@ func (g *gatekeeperEngine) finish(ctx context.Context) error {
 	return nil
 }
 
+// kyvernoPairName names a pair of `meshlife install kyverno` as the chart's engine value does:
+// kyverno for the ValidatingPolicy pair (the default), kyverno-clusterpolicy for the other.
+func kyvernoPairName(cel bool) string {
+	if cel {
+		return "kyverno"
+	}
+	return "kyverno-clusterpolicy"
+}
+
 func (h *harness) runKyverno(ctx context.Context, module string) error {
 	fmt.Println("\n== Kyverno v1.19.0's admission controller calling meshlife serve (meshlife install kyverno)")
 	ky := &kyvernoEngine{h: h, module: module}
 	if err := ky.start(ctx); err != nil {
 		return err
 	}
-	for _, engine := range []string{"kyverno", "kyverno-cel"} {
+	for _, engine := range []string{"kyverno", "kyverno-clusterpolicy"} {
 		if err := h.chartCheck(ctx, engine); err != nil {
 			return err
 		}
@@ -346,10 +355,7 @@ func (h *harness) runKyverno(ctx context.Context, module string) error {
 			if err := ky.install(ctx, cluster, cel); err != nil {
 				return err
 			}
-			name := "kyverno"
-			if cel {
-				name = "kyverno-cel"
-			}
+			name := kyvernoPairName(cel)
 			if !h.benchOnly {
 				if err := h.judge(ctx, name, cluster, false); err != nil {
 					return err
@@ -383,7 +389,7 @@ func (h *harness) runKyverno(ctx context.Context, module string) error {
 	}
 	cluster := filepath.Join("constraints/gatekeeper/clusters", benchCluster)
 	for _, cel := range []bool{false, true} {
-		name := map[bool]string{false: "kyverno", true: "kyverno-cel"}[cel]
+		name := kyvernoPairName(cel)
 		if err := ky.install(ctx, cluster, cel); err != nil {
 			return err
 		}

@@ -26,7 +26,7 @@ cd "$root"
 quiet() { grep -v 'found symbolic link in path' || true; }
 lint_output="$(mktemp)"
 trap 'rm -f "$lint_output"' EXIT
-for engine in gatekeeper kyverno kyverno-cel webhook; do
+for engine in gatekeeper kyverno kyverno-clusterpolicy kyverno-cel webhook; do
     echo "== helm lint --strict charts/meshlife --set engine=$engine"
     "$helm" lint --strict charts/meshlife --set engine="$engine" --set cluster=istio-1.26-classic \
         2>&1 | quiet | tee "$lint_output"

@@ -244,7 +244,7 @@ func sortedKeys(set map[string]bool) []string {
 }
 
 // installedPolicies takes the policies `meshlife install kyverno [--constraint FILE]` prints
-// (the ClusterPolicy pair, and with --cel the ValidatingPolicy pair), with the harness's CA in
+// (the ValidatingPolicy pair, and with --cluster-policy the ClusterPolicy pair), with the harness's CA in
 // place of the one the install made, and returns them with the install's token. One change
 // more (README-kyverno.md): in a cluster meshlife serve adds each review's Namespace from its
 // watch, and the CLI's server has no cluster to watch, so the ClusterPolicies' review gets the
@@ -259,10 +259,10 @@ func installedPolicies(meshlife, repo, dir, cluster, caPEM string) ([]string, st
 		if cluster != "" {
 			args = append(args, "--constraint", filepath.Join(repo, cluster))
 		}
-		kind := "ClusterPolicy"
-		if cel {
-			args = append(args, "--cel")
-			kind = "ValidatingPolicy"
+		kind := "ValidatingPolicy"
+		if !cel {
+			args = append(args, "--cluster-policy")
+			kind = "ClusterPolicy"
 		}
 		cmd := exec.Command(meshlife, args...)
 		var stderr strings.Builder

@@ -1,5 +1,6 @@
 {{/*
-engine: kyverno and kyverno-cel, as `meshlife install kyverno [--cel]`: the server behind
+engine: kyverno (or its old name kyverno-cel) and kyverno-clusterpolicy, as
+`meshlife install kyverno [--cluster-policy]`: the server behind
 Kyverno's service calls, requiring a bearer token, and the shipped policy pair
 (constraints/kyverno/) with the server's URL, its CA, its namespace, the token and the cluster's
 facts written in, by the same textual steps as the install. Context: {root, tls, token}.
@@ -7,7 +8,7 @@ facts written in, by the same textual steps as the install. Context: {root, tls,
 {{- define "meshlife.kyverno" -}}
 {{- $root := .root }}
 {{- $ns := $root.Release.Namespace }}
-{{- $cel := eq $root.Values.engine "kyverno-cel" }}
+{{- $cel := ne $root.Values.engine "kyverno-clusterpolicy" }}
 {{- $token := .token }}
 ---
 apiVersion: v1
@@ -145,7 +146,7 @@ absent without any constraint file.
 {{- join "\n---\n" $out }}
 {{- end }}
 
-{{/* A value as a CEL literal whose map values and list items are dyn(), as `meshlife install kyverno --cel` writes it. */}}
+{{/* A value as a CEL literal whose map values and list items are dyn(), as `meshlife install kyverno` writes it. */}}
 {{- define "meshlife.celLiteral" -}}
 {{- if kindIs "map" . -}}
 {{- $entries := list }}

@@ -53,7 +53,8 @@ type choice struct {
 var engines = []struct{ value, install string }{
 	{"gatekeeper", "gatekeeper"},
 	{"kyverno", "kyverno"},
-	{"kyverno-cel", "kyverno --cel"},
+	{"kyverno-clusterpolicy", "kyverno --cluster-policy"},
+	{"kyverno-cel", "kyverno"},
 	{"webhook", "webhook"},
 }
 

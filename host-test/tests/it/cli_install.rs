@@ -355,11 +355,12 @@ fn injected_job(namespace: &str) -> Value {
 }
 
 #[test]
-fn install_kyverno_prints_a_server_and_policies_that_reach_it_with_the_token() {
+fn install_kyverno_cluster_policy_prints_a_server_and_policies_that_reach_it_with_the_token() {
     let (code, text, stderr) = meshlife(
         &[
             "install",
             "kyverno",
+            "--cluster-policy",
             "--constraint",
             "constraints/gatekeeper/clusters/istio-1.26-classic.yaml",
         ],
@@ -492,8 +493,7 @@ fn install_kyverno_prints_a_server_and_policies_that_reach_it_with_the_token() {
         );
     });
 
-    let (code, text, stderr) =
-        meshlife(&["install", "kyverno", "--cel", "--namespace", "ml"], None);
+    let (code, text, stderr) = meshlife(&["install", "kyverno", "--namespace", "ml"], None);
     assert_eq!(code, 0, "{stderr}");
     // The step apply cannot take: Kyverno's http.Post trusts its own system roots only.
     assert!(
@@ -708,13 +708,13 @@ fn url_points_every_install_at_a_server_outside_the_cluster_and_its_certificate_
             assert!(webhook["clientConfig"].get("service").is_none());
             webhook["clientConfig"]["url"].as_str().unwrap().into()
         }),
-        (&["kyverno"], "/kyverno", |all| {
+        (&["kyverno", "--cluster-policy"], "/kyverno", |all| {
             find(all, "ClusterPolicy")["spec"]["rules"][0]["context"][0]["apiCall"]["service"]["url"]
                 .as_str()
                 .unwrap()
                 .into()
         }),
-        (&["kyverno", "--cel"], "/kyverno", |all| {
+        (&["kyverno"], "/kyverno", |all| {
             let policy = serde_json::to_string(find(all, "ValidatingPolicy")).unwrap();
             assert!(
                 policy.contains("https://127.0.0.1:9443/kyverno"),
@@ -787,8 +787,8 @@ fn a_secrets_dir_makes_every_install_print_the_same_manifests() {
     let kept_arg = kept.to_str().unwrap();
     for target in [
         &["install", "gatekeeper"][..],
+        &["install", "kyverno", "--cluster-policy"][..],
         &["install", "kyverno"][..],
-        &["install", "kyverno", "--cel"][..],
         &["install", "webhook"][..],
     ] {
         let with_dir = [target, &["--secrets-dir", kept_arg][..]].concat();
@@ -803,6 +803,19 @@ fn a_secrets_dir_makes_every_install_print_the_same_manifests() {
         let (_, unkept, _) = meshlife(target, None);
         assert_ne!(first, unkept, "{target:?}: without the folder, new secrets");
     }
+    // `--cel`, from before the ValidatingPolicy pair was the default, still prints it, and
+    // cannot be asked for together with the ClusterPolicy pair.
+    let (code, default, _) = meshlife(&["install", "kyverno", "--secrets-dir", kept_arg], None);
+    assert_eq!(code, 0);
+    let (code, cel, stderr) = meshlife(
+        &["install", "kyverno", "--cel", "--secrets-dir", kept_arg],
+        None,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(default, cel);
+    let (code, _, stderr) = meshlife(&["install", "kyverno", "--cel", "--cluster-policy"], None);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("cannot be used with"), "{stderr}");
     use std::os::unix::fs::PermissionsExt as _;
     for (file, mode) in [
         ("ca.crt", 0o644),

@@ -1,8 +1,9 @@
 //! `meshlife install kyverno`: `meshlife serve` behind Kyverno's service calls, in a namespace
-//! of its own, requiring a bearer token; then the ClusterPolicy pair of
-//! constraints/kyverno/cluster-policies.yaml (or, with `--cel`, the ValidatingPolicy pair)
-//! with the server's URL, its CA and the token filled in, and the cluster's facts from
-//! `--constraint` as their parameters.
+//! of its own, requiring a bearer token; then the ValidatingPolicy pair of
+//! constraints/kyverno/validating-policies.yaml (what Kyverno recommends from 1.17, when it
+//! deprecated ClusterPolicy; or, with `--cluster-policy`, the ClusterPolicy pair) with the
+//! server's URL, its CA and the token filled in, and the cluster's facts from `--constraint` as
+//! their parameters.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -37,11 +38,18 @@ const CEL_TRUST_STEP: &str = "meshlife: one more step for the ValidatingPolicy p
     \"volumeMounts\":[{\"name\":\"meshlife-ca\",\"mountPath\":\"/etc/meshlife-ca\",\
     \"readOnly\":true}]}]}}}}'\n\
     (or the Helm values in constraints/kyverno/validating-policies.yaml's header).\n\
+    It changes the admission controller's Pod template only (a rolling restart): one volume \
+    from that ConfigMap, mounted read-only, and SSL_CERT_DIR naming the system directory \
+    first, so every root it trusted stays trusted. No smaller step works: http.Post reads Go's \
+    system roots alone, and http.Client(caBundle), which would take the CA from the policy, \
+    has no Post in Kyverno 1.19's admission controller. Until this step is taken, every call \
+    fails its TLS handshake: meshlife-errors-cel admits the object (failurePolicy Ignore) and \
+    meshlife-warnings-cel warns that it was not checked (\"request failed\").\n\
     Kyverno 1.19's http.Post has no timeout: a meshlife serve that accepts the call and then \
     hangs makes the API server admit the object after 5 s with no verdict and nothing on it, \
     counted only in its apiserver_admission_webhook_fail_open_count (alert \
-    MeshlifeAdmissionsFailedOpen). The ClusterPolicy pair, with Kyverno's --apiCallTimeout, \
-    warns on the object instead.";
+    MeshlifeAdmissionsFailedOpen). The ClusterPolicy pair (--cluster-policy), with Kyverno's \
+    --apiCallTimeout, warns on the object instead.";
 /// Kyverno gives a service call 30 s, the API server its webhook 10 s: a server that accepts a
 /// call and never answers would make the API server admit the object with no verdict and no
 /// trace on it (cluster-policies.yaml says more).
@@ -67,9 +75,16 @@ pub struct KyvernoInstall {
     #[arg(long = "constraint", value_name = "FILE")]
     pub constraint: Option<PathBuf>,
 
-    /// Print the ValidatingPolicy pair (CEL `http.Post`, `policies.kyverno.io/v1`, Kyverno
-    /// 1.16+) instead of the ClusterPolicy pair.
+    /// Print the ClusterPolicy pair (service calls; Kyverno 1.13+, deprecated by Kyverno from
+    /// 1.17) instead of the ValidatingPolicy pair (CEL `http.Post`, `policies.kyverno.io/v1`,
+    /// Kyverno 1.16+). Its calls can be bounded (Kyverno's --apiCallTimeout), so a hung server
+    /// ends in a warning on the object; it needs no change to Kyverno's Deployment to trust
+    /// meshlife's CA.
     #[arg(long)]
+    pub cluster_policy: bool,
+
+    /// The ValidatingPolicy pair, now the default: accepted so that earlier scripts still run.
+    #[arg(long, hide = true, conflicts_with = "cluster_policy")]
     pub cel: bool,
 
     /// Namespace of the server, made here; Kyverno's policies exclude it.
@@ -81,6 +96,7 @@ pub struct KyvernoInstall {
 }
 
 pub fn manifests(args: &KyvernoInstall) -> Result<String, String> {
+    let cel = !args.cluster_policy;
     let namespace = &args.namespace;
     let (errors_parameters, warnings_parameters) = match &args.constraint {
         Some(path) => cluster_facts(path)?,
@@ -99,7 +115,7 @@ pub fn manifests(args: &KyvernoInstall) -> Result<String, String> {
             comment: "The token the policies send as `Authorization: Bearer`.",
         }],
         // The ClusterPolicy pair sends no Namespace: the server adds it from its watch.
-        calls_the_api: !args.cel,
+        calls_the_api: !cel,
         caller: "Kyverno",
     };
     let tls = kept_secrets::certificates(
@@ -110,7 +126,7 @@ pub fn manifests(args: &KyvernoInstall) -> Result<String, String> {
         format!("https://{NAME}.{namespace}.svc:{ROUTES_PORT}"),
         "/kyverno",
     );
-    let (policies, kind) = if args.cel {
+    let (policies, kind) = if cel {
         eprintln!("{CEL_TRUST_STEP}");
         (VALIDATING_POLICIES, "ValidatingPolicy")
     } else {
@@ -118,7 +134,7 @@ pub fn manifests(args: &KyvernoInstall) -> Result<String, String> {
         (CLUSTER_POLICIES, "ClusterPolicy")
     };
     let mut policies = render(policies, &url, &tls.ca_pem, namespace)?;
-    policies = if args.cel {
+    policies = if cel {
         with_cel_token(&policies, &token)?
     } else {
         with_header_token(&policies, &token)?
@@ -130,7 +146,7 @@ pub fn manifests(args: &KyvernoInstall) -> Result<String, String> {
         .rev()
     {
         if let Some(parameters) = parameters {
-            policies = if args.cel {
+            policies = if cel {
                 with_cel_parameters(&policies, index, &parameters)?
             } else {
                 with_yaml_parameters(&policies, index, &parameters)?
@@ -162,7 +178,7 @@ stringData:
   token: {token}
 "
     );
-    if !args.cel {
+    if !cel {
         out.push_str(&super::namespace_reader(
             "POST /kyverno adds each object's Namespace (its injection labels) from a watch: the\n\
              # ClusterPolicies send Kyverno's request, which carries none.",

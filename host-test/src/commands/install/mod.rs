@@ -54,8 +54,8 @@ pub enum InstallTarget {
     /// The External Data provider for Gatekeeper, its Provider, the MeshLifecycle template and
     /// constraints.
     Gatekeeper(GatekeeperInstall),
-    /// The server behind Kyverno's service calls, and the ClusterPolicy pair (or, with `--cel`,
-    /// the ValidatingPolicy pair) that calls it.
+    /// The server behind Kyverno's service calls, and the ValidatingPolicy pair (or, with
+    /// `--cluster-policy`, the ClusterPolicy pair) that calls it.
     Kyverno(KyvernoInstall),
     /// The server as the API server's own validating webhook, for clusters without Gatekeeper
     /// or Kyverno: its ValidatingWebhookConfiguration, RBAC to watch Namespaces, and the
