@@ -31,6 +31,8 @@ type harness struct {
 	latencies   []latency
 	// benchSerial numbers the new objects of the figures, so that none repeats a name.
 	benchSerial int
+	// unthrottled is the admin client the figures, the profiles and the load send through.
+	unthrottled *kube
 	// profileDir, when set, receives CPU profiles of the engines during their figures.
 	profileDir string
 	// loadUsers clients create objects for loadDuration in each configuration's load run;

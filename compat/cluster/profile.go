@@ -27,6 +27,10 @@ func (h *harness) profile(ctx context.Context, label, pprofURL string) error {
 	if err := os.MkdirAll(h.profileDir, 0o755); err != nil {
 		return err
 	}
+	client, err := h.unthrottledClient()
+	if err != nil {
+		return err
+	}
 	file := filepath.Join(h.profileDir, label+".pprof")
 	fetched := make(chan error, 1)
 	go func() {
@@ -42,7 +46,7 @@ func (h *harness) profile(ctx context.Context, label, pprofURL string) error {
 			return h.printProfile(label, file, admissions)
 		default:
 		}
-		_, _ = h.k.create(ctx, h.benchObjectAt(newObjects, admissions), true)
+		_, _ = client.create(ctx, h.benchObjectAt(newObjects, admissions), true)
 		admissions++
 	}
 }
