@@ -56,7 +56,7 @@ reality *ARGS:
 # dry-run creates per figure, the same object and new ones, concurrency 1 and 4) and the load
 # table (16 users creating Pods and Deployments for 20 s per configuration, the most this
 # 2-core machine sustains with no policy at p99 under 100 ms), and whether each target was met.
-# `-profile DIR` adds CPU profiles of Gatekeeper during its figures.
+# `-profile DIR` adds CPU profiles of Gatekeeper and Kyverno during their figures.
 cluster-bench *ARGS:
     cargo build --release
     bash compat/cluster/run.sh -- -engines webhook,gatekeeper,kyverno -bench-only -bench 300 \
