@@ -14,7 +14,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/rest"
 )
 
 // A load run in the style of Kyverno's own scaling tests (k6 virtual users, each creating Pods
@@ -81,26 +80,6 @@ func readBenchInput(file string) (*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return &unstructured.Unstructured{Object: input.Review.Object}, nil
-}
-
-// unthrottledClient is an admin client without client-go's rate limit: a figure's pace is its
-// callers', not the client library's. The harness's own client keeps the limit (200 per
-// second, 400 at once), under which every figure that ran faster than 200 admissions a second
-// once its burst was spent measured client-go's wait instead: no policy's and the peers'
-// figures at concurrency 4 read 20 ms, four queued 5 ms slots.
-func (h *harness) unthrottledClient() (*kube, error) {
-	if h.unthrottled != nil {
-		return h.unthrottled, nil
-	}
-	config := rest.CopyConfig(h.cp.admin)
-	config.QPS = -1
-	config.RateLimiter = nil
-	client, err := newKube(config)
-	if err != nil {
-		return nil, err
-	}
-	h.unthrottled = client
-	return client, nil
 }
 
 // load runs the users against the current configuration and records the figure; srv and
