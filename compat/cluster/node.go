@@ -59,6 +59,7 @@ type node struct {
 	hostFilesBefore     map[string]bool
 	hostRootsMade       []string
 	torn                bool
+	claimed             bool
 	kubeletVersion      string
 }
 
@@ -97,7 +98,11 @@ func startNode(ctx context.Context, h *harness) (*node, error) {
 			n.hostRootsMade = append(n.hostRootsMade, root)
 		}
 	}
-	// From here on the host is changed: the teardown runs on every way out.
+	if err := n.writeClaim(); err != nil {
+		return nil, err
+	}
+	// From here on the host is changed: the teardown runs on every way out, and the claim
+	// lets the next run undo it when this one is killed before it can.
 	h.procs.beforeStop(n.teardown)
 	for setting, value := range nodeSettings {
 		if _, saved := n.savedSettings[setting]; !saved {
@@ -146,8 +151,11 @@ func (n *node) preflight() error {
 	if len(missing) > 0 {
 		return fmt.Errorf("missing on this machine: %s (compat/cluster/run.sh installs them from Debian's packages when the stage reality is asked for)", strings.Join(missing, ", "))
 	}
+	if err := recoverAbandonedNode(n.h); err != nil {
+		return err
+	}
 	if _, err := net.InterfaceByName(bridgeName); err == nil {
-		return fmt.Errorf("the bridge %s exists already: another node runs on this machine, or one was not cleaned up (ip link del %s)", bridgeName, bridgeName)
+		return fmt.Errorf("the bridge %s exists already, and no claim (%s) says which run made it: another node runs on this machine, or one was not cleaned up (ip link del %s)", bridgeName, nodeClaimPath, bridgeName)
 	}
 	if listener, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", kubeletPort)); err != nil {
 		return fmt.Errorf("port %d (the kubelet's) is taken: another kubelet runs on this machine", kubeletPort)
@@ -453,6 +461,7 @@ func (n *node) teardown() {
 		note(os.RemoveAll(root))
 	}
 	note(removeCgroups("kubepods"))
+	note(n.releaseClaim())
 	if len(problems) > 0 {
 		fmt.Fprintf(os.Stderr, "cluster-compat: the node's teardown: %s\n", strings.Join(problems, "; "))
 	} else {
@@ -491,8 +500,10 @@ func (n *node) removeSandboxes() error {
 	return nil
 }
 
-// killOwnedProcesses kills the runtime's shims for this node's socket and every process left
-// in the kubepods cgroups (containers whose shim was killed before them).
+// killOwnedProcesses kills every process whose command line names this node's folder (the
+// runtime's shims; the runtime and the kubelet themselves when the run that started them was
+// killed) and every process left in the kubepods cgroups (containers whose shim was killed
+// before them).
 func killOwnedProcesses(run string) error {
 	var pids []int
 	entries, _ := os.ReadDir("/proc")
@@ -502,7 +513,7 @@ func killOwnedProcesses(run string) error {
 			continue
 		}
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", entry.Name(), "cmdline"))
-		if strings.Contains(string(cmdline), "containerd-shim") && strings.Contains(string(cmdline), run) {
+		if strings.Contains(string(cmdline), run) {
 			pids = append(pids, pid)
 			continue
 		}

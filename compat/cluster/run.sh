@@ -31,7 +31,7 @@ case " $* " in
         && CGO_ENABLED=0 go build -trimpath -o "$here/bin/pause" ./cmd/pause)
     bash "$here/envoy.sh" > /dev/null
     # The workload's modes over real loopback sockets, and the image archives read back.
-    (cd "$here" && go test -count=1 ./cmd/workload/ && go test -count=1 -run 'Image|SharedLibraries' .)
+    (cd "$here" && go test -count=1 ./cmd/workload/ && go test -count=1 -run 'Image|SharedLibraries|NodeClaim' .)
     ;;
 esac
 gatekeeper_module="$(cd "$here/../gatekeeper" && go list -m -f '{{.Dir}}' github.com/open-policy-agent/gatekeeper/v3)"
