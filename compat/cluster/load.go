@@ -202,19 +202,13 @@ const clockTicks = 100
 // processCPU is the CPU time (user and system) a process has used, in seconds; -1 when it
 // cannot be read.
 func processCPU(pid int) float64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
+	fields, ok := procStat(pid)
+	// utime and stime are fields 14 and 15.
+	if !ok || len(fields) < 13 {
 		return -1
 	}
-	// The command name (field 2) is in parentheses and may hold spaces: count from after it.
-	text := string(data)
-	fields := strings.Fields(text[strings.LastIndex(text, ")")+1:])
-	// fields[0] is the state (field 3); utime and stime are fields 14 and 15.
-	if len(fields) < 13 {
-		return -1
-	}
-	user, err1 := strconv.ParseFloat(fields[11], 64)
-	system, err2 := strconv.ParseFloat(fields[12], 64)
+	user, err1 := strconv.ParseFloat(fields[14-3], 64)
+	system, err2 := strconv.ParseFloat(fields[15-3], 64)
 	if err1 != nil || err2 != nil {
 		return -1
 	}

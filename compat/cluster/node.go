@@ -59,7 +59,6 @@ type node struct {
 	hostFilesBefore     map[string]bool
 	hostRootsMade       []string
 	torn                bool
-	claimed             bool
 	kubeletVersion      string
 }
 
@@ -461,7 +460,7 @@ func (n *node) teardown() {
 		note(os.RemoveAll(root))
 	}
 	note(removeCgroups("kubepods"))
-	note(n.releaseClaim())
+	note(releaseClaim())
 	if len(problems) > 0 {
 		fmt.Fprintf(os.Stderr, "cluster-compat: the node's teardown: %s\n", strings.Join(problems, "; "))
 	} else {

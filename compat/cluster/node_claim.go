@@ -7,8 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 )
 
 // nodeClaimPath records which run owns the node's host-wide state (the bridge, the kubelet's
@@ -48,15 +46,12 @@ func (n *node) writeClaim() error {
 	if err := os.WriteFile(nodeClaimPath, append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing the node's claim %s: %w", nodeClaimPath, err)
 	}
-	n.claimed = true
 	return nil
 }
 
-// releaseClaim removes the claim once the teardown has run.
-func (n *node) releaseClaim() error {
-	if !n.claimed {
-		return nil
-	}
+// releaseClaim removes the claim once the teardown has run: a teardown is registered only
+// once its claim is written.
+func releaseClaim() error {
 	if err := os.Remove(nodeClaimPath); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("removing the node's claim %s: %w", nodeClaimPath, err)
 	}
@@ -71,7 +66,7 @@ func recoverAbandonedNode(h *harness) error {
 		return err
 	}
 	fmt.Printf("  a node left by a run killed before its teardown (pid %d, files in %s): tearing it down first, its logs kept\n", claim.PID, claim.Run)
-	abandoned := &node{h: h, run: claim.Run, savedSettings: claim.SavedSettings, hostFilesBefore: map[string]bool{}, hostRootsMade: claim.HostRootsMade, claimed: true}
+	abandoned := &node{h: h, run: claim.Run, savedSettings: claim.SavedSettings, hostFilesBefore: map[string]bool{}, hostRootsMade: claim.HostRootsMade}
 	for _, path := range claim.HostFilesBefore {
 		abandoned.hostFilesBefore[path] = true
 	}
@@ -107,20 +102,9 @@ func abandonedClaim(path string) (*nodeClaim, error) {
 // processStart reads a process's start time (field 22 of /proc/PID/stat, in clock ticks since
 // boot); false when the process does not exist.
 func processStart(pid int) (string, bool) {
-	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
+	fields, ok := procStat(pid)
+	if !ok || len(fields) < 22-2 {
 		return "", false
 	}
-	// The command name (field 2) is in parentheses and may hold spaces: count from after it.
-	text := string(stat)
-	end := strings.LastIndexByte(text, ')')
-	if end < 0 {
-		return "", false
-	}
-	fields := strings.Fields(text[end+1:])
-	const startField = 22 - 3 // fields 3 onwards follow the parenthesis
-	if len(fields) <= startField {
-		return "", false
-	}
-	return fields[startField], true
+	return fields[22-3], true
 }

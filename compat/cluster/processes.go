@@ -196,3 +196,19 @@ func waitHTTP(ctx context.Context, proc *process, url string, timeout time.Durat
 	}
 	return fmt.Errorf("%s: %s did not answer 200 within %v (last: %s)", name, url, timeout, last)
 }
+
+// procStat reads /proc/PID/stat's fields from the third (the state) on, so that field N of
+// proc(5) is fields[N-3]; false when the process does not exist. The command name (field 2)
+// is in parentheses and may hold spaces, so the fields are counted from after it.
+func procStat(pid int) ([]string, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, false
+	}
+	text := string(data)
+	end := strings.LastIndexByte(text, ')')
+	if end < 0 {
+		return nil, false
+	}
+	return strings.Fields(text[end+1:]), true
+}

@@ -526,18 +526,13 @@ func envoyDrainTime(agent int) string {
 	return "unknown (no envoy under pilot-agent " + strconv.Itoa(agent) + ")"
 }
 
-// parentPID is the fourth field of /proc/PID/stat, after the parenthesised program name.
+// parentPID is the fourth field of /proc/PID/stat.
 func parentPID(pid int) int {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
+	fields, ok := procStat(pid)
+	if !ok || len(fields) < 2 {
 		return 0
 	}
-	text := string(stat)
-	fields := strings.Fields(text[strings.LastIndex(text, ")")+1:])
-	if len(fields) < 2 {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(fields[1])
+	ppid, _ := strconv.Atoi(fields[4-3])
 	return ppid
 }
 

@@ -30,9 +30,10 @@ case " $* " in
     (cd "$here" && CGO_ENABLED=0 go build -trimpath -o "$here/bin/workload" ./cmd/workload \
         && CGO_ENABLED=0 go build -trimpath -o "$here/bin/pause" ./cmd/pause)
     bash "$here/envoy.sh" > /dev/null
-    # The workload's modes over real loopback sockets, the image archives read back, and the
-    # node's claim (a killed run's node is undone by the next, a running one is left alone).
-    (cd "$here" && go test -count=1 ./cmd/workload/ && go test -count=1 -run 'Image|SharedLibraries|NodeClaim' .)
+    # The workload's modes over real loopback sockets, the image archives read back, the node's
+    # claim (a killed run's node is undone by the next, a running one is left alone) and the
+    # readers of /proc/PID/stat.
+    (cd "$here" && go test -count=1 ./cmd/workload/ && go test -count=1 -run 'Image|SharedLibraries|NodeClaim|ProcStat' .)
     ;;
 esac
 gatekeeper_module="$(cd "$here/../gatekeeper" && go list -m -f '{{.Dir}}' github.com/open-policy-agent/gatekeeper/v3)"
