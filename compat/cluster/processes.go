@@ -152,14 +152,32 @@ func (p *processes) stopAll() {
 	}
 }
 
-// freePort is a loopback port nothing listens on at the moment it is asked.
+// portsGiven are the ports freePort has handed out in this run: the kernel may hand a port
+// that was closed a moment ago out again, and a server given one port for two listeners (its
+// routes and its health) cannot start.
+var portsGiven = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
+// freePort is a loopback port nothing listens on at the moment it is asked, and one no caller
+// in this run has been given before.
 func freePort() (int, error) {
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	portsGiven.Lock()
+	defer portsGiven.Unlock()
+	for attempt := 0; attempt < 100; attempt++ {
+		listener, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := listener.Addr().(*net.TCPAddr).Port
+		listener.Close()
+		if !portsGiven.ports[port] {
+			portsGiven.ports[port] = true
+			return port, nil
+		}
 	}
-	defer listener.Close()
-	return listener.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no loopback port that this run has not been given already, in 100 tries")
 }
 
 // waitHTTP polls url until it answers 200, the process exits, or timeout passes.

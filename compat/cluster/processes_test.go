@@ -21,3 +21,18 @@ func TestProcStatFields(t *testing.T) {
 		t.Fatal("procStat(-1) reads a process")
 	}
 }
+
+// The kernel hands a closed port out again; freePort does not, within a run.
+func TestFreePortNeverTwice(t *testing.T) {
+	seen := map[int]bool{}
+	for i := 0; i < 1000; i++ {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[port] {
+			t.Fatalf("freePort gave %d twice, the %dth time", port, i+1)
+		}
+		seen[port] = true
+	}
+}

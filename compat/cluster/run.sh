@@ -32,8 +32,8 @@ case " $* " in
     bash "$here/envoy.sh" > /dev/null
     # The workload's modes over real loopback sockets, the image archives read back, the node's
     # claim (a killed run's node is undone by the next, a running one is left alone) and the
-    # readers of /proc/PID/stat.
-    (cd "$here" && go test -count=1 ./cmd/workload/ && go test -count=1 -run 'Image|SharedLibraries|NodeClaim|ProcStat' .)
+    # readers of /proc/PID/stat, and the free ports.
+    (cd "$here" && go test -count=1 ./cmd/workload/ && go test -count=1 -run 'Image|SharedLibraries|NodeClaim|ProcStat|FreePort' .)
     ;;
 esac
 gatekeeper_module="$(cd "$here/../gatekeeper" && go list -m -f '{{.Dir}}' github.com/open-policy-agent/gatekeeper/v3)"
